@@ -1,0 +1,35 @@
+# make           build the dubbo binary
+# make up        build and run the all-in-one environment (dubbo up)
+# make test      vet, every test, and a short run of every fuzz target
+# make bench     side-by-side benchmarks (ours vs Apache ZooKeeper) with ratios
+GO        ?= go
+BIN       ?= ./dubbo
+FUZZTIME  ?= 5s
+BENCHTIME ?= 2s
+
+.PHONY: all build up test unit fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) .
+
+up: build
+	$(BIN) up
+
+test: unit fuzz
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 15m ./...
+
+# Every fuzz target runs briefly on top of its committed corpus.
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz-all
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 30m ./embeddedzk/ | tee bench.out
+	$(GO) run ./internal/benchratio < bench.out
+
+clean:
+	rm -f $(BIN) bench.out

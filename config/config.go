@@ -1,0 +1,278 @@
+// Package config loads one node's configuration: the TOML file (dubbo.toml by
+// default), then DUBBO_* environment variables, then --set key=value flags,
+// each overriding the one before. Every section belongs to the package that
+// runs it; this package only composes them into File and reports mistakes
+// with the file, line and key involved.
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/v2"
+
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+)
+
+// File is everything one dubbo.toml can say. A role ignores the sections it
+// does not use.
+type File struct {
+	// DataDir is the base of every default path (registry data, monitor db).
+	// Default ".dubbo".
+	DataDir     string      `koanf:"data-dir"`
+	Application Application `koanf:"application"`
+	Registry    Registry    `koanf:"registry"`
+}
+
+// Application names this node to the registry and the monitor.
+type Application struct {
+	// Name is the Dubbo application name. Default "dubbo-app".
+	Name string `koanf:"name"`
+}
+
+// Registry says where nodes register and, for the registry role, how the
+// embedded server runs.
+type Registry struct {
+	// Address is the registry URL; "" means no registry (direct URLs only).
+	// Default "zookeeper://127.0.0.1:2181".
+	Address string            `koanf:"address"`
+	Server  embeddedzk.Config `koanf:"server"`
+}
+
+// EnvPrefix starts every environment variable that overrides a key:
+// DUBBO_REGISTRY_SERVER_TICK_TIME sets registry.server.tick-time.
+const EnvPrefix = "DUBBO_"
+
+// Load reads path (skipped when path is "" or, if optional, missing), then the
+// environment, then the key=value overrides.
+func Load(path string, optional bool, environ []string, sets []string) (*File, error) {
+	k := koanf.New(".")
+	var raw []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			raw = b
+			if err := k.Load(rawBytes(b), toml.Parser()); err != nil {
+				return nil, fmt.Errorf("config %s: %w", path, describeTOMLError(err))
+			}
+		case optional && errors.Is(err, os.ErrNotExist):
+			path = ""
+		default:
+			return nil, fmt.Errorf("config: %w", err)
+		}
+	}
+
+	keys := knownKeys(reflect.TypeOf(File{}), "")
+	if env := envOverrides(environ, keys); len(env) > 0 {
+		if err := k.Load(confmap.Provider(env, "."), nil); err != nil {
+			return nil, fmt.Errorf("config: environment: %w", err)
+		}
+	}
+	if len(sets) > 0 {
+		m := make(map[string]any, len(sets))
+		for _, s := range sets {
+			key, val, ok := strings.Cut(s, "=")
+			key = strings.TrimSpace(key)
+			if !ok || key == "" {
+				return nil, fmt.Errorf("config: --set %q: want key=value", s)
+			}
+			if _, known := keys[key]; !known {
+				return nil, fmt.Errorf("config: --set %q: unknown key %q%s", s, key, suggest(key, keys))
+			}
+			m[key] = val
+		}
+		if err := k.Load(confmap.Provider(m, "."), nil); err != nil {
+			return nil, fmt.Errorf("config: --set: %w", err)
+		}
+	}
+
+	var f File
+	dc := &mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+		),
+		ErrorUnused:      true,
+		WeaklyTypedInput: true,
+		Result:           &f,
+		TagName:          "koanf",
+	}
+	if err := k.UnmarshalWithConf("", &f, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
+		return nil, locate(path, raw, err)
+	}
+	f.applyDefaults()
+	if err := f.Registry.Server.Validate(); err != nil {
+		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err))
+	}
+	return &f, nil
+}
+
+func (f *File) applyDefaults() {
+	if f.DataDir == "" {
+		f.DataDir = ".dubbo"
+	}
+	if f.Application.Name == "" {
+		f.Application.Name = "dubbo-app"
+	}
+	if f.Registry.Server.DataDir == "" {
+		f.Registry.Server.DataDir = filepath.Join(f.DataDir, "registry")
+	}
+	f.Registry.Server = f.Registry.Server.WithDefaults()
+}
+
+// rawBytes lets koanf parse bytes we already read, so errors can point at lines.
+type rawBytes []byte
+
+func (b rawBytes) ReadBytes() ([]byte, error) { return b, nil }
+func (b rawBytes) Read() (map[string]any, error) {
+	return nil, errors.New("config: raw bytes need a parser")
+}
+
+// describeTOMLError keeps go-toml's "line:column" detail.
+func describeTOMLError(err error) error {
+	type positioned interface{ Position() (int, int) }
+	var p positioned
+	if errors.As(err, &p) {
+		line, col := p.Position()
+		return fmt.Errorf("line %d, column %d: %w", line, col, err)
+	}
+	return err
+}
+
+var (
+	invalidKeys = regexp.MustCompile(`'([a-z0-9.\-]*)' has invalid keys: ([a-z0-9.\-_]+)`)
+	quotedKey   = regexp.MustCompile(`'([a-z0-9.\-\[\]]+)'`)
+)
+
+// locate turns a decoding error into "file:line: key ...: what is wrong".
+func locate(path string, raw []byte, err error) error {
+	msg := strings.TrimSpace(strings.ReplaceAll(err.Error(), "decoding failed due to the following error(s):", ""))
+	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
+	var key string
+	if m := invalidKeys.FindStringSubmatch(msg); m != nil {
+		key = strings.TrimPrefix(m[1]+"."+m[2], ".")
+		msg = "unknown key"
+	} else if m := quotedKey.FindStringSubmatch(msg); m != nil {
+		key = m[1]
+	} else if i := strings.IndexAny(msg, " :"); strings.HasPrefix(msg, "registry.") && i > 0 {
+		key = msg[:i]
+	}
+	if path == "" {
+		if key != "" {
+			return fmt.Errorf("config key %s: %s", key, msg)
+		}
+		return fmt.Errorf("config: %s", msg)
+	}
+	if key != "" {
+		if line := lineOf(raw, key); line > 0 {
+			return fmt.Errorf("%s:%d: key %s: %s", path, line, key, msg)
+		}
+		return fmt.Errorf("%s: key %s (set by environment or --set): %s", path, key, msg)
+	}
+	return fmt.Errorf("%s: %s", path, msg)
+}
+
+var tableHeader = regexp.MustCompile(`^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?`)
+
+// lineOf finds the 1-based line where a dotted key is assigned in TOML text,
+// following [table] headers; 0 if not found.
+func lineOf(raw []byte, key string) int {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	table, n := "", 0
+	for sc.Scan() {
+		n++
+		text := strings.TrimSpace(sc.Text())
+		if m := tableHeader.FindStringSubmatch(text); m != nil {
+			table = m[1]
+			if table == key {
+				return n
+			}
+			continue
+		}
+		name, _, ok := strings.Cut(text, "=")
+		if !ok || strings.HasPrefix(text, "#") {
+			continue
+		}
+		full := strings.Trim(strings.TrimSpace(name), `"`)
+		if table != "" {
+			full = table + "." + full
+		}
+		if full == key {
+			return n
+		}
+	}
+	return 0
+}
+
+// knownKeys lists every dotted key File accepts.
+func knownKeys(t reflect.Type, prefix string) map[string]struct{} {
+	out := map[string]struct{}{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("koanf")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		key := prefix + tag
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft.PkgPath() != "time" {
+			for k := range knownKeys(ft, key+".") {
+				out[k] = struct{}{}
+			}
+			continue
+		}
+		out[key] = struct{}{}
+	}
+	return out
+}
+
+// envOverrides maps DUBBO_REGISTRY_SERVER_TICK_TIME onto the known key
+// registry.server.tick-time; unknown DUBBO_ variables are ignored.
+func envOverrides(environ []string, keys map[string]struct{}) map[string]any {
+	byEnv := make(map[string]string, len(keys))
+	for k := range keys {
+		byEnv[EnvPrefix+strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(k))] = k
+	}
+	out := map[string]any{}
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, EnvPrefix) {
+			continue
+		}
+		if key, ok := byEnv[name]; ok {
+			out[key] = val
+		}
+	}
+	return out
+}
+
+// suggest names known keys that share the mistyped key's last part or prefix.
+func suggest(key string, keys map[string]struct{}) string {
+	var near []string
+	last := key[strings.LastIndex(key, ".")+1:]
+	for k := range keys {
+		if strings.HasSuffix(k, "."+last) || strings.HasPrefix(k, key) {
+			near = append(near, k)
+		}
+	}
+	if len(near) == 0 {
+		return ""
+	}
+	sort.Strings(near)
+	return " (did you mean " + strings.Join(near, ", ") + "?)"
+}

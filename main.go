@@ -1,0 +1,171 @@
+// Command dubbo runs the Apache Dubbo service architecture from one binary:
+// `dubbo up` starts every role of dubbo.toml in one process, `dubbo run
+// --role=NAME` runs one role. This file only parses the command line, loads
+// the configuration and wires the roles together.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dubbo-lab/dubbo/config"
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "dubbo:", err)
+		os.Exit(1)
+	}
+}
+
+// globalFlags are accepted by every command that loads configuration.
+type globalFlags struct {
+	configPath string
+	sets       []string
+	logLevel   string
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	var g globalFlags
+	root := &cobra.Command{
+		Use:           "dubbo",
+		Short:         "Run an Apache Dubbo service architecture: registry, providers, consumers, monitor, console",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVarP(&g.configPath, "config", "c", "", "config file (default dubbo.toml in the current directory, if present)")
+	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set registry.server.listen=127.0.0.1:2182 (repeatable)")
+	pf.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
+
+	root.AddCommand(newUpCommand(&g), newRunCommand(&g), newVersionCommand())
+	return root
+}
+
+// load reads the configuration named by the flags and builds the logger.
+func (g *globalFlags) load(cmd *cobra.Command) (*config.File, *slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, nil, fmt.Errorf("--log-level %q: %w", g.logLevel, err)
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	path, optional := g.configPath, false
+	if path == "" {
+		path, optional = "dubbo.toml", true
+	}
+	cfg, err := config.Load(path, optional, os.Environ(), g.sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, logger, nil
+}
+
+func newUpCommand(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "up",
+		Short: "Start every role of the config file in one process (registry for now)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, logger, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			return runRoles(cmd.Context(), cmd.OutOrStdout(), logger, cfg, []string{"registry"})
+		},
+	}
+}
+
+func newRunCommand(g *globalFlags) *cobra.Command {
+	var role string
+	cmd := &cobra.Command{
+		Use:   "run --role=registry",
+		Short: "Run one role of the config file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch role {
+			case "registry":
+			case "":
+				return errors.New("run: --role is required (registry)")
+			default:
+				return fmt.Errorf("run: unknown role %q (known: registry)", role)
+			}
+			cfg, logger, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			return runRoles(cmd.Context(), cmd.OutOrStdout(), logger, cfg, []string{role})
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "", "the role to run: registry")
+	return cmd
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			v := version
+			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+				v = bi.Main.Version
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "dubbo %s\n", v)
+		},
+	}
+}
+
+// runRoles starts the named roles, prints where each one listens and blocks
+// until ctx ends (Ctrl-C, SIGTERM) or a role fails; then it stops them all.
+func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *config.File, roles []string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(roles))
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			if err := closers[i](); err != nil {
+				logger.Warn("shutdown", "err", err)
+			}
+		}
+	}()
+	for _, role := range roles {
+		switch role {
+		case "registry":
+			srv, err := embeddedzk.New(cfg.Registry.Server, logger.With("role", "registry"))
+			if err != nil {
+				return fmt.Errorf("registry: %w", err)
+			}
+			closers = append(closers, srv.Close)
+			go func() { errc <- srv.Serve(ctx) }()
+			fmt.Fprintf(out, "registry   zookeeper://%s   (data %s)\n", srv.Addr(), cfg.Registry.Server.DataDir)
+		}
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		return nil
+	case err := <-errc:
+		if err != nil {
+			return err
+		}
+		return nil
+	}
+}
