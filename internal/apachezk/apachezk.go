@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -154,7 +153,7 @@ func Start(t testing.TB, opts Options) *Server {
 		_ = cmd.Wait()
 		close(s.done)
 	}()
-	t.Cleanup(s.stop)
+	t.Cleanup(s.Stop)
 
 	if err := s.waitReady(30 * time.Second); err != nil {
 		t.Fatalf("apachezk: %v\nserver output:\n%s", err, logBuf.String())
@@ -162,8 +161,12 @@ func Start(t testing.TB, opts Options) *Server {
 	return s
 }
 
-func (s *Server) stop() {
-	_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL)
+// Stop kills the server (SIGKILL, like a crash) and waits for it to exit.
+// It is safe to call more than once; Start also registers it as cleanup.
+func (s *Server) Stop() {
+	// os.Process.Kill uses a pidfd and knows when the process was reaped,
+	// so it can never signal an unrelated process that reused the pid.
+	_ = s.cmd.Process.Kill()
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):

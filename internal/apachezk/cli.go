@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -44,7 +43,7 @@ func StartCLI(t testing.TB, addr string) *CLISession {
 		close(s.done)
 	}()
 	t.Cleanup(func() {
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Process.Kill() // a no-op once the process was reaped
 		<-s.done
 	})
 	return s
@@ -86,16 +85,21 @@ func (s *CLISession) Send(command string) error {
 // Output is everything the CLI printed so far.
 func (s *CLISession) Output() string { return s.out.String() }
 
-// WaitFor polls the output until it contains want or the timeout passes.
-func (s *CLISession) WaitFor(want string, timeout time.Duration) bool {
+// WaitForLine polls until the output written after byte offset from has a
+// line equal to want (surrounding spaces ignored), or the timeout passes.
+func (s *CLISession) WaitForLine(from int, want string, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if strings.Contains(s.out.String(), want) {
-			return true
+	for {
+		for _, line := range strings.Split(s.out.String()[from:], "\n") {
+			if strings.TrimSpace(line) == want {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return strings.Contains(s.out.String(), want)
 }
 
 // Close ends stdin (zkCli exits at EOF) and waits up to timeout for it.
@@ -105,7 +109,7 @@ func (s *CLISession) Close(timeout time.Duration) error {
 	case <-s.done:
 		return nil
 	case <-time.After(timeout):
-		_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = s.cmd.Process.Kill()
 		<-s.done
 		return fmt.Errorf("zkCli did not exit within %s after stdin closed", timeout)
 	}

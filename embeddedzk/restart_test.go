@@ -1,0 +1,278 @@
+package embeddedzk_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbo-lab/dubbo/internal/apachezk"
+)
+
+// TestRestart kills the registry process with SIGKILL and restarts it on the
+// same data dir: every acknowledged write must survive, zxids must keep
+// growing, and a torn tail of the transaction log must not stop the start.
+func TestRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the dubbo binary")
+	}
+	bin := buildDubbo(t)
+
+	t.Run("kill9", func(t *testing.T) {
+		reg := newRegistryProcess(t, bin)
+		reg.start(t)
+		c := connect(t, reg.target())
+		want := writeNodes(t, c, "/restart", 300)
+		reg.kill9(t)
+
+		reg.start(t)
+		c = connect(t, reg.target())
+		checkNodes(t, c, want)
+	})
+
+	t.Run("torn_log_tail", func(t *testing.T) {
+		reg := newRegistryProcess(t, bin)
+		reg.start(t)
+		c := connect(t, reg.target())
+		want := writeNodes(t, c, "/torn", 100)
+		reg.kill9(t)
+
+		log := newestLog(t, reg.dataDir)
+		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("appending garbage to %s", log)
+		// Half a record header: what a crash in the middle of a write leaves.
+		if _, err := f.Write([]byte{0x00, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		reg.start(t)
+		c = connect(t, reg.target())
+		checkNodes(t, c, want)
+		// The server keeps writing after the torn tail, and the new writes
+		// survive the next crash too.
+		more := writeNodes(t, c, "/torn-after", 20)
+		reg.kill9(t)
+		reg.start(t)
+		c = connect(t, reg.target())
+		checkNodes(t, c, want)
+		checkNodes(t, c, more)
+	})
+}
+
+// buildDubbo builds the dubbo binary from the repository root.
+func buildDubbo(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "dubbo")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = ".." // the repository root, one up from embeddedzk/
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// registryProcess is `dubbo run --role=registry` on a fixed port and data
+// dir, restartable.
+type registryProcess struct {
+	bin, dataDir, workDir, addr string
+	cmd                         *exec.Cmd
+	done                        chan struct{}
+	out                         *lockedBuffer
+}
+
+func newRegistryProcess(t *testing.T, bin string) *registryProcess {
+	port, err := apachezk.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &registryProcess{
+		bin:     bin,
+		dataDir: filepath.Join(t.TempDir(), "registry"),
+		workDir: t.TempDir(), // no dubbo.toml here: flags only
+		addr:    fmt.Sprintf("127.0.0.1:%d", port),
+	}
+}
+
+func (r *registryProcess) target() target { return target{name: "embedded", addr: r.addr} }
+
+func (r *registryProcess) start(t *testing.T) {
+	t.Helper()
+	r.out = &lockedBuffer{}
+	r.cmd = exec.Command(r.bin, "run", "--role=registry",
+		"--set", "registry.server.listen="+r.addr,
+		"--set", "registry.server.data-dir="+r.dataDir,
+		"--set", "registry.server.tick-time=500ms")
+	r.cmd.Dir = r.workDir
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("start dubbo: %v", err)
+	}
+	done := make(chan struct{})
+	r.done = done
+	cmd := r.cmd
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // a no-op once it was reaped
+		<-done
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := apachezk.FourLetter(r.addr, "ruok", time.Second)
+		if err == nil && out == "imok" {
+			return
+		}
+		select {
+		case <-done:
+			t.Fatalf("dubbo exited during start-up:\n%s", r.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no imok from %s within 20s (%q, %v):\n%s", r.addr, out, err, r.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill9 sends SIGKILL and waits until the process is gone.
+func (r *registryProcess) kill9(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill -9 dubbo: %v", err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("dubbo still running 10s after SIGKILL")
+	}
+}
+
+type nodeWant struct {
+	data    string
+	version int32
+}
+
+// nodeSet is what a client was told was written, and the largest zxid seen.
+type nodeSet struct {
+	nodes   map[string]nodeWant
+	maxZxid int64
+}
+
+// writeNodes creates n persistent nodes under root and sets every third one
+// twice, remembering each acknowledged value.
+func writeNodes(t *testing.T, c *zk.Conn, root string, n int) nodeSet {
+	t.Helper()
+	set := nodeSet{nodes: map[string]nodeWant{}}
+	mustCreate(t, c, root, []byte("root"), zk.FlagPersistent)
+	set.nodes[root] = nodeWant{"root", 0}
+	for i := range n {
+		p := fmt.Sprintf("%s/n%03d", root, i)
+		data := fmt.Sprintf("data-%d-%s", i, strings.Repeat("x", i%50))
+		mustCreate(t, c, p, []byte(data), zk.FlagPersistent)
+		st := mustStat(t, c, p)
+		set.maxZxid = max(set.maxZxid, st.Czxid)
+		set.nodes[p] = nodeWant{data, 0}
+		if i%3 != 0 {
+			continue
+		}
+		for v := int32(1); v <= 2; v++ {
+			data = fmt.Sprintf("v%d-%d", v, i)
+			st, err := c.Set(p, []byte(data), v-1)
+			if err != nil {
+				t.Fatalf("set %s: %v", p, err)
+			}
+			set.maxZxid = max(set.maxZxid, st.Mzxid)
+			set.nodes[p] = nodeWant{data, v}
+		}
+	}
+	return set
+}
+
+// checkNodes verifies every node and that a new write gets a larger zxid.
+func checkNodes(t *testing.T, c *zk.Conn, set nodeSet) {
+	t.Helper()
+	bad := 0
+	for p, w := range set.nodes {
+		data, st, err := c.Get(p)
+		if err != nil || string(data) != w.data || st.Version != w.version {
+			bad++
+			if bad <= 10 {
+				t.Errorf("%s = %q version %d, %v; want %q version %d", p, data, versionOf(st), err, w.data, w.version)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d nodes wrong after restart", bad, len(set.nodes))
+	}
+	p, err := c.Create("/zxid-probe-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatalf("create after restart: %v", err)
+	}
+	if st := mustStat(t, c, p); st.Czxid <= set.maxZxid {
+		t.Errorf("zxid went backwards: new node czxid %#x, before the crash %#x", st.Czxid, set.maxZxid)
+	}
+}
+
+func versionOf(st *zk.Stat) int32 {
+	if st == nil {
+		return -1
+	}
+	return st.Version
+}
+
+// newestLog returns the most recently written log.* file in the data dir.
+func newestLog(t *testing.T, dir string) string {
+	t.Helper()
+	var newest string
+	var newestTime time.Time
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), "log.") {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if newest == "" || info.ModTime().After(newestTime) || (info.ModTime().Equal(newestTime) && p > newest) {
+			newest, newestTime = p, info.ModTime()
+		}
+		return nil
+	})
+	if err != nil || newest == "" {
+		t.Fatalf("no log.* file in %s: %v", dir, err)
+	}
+	return newest
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,333 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// LogOptions configures a Log.
+type LogOptions struct {
+	// Fsync makes WaitDurable wait for fsync, not only for the write to the
+	// page cache. Default false; the registry turns it on (fsync = true).
+	Fsync bool
+	// Logger receives warnings about cut tails. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Log is the append-only transaction log. Append only copies a record into
+// memory; one flusher goroutine writes everything buffered with one write
+// call and one fsync, then wakes every waiter at once (group commit).
+// Append, Roll, WaitDurable and DurableZxid are safe for concurrent use.
+type Log struct {
+	dir   string
+	opts  LogOptions
+	lock  io.Closer
+	files []fileRef // log files at open, for Replay
+
+	durable atomic.Int64 // highest zxid written (and fsynced when Fsync)
+
+	mu       sync.Mutex
+	wake     *sync.Cond    // tells the flusher there is work or closing
+	buf      []byte        // framed records waiting for the flusher
+	spare    []byte        // the flusher's last buffer, reused
+	rolls    []int         // offsets in buf where Roll asked for a new file
+	last     int64         // highest appended zxid
+	flushed  chan struct{} // closed after each flush, then replaced
+	err      error         // first write error; the log is fail-stop
+	closing  bool
+	stopped  bool // the flusher has exited
+	appended bool
+	flushes  int // completed flushes, for benchmarks
+
+	// Owned by the flusher goroutine.
+	file     *os.File
+	fileName string
+	closeErr error
+
+	done      chan struct{} // closed when the flusher exits
+	closeOnce sync.Once
+	closeRes  error
+}
+
+// OpenLog opens the transaction log in dir, creating dir if needed. It
+// cuts a torn tail from the newest file (logging what it dropped) and
+// appends to that file; the first file is created on the first Append and
+// named by its zxid. It also removes temporary files of snapshots
+// interrupted by a crash; a directory is used by one open Log at a time.
+func OpenLog(dir string, opts LogOptions) (*Log, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create data dir: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l, err := openLocked(dir, opts)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	l.lock = lock
+	go l.flush()
+	return l, nil
+}
+
+func openLocked(dir string, opts LogOptions) (*Log, error) {
+	if err := removeSnapshotTemps(dir, opts.Logger); err != nil {
+		return nil, err
+	}
+	files, err := listFiles(dir, logPrefix)
+	if err != nil {
+		return nil, err
+	}
+	files, f, last, err := recoverTail(dir, files, opts)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		dir:     dir,
+		opts:    opts,
+		files:   files,
+		last:    last,
+		flushed: make(chan struct{}),
+		done:    make(chan struct{}),
+		file:    f,
+	}
+	if f != nil {
+		l.fileName = f.Name()
+	}
+	l.wake = sync.NewCond(&l.mu)
+	l.durable.Store(last)
+	return l, nil
+}
+
+// removeSnapshotTemps deletes what a crash left of WriteSnapshot. Holding
+// the directory lock before any snapshot is written makes this safe.
+func removeSnapshotTemps(dir string, logger *slog.Logger) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("storage: list %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), snapTmpPrefix) {
+			p := filepath.Join(dir, e.Name())
+			logger.Info("storage: removing unfinished snapshot", "file", p)
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("storage: remove unfinished snapshot: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Append buffers one record; rec is copied. zxid must be above every zxid
+// appended or replayed before. The record is not durable until
+// WaitDurable(zxid) returns.
+func (l *Log) Append(zxid int64, rec []byte) error {
+	if len(rec) > MaxRecordSize {
+		return fmt.Errorf("storage: append zxid %#x: record of %d bytes is above the %d-byte limit", zxid, len(rec), MaxRecordSize)
+	}
+	h := recordHeader(zxid, rec)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.closing:
+		return ErrClosed
+	case zxid <= l.last:
+		return fmt.Errorf("storage: append zxid %#x: not above the last zxid %#x", zxid, l.last)
+	}
+	l.buf = append(l.buf, h[:]...)
+	l.buf = append(l.buf, rec...)
+	l.last = zxid
+	l.appended = true
+	l.wake.Signal()
+	return nil
+}
+
+// WaitDurable blocks until every record up to zxid is written (and fsynced
+// when Fsync), ctx is done, the log has failed (its write error), or the
+// log was closed before zxid could be written (ErrClosed).
+func (l *Log) WaitDurable(ctx context.Context, zxid int64) error {
+	for {
+		if l.durable.Load() >= zxid {
+			return nil
+		}
+		l.mu.Lock()
+		switch {
+		case l.durable.Load() >= zxid:
+			l.mu.Unlock()
+			return nil
+		case l.err != nil:
+			err := l.err
+			l.mu.Unlock()
+			return err
+		case l.stopped, l.closing && zxid > l.last:
+			l.mu.Unlock()
+			return ErrClosed
+		}
+		ch := l.flushed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("storage: wait for zxid %#x: %w", zxid, ctx.Err())
+		}
+	}
+}
+
+// DurableZxid is the highest zxid that is durable; after OpenLog it is the
+// last zxid on disk.
+func (l *Log) DurableZxid() int64 { return l.durable.Load() }
+
+// Roll makes the next Append start a new log file, so that the files
+// before it can be purged once a snapshot covers them.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.closing:
+		return ErrClosed
+	}
+	l.rolls = append(l.rolls, len(l.buf))
+	l.wake.Signal()
+	return nil
+}
+
+// Close writes and syncs what was appended, stops the flusher and releases
+// the directory. Waiters for zxids that were never appended get ErrClosed.
+// It returns the log's write error, if any; calling it again returns the
+// same result.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	l.closing = true
+	l.wake.Signal()
+	l.mu.Unlock()
+	<-l.done
+	l.closeOnce.Do(func() {
+		l.closeRes = errors.Join(l.err, l.closeErr, l.lock.Close())
+	})
+	return l.closeRes
+}
+
+// flush is the flusher goroutine: it takes everything buffered, writes it,
+// and wakes all waiters, until Close or a write error.
+func (l *Log) flush() {
+	defer close(l.done)
+	for {
+		l.mu.Lock()
+		for len(l.buf) == 0 && len(l.rolls) == 0 && !l.closing {
+			l.wake.Wait()
+		}
+		batch, rolls, last, closing := l.buf, l.rolls, l.last, l.closing
+		l.buf, l.spare, l.rolls = l.spare[:0], nil, nil
+		l.mu.Unlock()
+
+		err := l.write(batch, rolls)
+
+		l.mu.Lock()
+		if err != nil {
+			l.err = err
+		} else {
+			l.durable.Store(last)
+		}
+		if cap(batch) <= maxRetainedBuffer {
+			l.spare = batch[:0]
+		}
+		// Append and Roll refuse work once closing, so nothing is left.
+		stop := err != nil || closing
+		l.stopped = stop
+		l.flushes++
+		close(l.flushed)
+		l.flushed = make(chan struct{})
+		l.mu.Unlock()
+		if stop {
+			l.closeErr = l.endFile()
+			return
+		}
+	}
+}
+
+// write writes one batch: the records before each roll offset end the
+// current file, the rest go to the (possibly new) current file.
+func (l *Log) write(batch []byte, rolls []int) error {
+	created := false
+	start := 0
+	for _, r := range rolls {
+		if err := l.writeSegment(batch[start:r], &created); err != nil {
+			return err
+		}
+		if err := l.endFile(); err != nil {
+			return err
+		}
+		start = r
+	}
+	if err := l.writeSegment(batch[start:], &created); err != nil {
+		return err
+	}
+	if l.opts.Fsync && l.file != nil {
+		if err := l.file.Sync(); err != nil {
+			return fmt.Errorf("storage: fsync %s: %w", l.fileName, err)
+		}
+		if created {
+			return syncDir(l.dir)
+		}
+	}
+	return nil
+}
+
+func (l *Log) writeSegment(seg []byte, created *bool) error {
+	if len(seg) == 0 {
+		return nil
+	}
+	if l.file == nil {
+		zxid := int64(binary.LittleEndian.Uint64(seg[8:16]))
+		p := filepath.Join(l.dir, fileName(logPrefix, zxid))
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("storage: create log file: %w", err)
+		}
+		l.file, l.fileName = f, p
+		*created = true
+		if _, err := f.Write(logFileHeader()); err != nil {
+			return fmt.Errorf("storage: write %s: %w", p, err)
+		}
+	}
+	if _, err := l.file.Write(seg); err != nil {
+		return fmt.Errorf("storage: write %s: %w", l.fileName, err)
+	}
+	return nil
+}
+
+// endFile syncs and closes the current file, whatever Fsync says: a later
+// file must never be on disk while an earlier one is missing records.
+func (l *Log) endFile() error {
+	if l.file == nil {
+		return nil
+	}
+	f := l.file
+	l.file = nil
+	err := f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("storage: close %s: %w", l.fileName, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+// Package cluster is the consumer side of a call between "the providers of a
+// service" and "one provider's invoker": the step Dubbo calls the cluster.
+//
+// A call flows through four small extension points, each defined here and
+// implemented in a sub-package:
+//
+//   - a [Directory] (package directory) lists the live providers of one
+//     service for an invocation, after its [Router]s (package router: condition
+//     and tag rules) have filtered them and override rules (package
+//     configurator) have rewritten their URLs;
+//   - a [LoadBalancer] (package loadbalance: random, roundrobin, leastactive,
+//     shortestresponse, consistenthash, p2c) picks one of them;
+//   - a strategy (this package: failover, failfast, failsafe, failback,
+//     forking, broadcast, available) decides what to do when that call fails.
+//
+// [Join] ties a Directory and the load balancers into one [Invoker], which is
+// an rpc.Invoker the consumer calls. The Invoker counts calls per provider
+// and method in a [Stats] that the leastactive, shortestresponse and p2c
+// balancers read.
+//
+// Call settings (retries, forks, loadbalance, timeout, weight) are read from
+// the provider URLs the directory hands out, which already carry the
+// consumer's settings and the override rules, with Dubbo's method-level keys
+// ("sayHello.retries") taking precedence over the plain ones ("retries").
+package cluster
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// ProviderInvoker calls one provider of a service.
+type ProviderInvoker interface {
+	rpc.Invoker
+	// URL is the provider URL this invoker stands for: host, port and
+	// parameters such as weight, timestamp, warmup, dubbo.tag, application.
+	// Callers must not modify it.
+	URL() *url.URL
+	// Available reports whether the provider can take calls now; a provider
+	// whose connection closed must report false at once.
+	Available() bool
+}
+
+// Directory lists the providers that may serve an invocation: live, enabled
+// and left over by the routing rules. The slice belongs to the caller.
+type Directory interface {
+	List(inv *rpc.Invocation) []ProviderInvoker
+}
+
+// Router filters providers for one invocation of a consumer. It returns a
+// subset of invokers (possibly invokers itself) and never modifies it.
+type Router interface {
+	Route(invokers []ProviderInvoker, consumer *url.URL, inv *rpc.Invocation) []ProviderInvoker
+}
+
+// LoadBalancer picks one provider out of a non-empty list.
+type LoadBalancer interface {
+	Select(invokers []ProviderInvoker, inv *rpc.Invocation) ProviderInvoker
+}
+
+// ErrUnknownName is returned for a cluster or loadbalance name Dubbo does not
+// define; the error text lists the names that exist.
+var ErrUnknownName = errors.New("unknown name")
+
+// Dubbo's URL keys and defaults for the call settings read here.
+const (
+	KeyRetries     = "retries"
+	KeyForks       = "forks"
+	KeyTimeout     = "timeout"
+	KeyLoadBalance = "loadbalance"
+	KeyCluster     = "cluster"
+	KeyWeight      = "weight"
+	KeyWarmup      = "warmup"
+
+	DefaultRetries     = 2
+	DefaultForks       = 2
+	DefaultTimeoutMs   = 1000
+	DefaultLoadBalance = "random"
+	DefaultCluster     = "failover"
+	DefaultWeight      = 100
+	DefaultWarmupMs    = 10 * 60 * 1000
+)
+
+// MethodParam returns the value of key for method: "<method>.<key>" when
+// set, else "<key>", else "".
+func MethodParam(u *url.URL, method, key string) string {
+	if method != "" {
+		if v := u.Param(method + "." + key); v != "" {
+			return v
+		}
+	}
+	return u.Param(key)
+}
+
+// MethodIntParam is MethodParam as an integer, def when absent or not a number.
+func MethodIntParam(u *url.URL, method, key string, def int) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(MethodParam(u, method, key))); err == nil {
+		return n
+	}
+	return def
+}
+
+// Strategies lists the cluster names Join accepts, as Dubbo users type them.
+func Strategies() []string {
+	return []string{"failover", "failfast", "failsafe", "failback", "forking", "broadcast", "available"}
+}

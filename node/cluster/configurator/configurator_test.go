@@ -1,0 +1,219 @@
+package configurator
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+var (
+	p1       = url.MustParse("dubbo://10.0.0.1:20880/org.example.Greeter?application=greeter&interface=org.example.Greeter&version=1.0.0&timeout=1000")
+	p2       = url.MustParse("dubbo://10.0.0.2:20881/org.example.Greeter?application=greeter&interface=org.example.Greeter&version=1.0.0")
+	other    = url.MustParse("dubbo://10.0.0.3:20880/org.example.Other?application=billing&interface=org.example.Other")
+	consumer = url.MustParse("consumer://192.168.1.5/org.example.Greeter?application=shop")
+)
+
+// param shows what the consumer sees of key on each provider after rules.
+func param(r Rules, key string, ps ...*url.URL) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, r.Configure(p, consumer).Param(key))
+	}
+	return strings.Join(out, ",")
+}
+
+func TestParseAndConfigure(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		key  string
+		want string // the key's value on p1,p2,other
+	}{
+		{"all providers", `
+configVersion: v3.0
+scope: service
+key: org.example.Greeter
+configs:
+  - side: provider
+    addresses: ["0.0.0.0"]
+    parameters: {timeout: 6000}
+`, "timeout", "6000,6000,"},
+		{"one provider by host:port; specific wins over 0.0.0.0 whatever the order", `
+configVersion: v3.0
+scope: service
+key: org.example.Greeter
+configs:
+  - side: provider
+    addresses: ["10.0.0.2:20881"]
+    parameters: {weight: 200}
+  - side: provider
+    addresses: ["0.0.0.0"]
+    parameters: {weight: 50}
+`, "weight", "50,200,"},
+		{"by host only", `
+configVersion: v2.7
+scope: service
+key: org.example.Greeter
+configs:
+  - side: provider
+    addresses: [10.0.0.1]
+    parameters: {disabled: true}
+`, "disabled", "true,,"},
+		{"versioned key must match", `
+scope: service
+key: org.example.Greeter:2.0.0
+configs:
+  - parameters: {retries: 0}
+`, "retries", ",,"},
+		{"group/interface:version key", `
+scope: service
+key: /org.example.Greeter:1.0.0
+configs:
+  - parameters: {retries: 0}
+`, "retries", "0,0,"},
+		{"consumer side by our host and provider address", `
+scope: service
+key: org.example.Greeter
+configs:
+  - side: consumer
+    addresses: [192.168.1.5]
+    providerAddresses: ["10.0.0.1:20880"]
+    parameters: {loadbalance: roundrobin}
+`, "loadbalance", "roundrobin,,"},
+		{"consumer side for another consumer", `
+scope: service
+key: org.example.Greeter
+configs:
+  - side: consumer
+    addresses: [192.168.1.6]
+    parameters: {loadbalance: roundrobin}
+`, "loadbalance", ",,"},
+		{"application scope: the providers of that application", `
+scope: application
+key: greeter
+configs:
+  - side: provider
+    parameters: {weight: 10}
+`, "weight", "10,10,"},
+		{"application scope narrowed by services", `
+scope: application
+key: billing
+configs:
+  - side: provider
+    services: [org.example.Other]
+    parameters: {weight: 10}
+`, "weight", ",,10"},
+		{"disabled rule", `
+scope: service
+key: org.example.Greeter
+enabled: false
+configs:
+  - parameters: {timeout: 1}
+`, "timeout", "1000,,"},
+		{"disabled item", `
+scope: service
+key: org.example.Greeter
+configs:
+  - enabled: false
+    parameters: {timeout: 1}
+  - parameters: {weight: 7}
+`, "timeout", "1000,,"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := param(r, tt.key, p1, p2, other); got != tt.want {
+				t.Errorf("%s on p1,p2,other = %q, want %q", tt.key, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigureLeavesInputAlone(t *testing.T) {
+	r, err := Parse([]byte("scope: service\nkey: org.example.Greeter\nconfigs:\n  - parameters: {timeout: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Configure(p1, consumer)
+	if p1.Param("timeout") != "1000" || got.Param("timeout") != "5" {
+		t.Errorf("input timeout %s, output %s; want 1000 and 5", p1.Param("timeout"), got.Param("timeout"))
+	}
+	if r.Configure(other, consumer) != other {
+		t.Error("a URL no rule matches should come back as is")
+	}
+}
+
+func TestParseInvalid(t *testing.T) {
+	tests := []struct{ name, yaml, hint string }{
+		{"bad yaml", "configs: [", "YAML"},
+		{"no key", "scope: service\nconfigs:\n  - parameters: {a: 1}\n", "key"},
+		{"bad scope", "scope: cluster\nkey: a\nconfigs:\n  - parameters: {a: 1}\n", "scope"},
+		{"no scope", "key: a\nconfigs:\n  - parameters: {a: 1}\n", "scope"},
+		{"no configs", "scope: service\nkey: a\n", "configs"},
+		{"bad side", "scope: service\nkey: a\nconfigs:\n  - side: both\n    parameters: {a: 1}\n", "side"},
+		{"no parameters", "scope: service\nkey: a\nconfigs:\n  - side: provider\n", "parameters"},
+		{"null parameter", "scope: service\nkey: a\nconfigs:\n  - parameters: {a: }\n", "no value"},
+		{"version", "configVersion: v9\nscope: service\nkey: a\nconfigs:\n  - parameters: {a: 1}\n", "configVersion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if !errors.Is(err, ErrInvalidRule) || !strings.Contains(err.Error(), tt.hint) {
+				t.Errorf("error = %v, want ErrInvalidRule mentioning %q", err, tt.hint)
+			}
+		})
+	}
+}
+
+func TestParseURLs(t *testing.T) {
+	tests := []struct {
+		name string
+		urls []string
+		key  string
+		want string
+	}{
+		{"one provider", []string{"override://10.0.0.1:20880/org.example.Greeter?category=configurators&dynamic=false&enabled=true&weight=200"}, "weight", "200,,"},
+		{"condition keys are not copied", []string{"override://0.0.0.0/org.example.Greeter?category=configurators&weight=200"}, "category", ",,"},
+		{"all providers of the interface", []string{"override://0.0.0.0/org.example.Greeter?weight=200"}, "weight", "200,200,"},
+		{"port only", []string{"override://0.0.0.0:20881/org.example.Greeter?weight=200"}, "weight", ",200,"},
+		{"application", []string{"override://0.0.0.0/*?application=billing&weight=3"}, "weight", ",,3"},
+		{"disabled override", []string{"override://0.0.0.0/org.example.Greeter?enabled=false&weight=200"}, "weight", ",,"},
+		{"absent keeps existing values", []string{"absent://0.0.0.0/org.example.Greeter?timeout=5"}, "timeout", "1000,5,"},
+		{"disable one provider", []string{"override://10.0.0.2/org.example.Greeter?disabled=true"}, "disabled", ",true,"},
+		{"empty means none", []string{"empty://192.168.1.5/org.example.Greeter?category=configurators"}, "weight", ",,"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var us []*url.URL
+			for _, s := range tt.urls {
+				us = append(us, url.MustParse(s))
+			}
+			r, err := ParseURLs(us)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := param(r, tt.key, p1, p2, other); got != tt.want {
+				t.Errorf("%s on p1,p2,other = %q, want %q", tt.key, got, tt.want)
+			}
+		})
+	}
+	if _, err := ParseURLs([]*url.URL{url.MustParse("dubbo://1.2.3.4/x")}); !errors.Is(err, ErrInvalidRule) {
+		t.Errorf("dubbo:// as override: error = %v, want ErrInvalidRule", err)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	for _, tt := range []struct {
+		q    string
+		want bool
+	}{{"", false}, {"disabled=true", true}, {"disabled=false&enabled=false", false}, {"enabled=false", true}, {"enabled=true", false}} {
+		if got := Disabled(url.MustParse("dubbo://1.2.3.4:1/x?" + tt.q)); got != tt.want {
+			t.Errorf("Disabled(%q) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+}

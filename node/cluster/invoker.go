@@ -1,0 +1,262 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+// Options configures Join. The zero value of every field but NewBalancer
+// means Dubbo's default.
+type Options struct {
+	// Cluster is the strategy name (the "cluster" URL key): failover
+	// (default), failfast, failsafe, failback, forking, broadcast, available.
+	Cluster string
+	// NewBalancer makes the load balancer for a "loadbalance" name; pass
+	// loadbalance.New. Required.
+	NewBalancer func(name string, stats *Stats) (LoadBalancer, error)
+	// Logger receives errors that failsafe and failback swallow.
+	// Default slog.Default().
+	Logger *slog.Logger
+	// FailbackPeriod is how often failback retries failed calls. Default 5s.
+	FailbackPeriod time.Duration
+	// FailbackTasks bounds the failed calls waiting for a retry; more are
+	// dropped and logged. Default 100 (Dubbo's failbacktasks).
+	FailbackTasks int
+	// FailbackRetries is how many times failback retries one call. Default 3.
+	FailbackRetries int
+	// Now is the clock for warm-up weights and response times. Default time.Now.
+	Now func() time.Time
+}
+
+// Invoker is the cluster invoker of one referenced service: an rpc.Invoker
+// over a Directory. Close it to stop failback's background retries.
+type Invoker struct {
+	dir      Directory
+	strategy strategy
+	opts     Options
+	log      *slog.Logger
+	stats    *Stats
+
+	mu        sync.Mutex
+	balancers map[string]LoadBalancer
+	failback  *failbackQueue
+	closed    bool
+}
+
+// strategy runs one call with a cluster strategy.
+type strategy func(c *Invoker, ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error)
+
+func strategyNamed(name string) (strategy, error) {
+	switch name {
+	case "", "failover":
+		return failover, nil
+	case "failfast":
+		return failfast, nil
+	case "failsafe":
+		return failsafe, nil
+	case "failback":
+		return failback, nil
+	case "forking":
+		return forking, nil
+	case "broadcast":
+		return broadcast, nil
+	case "available":
+		return available, nil
+	}
+	return nil, fmt.Errorf("cluster %q: %w; use one of %s", name, ErrUnknownName, strings.Join(Strategies(), ", "))
+}
+
+// Join builds the cluster invoker for dir with the strategy opts.Cluster.
+func Join(dir Directory, opts Options) (*Invoker, error) {
+	s, err := strategyNamed(opts.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if opts.NewBalancer == nil {
+		return nil, errors.New("cluster.Join: Options.NewBalancer is nil; pass loadbalance.New")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.FailbackPeriod <= 0 {
+		opts.FailbackPeriod = 5 * time.Second
+	}
+	if opts.FailbackTasks <= 0 {
+		opts.FailbackTasks = 100
+	}
+	if opts.FailbackRetries <= 0 {
+		opts.FailbackRetries = 3
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Invoker{
+		dir:       dir,
+		strategy:  s,
+		opts:      opts,
+		log:       opts.Logger,
+		stats:     NewStats(opts.Now),
+		balancers: make(map[string]LoadBalancer),
+	}, nil
+}
+
+// Stats are the call counts this invoker keeps for its balancers.
+func (c *Invoker) Stats() *Stats { return c.stats }
+
+// Invoke makes one call with the invoker's strategy.
+func (c *Invoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	return c.strategy(c, ctx, inv)
+}
+
+// Close stops the failback retries; calls still queued are dropped.
+func (c *Invoker) Close() error {
+	c.mu.Lock()
+	q := c.failback
+	c.closed = true
+	c.mu.Unlock()
+	if q != nil {
+		q.stop()
+	}
+	return nil
+}
+
+// list asks the directory for providers and fails with ErrNoProvider when
+// there are none.
+func (c *Invoker) list(inv *rpc.Invocation) ([]ProviderInvoker, error) {
+	ps := c.dir.List(inv)
+	if len(ps) == 0 {
+		return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
+			Detail: "the directory lists no provider after routing; check that providers of " +
+				serviceName(inv) + " are running and registered and that no routing rule or override disables them"}
+	}
+	return ps, nil
+}
+
+func serviceName(inv *rpc.Invocation) string {
+	s := inv.Service
+	if inv.Group != "" {
+		s = inv.Group + "/" + s
+	}
+	if inv.Version != "" {
+		s += ":" + inv.Version
+	}
+	return s
+}
+
+// balancer is the load balancer the providers' URLs ask for this method.
+func (c *Invoker) balancer(ps []ProviderInvoker, inv *rpc.Invocation) (LoadBalancer, error) {
+	name := MethodParam(ps[0].URL(), inv.Method, KeyLoadBalance)
+	if name == "" {
+		name = DefaultLoadBalance
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lb := c.balancers[name]; lb != nil {
+		return lb, nil
+	}
+	lb, err := c.opts.NewBalancer(name, c.stats)
+	if err != nil {
+		return nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Service: inv.Service, Method: inv.Method,
+			Detail: fmt.Sprintf("loadbalance setting: %v", err)}
+	}
+	c.balancers[name] = lb
+	return lb, nil
+}
+
+// pick selects a provider, avoiding those already tried (by address) and
+// unavailable ones when others remain, as Dubbo's reselect does.
+func pick(lb LoadBalancer, ps []ProviderInvoker, inv *rpc.Invocation, tried map[string]bool) ProviderInvoker {
+	if len(ps) == 1 {
+		return ps[0]
+	}
+	p := lb.Select(ps, inv)
+	if p != nil && !tried[p.URL().Address()] && p.Available() {
+		return p
+	}
+	rest := make([]ProviderInvoker, 0, len(ps))
+	for _, q := range ps {
+		if !tried[q.URL().Address()] && q.Available() {
+			rest = append(rest, q)
+		}
+	}
+	if len(rest) > 0 {
+		return lb.Select(rest, inv)
+	}
+	if p == nil {
+		return ps[0]
+	}
+	return p
+}
+
+// call invokes one provider with the provider's timeout for the method,
+// records the call in Stats and makes sure the error carries a category and
+// the provider's address.
+func (c *Invoker) call(ctx context.Context, p ProviderInvoker, inv *rpc.Invocation) (*rpc.Result, error) {
+	u := p.URL()
+	timeout := time.Duration(MethodIntParam(u, inv.Method, KeyTimeout, DefaultTimeoutMs)) * time.Millisecond
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	end := c.stats.Begin(u, inv.Method)
+	res, err := p.Invoke(ctx, inv)
+	end(err)
+	if err == nil {
+		if res == nil {
+			res = &rpc.Result{}
+		}
+		return res, nil
+	}
+	return nil, categorize(err, ctx, inv, u.Address())
+}
+
+// categorize wraps errors that carry no rpc category, so that callers can
+// always use errors.Is with the rpc categories.
+func categorize(err error, ctx context.Context, inv *rpc.Invocation, addr string) error {
+	for _, kind := range []error{rpc.ErrNoProvider, rpc.ErrTimeout, rpc.ErrServiceNotFound, rpc.ErrPoolExhausted,
+		rpc.ErrBadRequest, rpc.ErrConnection, rpc.ErrProvider} {
+		if errors.Is(err, kind) {
+			return err
+		}
+	}
+	var ex *rpc.Exception
+	if errors.As(err, &ex) {
+		return err
+	}
+	kind := rpc.ErrProvider
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		kind = rpc.ErrTimeout
+	}
+	return fmt.Errorf("%w: %w", &rpc.CallError{Kind: kind, Service: inv.Service, Method: inv.Method, Address: addr}, err)
+}
+
+// AttemptsError is the error of a call that was tried on several providers
+// (failover, forking, broadcast). errors.Is matches the category of any
+// attempt; the message lists each.
+type AttemptsError struct {
+	Service, Method string
+	// Listed is how many providers the directory offered at the last attempt.
+	Listed int
+	// Errors holds one error per failed attempt, in order.
+	Errors []error
+}
+
+func (e *AttemptsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s.%s: failed %d attempt(s) (%d provider(s) listed)", e.Service, e.Method, len(e.Errors), e.Listed)
+	for i, err := range e.Errors {
+		fmt.Fprintf(&b, "; #%d: %v", i+1, err)
+	}
+	return b.String()
+}
+
+// Unwrap returns every attempt's error for errors.Is and errors.As.
+func (e *AttemptsError) Unwrap() []error { return e.Errors }

@@ -1,0 +1,351 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+// blocker submits tasks that hold a worker until release.
+type blocker struct {
+	release chan struct{}
+	started chan struct{}
+}
+
+func newBlocker() *blocker {
+	return &blocker{release: make(chan struct{}), started: make(chan struct{}, 1000)}
+}
+
+func (b *blocker) task() func() {
+	return func() {
+		b.started <- struct{}{}
+		<-b.release
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// step is one Submit and what the pool must look like after it.
+type step struct {
+	accept  bool
+	workers int
+	queued  int
+}
+
+func TestPoolGrowthAndRejection(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   PoolConfig
+		steps []step
+	}{
+		{"fixed no queue rejects when busy", PoolConfig{Type: PoolFixed, Threads: 2},
+			[]step{{true, 1, 0}, {true, 2, 0}, {false, 2, 0}}},
+		{"fixed with queue", PoolConfig{Type: PoolFixed, Threads: 2, Queues: 1},
+			[]step{{true, 1, 0}, {true, 2, 0}, {true, 2, 1}, {false, 2, 1}}},
+		{"default is fixed 200", PoolConfig{},
+			[]step{{true, 1, 0}}},
+		{"limited grows to threads", PoolConfig{Type: PoolLimited, Threads: 3},
+			[]step{{true, 1, 0}, {true, 2, 0}, {true, 3, 0}, {false, 3, 0}}},
+		{"cached queues before growing past core", PoolConfig{Type: PoolCached, CoreThreads: 1, Threads: 3, Queues: 1},
+			[]step{{true, 1, 0}, {true, 1, 1}, {true, 2, 1}, {true, 3, 1}, {false, 3, 1}}},
+		{"eager grows before queueing", PoolConfig{Type: PoolEager, CoreThreads: 1, Threads: 2, Queues: 2},
+			[]step{{true, 1, 0}, {true, 2, 0}, {true, 2, 1}, {true, 2, 2}, {false, 2, 2}}},
+		{"cached unbounded", PoolConfig{Type: PoolCached},
+			[]step{{true, 1, 0}, {true, 2, 0}, {true, 3, 0}, {true, 4, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPool(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := newBlocker()
+			defer func() {
+				close(b.release)
+				if err := p.Shutdown(ctxTimeout(t)); err != nil {
+					t.Error(err)
+				}
+			}()
+			running := 0
+			for i, s := range tt.steps {
+				err := p.Submit(b.task())
+				if s.accept != (err == nil) {
+					t.Fatalf("step %d: accepted=%v, want %v (err %v)", i, err == nil, s.accept, err)
+				}
+				if err != nil {
+					if !errors.Is(err, rpc.ErrPoolExhausted) {
+						t.Fatalf("step %d: %v does not wrap ErrPoolExhausted", i, err)
+					}
+					if !strings.HasPrefix(err.Error(), "Thread pool is EXHAUSTED! ") {
+						t.Fatalf("step %d: message %q", i, err)
+					}
+				}
+				if s.queued == 0 && s.accept {
+					running++
+				}
+				// Let started workers block so the next step sees them busy.
+				for ; running > 0; running-- {
+					<-b.started
+				}
+				st := p.Stats()
+				if st.Workers != s.workers || st.Queued != s.queued {
+					t.Fatalf("step %d: workers=%d queued=%d, want %d and %d", i, st.Workers, st.Queued, s.workers, s.queued)
+				}
+			}
+		})
+	}
+}
+
+func ctxTimeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestPoolShrink(t *testing.T) {
+	tests := []struct {
+		name       string
+		cfg        PoolConfig
+		busy       int
+		wantShrunk int // workers after idling past alive
+	}{
+		{"cached shrinks to core", PoolConfig{Type: PoolCached, CoreThreads: 1, Alive: 20 * time.Millisecond}, 4, 1},
+		{"eager shrinks to core", PoolConfig{Type: PoolEager, Threads: 5, Alive: 20 * time.Millisecond}, 3, 0},
+		{"limited never shrinks", PoolConfig{Type: PoolLimited, Threads: 5, Alive: 20 * time.Millisecond}, 3, 3},
+		{"fixed never shrinks", PoolConfig{Type: PoolFixed, Threads: 5, Alive: 20 * time.Millisecond}, 3, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPool(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			b := newBlocker()
+			for i := 0; i < tt.busy; i++ {
+				if err := p.Submit(b.task()); err != nil {
+					t.Fatal(err)
+				}
+				<-b.started
+			}
+			close(b.release)
+			waitFor(t, "idle workers", func() bool { return p.Stats().Active == 0 })
+			if tt.wantShrunk < tt.busy {
+				waitFor(t, "shrink", func() bool { return p.Stats().Workers == tt.wantShrunk })
+			} else {
+				time.Sleep(5 * tt.cfg.Alive)
+				if w := p.Stats().Workers; w != tt.wantShrunk {
+					t.Fatalf("workers=%d, want %d", w, tt.wantShrunk)
+				}
+			}
+			// A shrunk pool still takes work.
+			done := make(chan struct{})
+			if err := p.Submit(func() { close(done) }); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+		})
+	}
+}
+
+func TestPoolReusesIdleWorkers(t *testing.T) {
+	p, err := NewPool(PoolConfig{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		for p.Submit(wg.Done) != nil { // a worker between tasks is briefly not parked
+			runtime.Gosched()
+		}
+		wg.Wait()
+	}
+	waitFor(t, "completion count", func() bool { return p.Stats().Completed == 100 })
+	if st := p.Stats(); st.Largest > 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestPoolShutdownDrainsQueueAndRejects(t *testing.T) {
+	p, err := NewPool(PoolConfig{Threads: 1, Queues: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBlocker()
+	if err := p.Submit(b.task()); err != nil {
+		t.Fatal(err)
+	}
+	<-b.started
+	var mu sync.Mutex
+	ran := 0
+	for i := 0; i < 3; i++ {
+		if err := p.Submit(func() { mu.Lock(); ran++; mu.Unlock() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	if err := p.Submit(func() {}); !errors.Is(err, rpc.ErrPoolExhausted) || !strings.Contains(err.Error(), "isShutdown:true") {
+		t.Fatalf("submit after close: %v", err)
+	}
+	close(b.release)
+	if err := p.Shutdown(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ran != 3 {
+		t.Fatalf("ran %d queued tasks, want 3", ran)
+	}
+}
+
+func TestPoolConfigErrors(t *testing.T) {
+	for _, cfg := range []PoolConfig{
+		{Type: "bogus"},
+		{Threads: -1},
+		{Type: PoolLimited, Threads: 2, CoreThreads: 3},
+	} {
+		if _, err := NewPool(cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
+
+func goid() string {
+	var buf [64]byte
+	n := runtime.Stack(buf[:], false)
+	f := bytes.Fields(buf[:n])
+	return string(f[1])
+}
+
+func TestDispatcherRouting(t *testing.T) {
+	const I, P, S = inline, pooled, serial
+	tests := []struct {
+		name string
+		want [4]target // Connect, Disconnect, Request, Response
+	}{
+		{All, [4]target{P, P, P, P}},
+		{"", [4]target{P, P, P, P}},
+		{Direct, [4]target{I, I, I, I}},
+		{Message, [4]target{I, I, P, P}},
+		{Execution, [4]target{I, I, P, I}},
+		{Connection, [4]target{S, S, P, P}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPool(PoolConfig{Threads: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			d, err := NewDispatcher(tt.name, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for k := Connect; k <= Response; k++ {
+				before := p.Stats().Tasks
+				ran := make(chan string, 1)
+				me := goid()
+				if err := d.Dispatch(k, func() { ran <- goid() }); err != nil {
+					t.Fatal(err)
+				}
+				var got target
+				switch g := <-ran; {
+				case g == me:
+					got = inline
+				case p.Stats().Tasks > before:
+					got = pooled
+				default:
+					got = serial
+				}
+				if got != tt.want[k] {
+					t.Errorf("%v ran %v, want %v", k, got, tt.want[k])
+				}
+			}
+		})
+	}
+}
+
+func TestDispatcherFullPool(t *testing.T) {
+	p, err := NewPool(PoolConfig{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	d, err := NewDispatcher(All, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBlocker()
+	defer close(b.release)
+	if err := d.Dispatch(Request, b.task()); err != nil {
+		t.Fatal(err)
+	}
+	<-b.started
+	if err := d.Dispatch(Request, func() {}); !errors.Is(err, rpc.ErrPoolExhausted) {
+		t.Fatalf("request on a full pool: %v", err)
+	}
+	// Losing a disconnect would leak the connection's state: it runs inline.
+	ran := false
+	if err := d.Dispatch(Disconnect, func() { ran = true }); err != nil || !ran {
+		t.Fatalf("disconnect on a full pool: ran=%v err=%v", ran, err)
+	}
+}
+
+func TestConnectionDispatcherKeepsOrder(t *testing.T) {
+	p, _ := NewPool(PoolConfig{Threads: 4})
+	defer p.Close()
+	d, err := NewDispatcher(Connection, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for i := 0; i < 100; i++ {
+		k := Connect
+		if i%2 == 1 {
+			k = Disconnect
+		}
+		if err := d.Dispatch(k, func() { got = append(got, i) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close() // runs what is queued, then stops
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("event %d ran as %d", v, i)
+		}
+	}
+	if len(got) != 100 {
+		t.Fatalf("ran %d of 100", len(got))
+	}
+}
+
+func TestDispatcherErrors(t *testing.T) {
+	if _, err := NewDispatcher("bogus", nil); err == nil {
+		t.Error("unknown name accepted")
+	}
+	if _, err := NewDispatcher(All, nil); err == nil {
+		t.Error("all without a pool accepted")
+	}
+	if _, err := NewDispatcher(Direct, nil); err != nil {
+		t.Errorf("direct needs no pool: %v", err)
+	}
+}
+
+func (t target) String() string { return [...]string{"inline", "pooled", "serial"}[t] }

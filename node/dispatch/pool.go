@@ -1,0 +1,345 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+// Pool types, by the names Dubbo users put in the threadpool parameter.
+const (
+	PoolFixed   = "fixed"
+	PoolCached  = "cached"
+	PoolLimited = "limited"
+	PoolEager   = "eager"
+)
+
+// Dubbo's defaults for the pool settings.
+const (
+	DefaultThreads = 200
+	DefaultAlive   = 60 * time.Second
+	// unboundedQueue stands in for Java's unbounded LinkedBlockingQueue
+	// (queues < 0): a channel needs a capacity.
+	unboundedQueue = 1 << 16
+)
+
+// PoolConfig holds the thread pool settings of a protocol or service.
+type PoolConfig struct {
+	// Type is fixed (default), cached, limited or eager.
+	Type string
+	// Threads is the most workers that run at once. Default 200 for fixed and
+	// limited; unbounded for cached and eager, as in Dubbo.
+	Threads int
+	// CoreThreads are kept alive when idle (cached, limited, eager). Default
+	// 0. A fixed pool keeps all its workers.
+	CoreThreads int
+	// Queues is how many tasks may wait when every worker is busy. Default 0:
+	// no queue, reject at once. Negative means "as many as memory allows"
+	// (Java's unbounded queue), capped here at 65536.
+	Queues int
+	// Alive is how long an idle worker above CoreThreads lives (cached,
+	// eager). Default 60s.
+	Alive time.Duration
+	// Name and Where describe the pool in rejection messages, as Java does:
+	// "DubboServerHandler-127.0.0.1:20880" and "dubbo://127.0.0.1:20880".
+	Name, Where string
+}
+
+// Pool runs tasks on at most Threads worker goroutines. Workers start on
+// demand and, for cached and eager pools, exit after Alive idle. Safe for
+// concurrent use.
+type Pool struct {
+	typ         string
+	core, max   int
+	alive       time.Duration // 0: workers never exit
+	growFirst   bool          // start workers up to max before queueing (fixed, eager)
+	name, where string
+
+	// handoff reaches a worker parked waiting for work; a send succeeds only
+	// when one is idle, which is what gives a queueless pool its
+	// reject-when-busy behaviour.
+	handoff chan func()
+	queue   chan func() // nil: no queue
+	done    chan struct{}
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	workers int
+	largest int
+	closed  bool
+
+	active, tasks, completed, rejected atomic.Int64
+}
+
+// NewPool returns a pool for cfg with Dubbo's defaults filled in.
+func NewPool(cfg PoolConfig) (*Pool, error) {
+	if cfg.Type == "" {
+		cfg.Type = PoolFixed
+	}
+	if cfg.Threads < 0 || cfg.CoreThreads < 0 || cfg.Alive < 0 {
+		return nil, fmt.Errorf("thread pool %q: threads, corethreads and alive must not be negative", cfg.Type)
+	}
+	p := &Pool{
+		typ:     cfg.Type,
+		core:    cfg.CoreThreads,
+		max:     cfg.Threads,
+		alive:   cfg.Alive,
+		name:    cfg.Name,
+		where:   cfg.Where,
+		handoff: make(chan func()),
+		done:    make(chan struct{}),
+	}
+	if p.alive == 0 {
+		p.alive = DefaultAlive
+	}
+	switch cfg.Type {
+	case PoolFixed:
+		if p.max == 0 {
+			p.max = DefaultThreads
+		}
+		p.core, p.alive, p.growFirst = p.max, 0, true
+	case PoolLimited:
+		if p.max == 0 {
+			p.max = DefaultThreads
+		}
+		p.alive = 0
+	case PoolCached:
+		if p.max == 0 {
+			p.max = math.MaxInt32
+		}
+	case PoolEager:
+		if p.max == 0 {
+			p.max = math.MaxInt32
+		}
+		p.growFirst = true
+	default:
+		return nil, fmt.Errorf("unknown thread pool %q: use fixed, cached, limited or eager", cfg.Type)
+	}
+	if p.core > p.max {
+		return nil, fmt.Errorf("thread pool %q: corethreads %d exceeds threads %d", cfg.Type, p.core, p.max)
+	}
+	switch {
+	case cfg.Queues < 0:
+		p.queue = make(chan func(), unboundedQueue)
+	case cfg.Queues > 0:
+		p.queue = make(chan func(), cfg.Queues)
+	}
+	if p.name == "" {
+		p.name = "DubboServerHandler"
+	}
+	return p, nil
+}
+
+// Submit runs task on a worker, or refuses it at once with a
+// *RejectedError (errors.Is rpc.ErrPoolExhausted) when every worker is busy
+// and the queue, if any, is full. It never blocks.
+func (p *Pool) Submit(task func()) error {
+	select {
+	case p.handoff <- task:
+		p.tasks.Add(1)
+		return nil
+	default:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+	case p.workers < p.core || p.growFirst && p.workers < p.max:
+		p.spawn(task)
+		return nil
+	case p.queue != nil && p.enqueue(task):
+		if p.workers == 0 { // every worker retired since the handoff failed
+			p.spawn(nil)
+		}
+		return nil
+	case p.workers < p.max:
+		p.spawn(task)
+		return nil
+	}
+	p.rejected.Add(1)
+	return &RejectedError{Stats: p.statsLocked(), Name: p.name, Where: p.where, Shutdown: p.closed}
+}
+
+func (p *Pool) enqueue(task func()) bool {
+	select {
+	case p.queue <- task:
+		p.tasks.Add(1)
+		return true
+	default:
+		return false
+	}
+}
+
+// spawn starts a worker; p.mu is held.
+func (p *Pool) spawn(first func()) {
+	p.workers++
+	if p.workers > p.largest {
+		p.largest = p.workers
+	}
+	if first != nil {
+		p.tasks.Add(1)
+	}
+	p.wg.Add(1)
+	go p.work(first)
+}
+
+func (p *Pool) work(task func()) {
+	defer p.wg.Done()
+	var idle *time.Timer
+	shrinks := p.alive > 0 && p.core < p.max
+	if shrinks {
+		idle = time.NewTimer(p.alive)
+		defer idle.Stop()
+	}
+	for {
+		if task != nil {
+			p.run(task)
+			task = nil
+		}
+		// Queued tasks waited longest; take them before parking.
+		select {
+		case task = <-p.queue:
+			continue
+		default:
+		}
+		var expired <-chan time.Time
+		if shrinks {
+			idle.Reset(p.alive)
+			expired = idle.C
+		}
+		select {
+		case task = <-p.handoff:
+		case task = <-p.queue:
+		case <-expired:
+			if p.retire() {
+				return
+			}
+		case <-p.done:
+			p.drain()
+			return
+		}
+	}
+}
+
+func (p *Pool) run(task func()) {
+	p.active.Add(1)
+	defer func() {
+		p.active.Add(-1)
+		p.completed.Add(1)
+	}()
+	task()
+}
+
+// drain runs what is left in the queue after shutdown.
+func (p *Pool) drain() {
+	for {
+		select {
+		case task := <-p.queue:
+			p.run(task)
+		default:
+			p.mu.Lock()
+			p.workers--
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+// retire lets an idle worker above the core size exit, unless work is
+// queued (Submit relies on a queued task finding a worker).
+func (p *Pool) retire() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.workers <= p.core || len(p.queue) > 0 {
+		return false
+	}
+	p.workers--
+	return true
+}
+
+// Close stops taking tasks; workers finish what they run and what is
+// queued, then exit. It does not wait for them.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+	}
+}
+
+// Shutdown closes the pool and waits for its workers to finish, or for ctx.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	p.Close()
+	idle := make(chan struct{})
+	go func() { // owned here: ends when the workers do
+		p.wg.Wait()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("thread pool %s: %d tasks still running: %w", p.name, p.active.Load(), ctx.Err())
+	}
+}
+
+// PoolStats is a snapshot of a pool, for stats and rejection messages.
+type PoolStats struct {
+	Type      string
+	Workers   int   // goroutines alive now
+	Active    int   // running a task now
+	Core, Max int   // configured bounds
+	Largest   int   // most workers ever alive at once
+	Queued    int   // tasks waiting in the queue
+	Tasks     int64 // accepted
+	Completed int64
+	Rejected  int64
+}
+
+// Stats returns a snapshot of the pool.
+func (p *Pool) Stats() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.statsLocked()
+}
+
+func (p *Pool) statsLocked() PoolStats {
+	return PoolStats{
+		Type:      p.typ,
+		Workers:   p.workers,
+		Active:    int(p.active.Load()),
+		Core:      p.core,
+		Max:       p.max,
+		Largest:   p.largest,
+		Queued:    len(p.queue),
+		Tasks:     p.tasks.Load(),
+		Completed: p.completed.Load(),
+		Rejected:  p.rejected.Load(),
+	}
+}
+
+// RejectedError is a task the pool refused. Its message follows Java's
+// AbortPolicyWithReport, which operators grep logs for.
+type RejectedError struct {
+	Stats    PoolStats
+	Name     string
+	Where    string
+	Shutdown bool
+}
+
+func (e *RejectedError) Error() string {
+	s := e.Stats
+	return fmt.Sprintf("Thread pool is EXHAUSTED! Thread Name: %s, Pool Size: %d (active: %d, core: %d, max: %d, largest: %d), "+
+		"Task: %d (completed: %d), Executor status:(isShutdown:%t, isTerminated:%t, isTerminating:%t), in %s!",
+		e.Name, s.Workers, s.Active, s.Core, s.Max, s.Largest, s.Tasks, s.Completed,
+		e.Shutdown, e.Shutdown && s.Workers == 0, e.Shutdown && s.Workers > 0, e.Where)
+}
+
+// Unwrap makes errors.Is(err, rpc.ErrPoolExhausted) true.
+func (e *RejectedError) Unwrap() error { return rpc.ErrPoolExhausted }

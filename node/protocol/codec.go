@@ -1,0 +1,496 @@
+package protocol
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	hessian "github.com/apache/dubbo-go-hessian2"
+)
+
+// Frame is a header and its raw body.
+type Frame struct {
+	Header
+	Body []byte
+}
+
+// Decoder reads frames from a stream. It reuses one body buffer, so a
+// Frame's Body is valid only until the next read; DecodeRequest and
+// DecodeResponse copy what they keep. Not safe for concurrent use.
+type Decoder struct {
+	r     *bufio.Reader
+	limit int
+	hdr   [HeaderSize]byte
+	body  []byte
+	BodyDecoder
+}
+
+// NewDecoder reads frames from r with bodies up to limit bytes (<= 0 means
+// DefaultPayload). r is wrapped in a bufio.Reader unless it is one.
+func NewDecoder(r io.Reader, limit int) *Decoder {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReader(r)
+	}
+	if limit <= 0 {
+		limit = DefaultPayload
+	}
+	return &Decoder{r: br, limit: limit}
+}
+
+// ReadHeader reads the next header. A body over the limit is reported as
+// ErrPayloadTooLarge together with the header, before any of the body is
+// read, so the caller can answer and SkipBody.
+func (d *Decoder) ReadHeader() (Header, error) {
+	if _, err := io.ReadFull(d.r, d.hdr[:]); err != nil {
+		return Header{}, err
+	}
+	h, err := ParseHeader(d.hdr[:])
+	if err != nil {
+		return h, err
+	}
+	if h.BodyLen > d.limit {
+		return h, fmt.Errorf("%w: frame %d: body length %d exceeds limit %d", ErrPayloadTooLarge, h.ID, h.BodyLen, d.limit)
+	}
+	return h, nil
+}
+
+// ReadBody reads the body announced by h into the reusable buffer.
+func (d *Decoder) ReadBody(h Header) ([]byte, error) {
+	if h.BodyLen > d.limit {
+		return nil, fmt.Errorf("%w: frame %d: body length %d exceeds limit %d", ErrPayloadTooLarge, h.ID, h.BodyLen, d.limit)
+	}
+	if cap(d.body) < h.BodyLen {
+		d.body = make([]byte, h.BodyLen)
+	}
+	d.body = d.body[:h.BodyLen]
+	if _, err := io.ReadFull(d.r, d.body); err != nil {
+		return nil, fmt.Errorf("frame %d: reading %d-byte body: %w", h.ID, h.BodyLen, noEOF(err))
+	}
+	return d.body, nil
+}
+
+// SkipBody discards the body announced by h.
+func (d *Decoder) SkipBody(h Header) error {
+	if _, err := d.r.Discard(h.BodyLen); err != nil {
+		return fmt.Errorf("frame %d: skipping %d-byte body: %w", h.ID, h.BodyLen, noEOF(err))
+	}
+	return nil
+}
+
+// ReadFrame reads a header and its body. On ErrPayloadTooLarge the returned
+// frame has the header only and the body is still unread.
+func (d *Decoder) ReadFrame() (Frame, error) {
+	h, err := d.ReadHeader()
+	if err != nil {
+		return Frame{Header: h}, err
+	}
+	body, err := d.ReadBody(h)
+	return Frame{Header: h, Body: body}, err
+}
+
+// A clean EOF between frames is io.EOF; inside one it is unexpected.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// BodyDecoder decodes frame bodies into requests and responses. It keeps a
+// hessian decoder and scanner between calls; the zero value is ready to use.
+// Not safe for concurrent use.
+type BodyDecoder struct {
+	hd   *hessian.Decoder
+	scan scanner
+}
+
+// start checks the serialization, scans the first n values of body and
+// prepares the hessian decoder.
+func (b *BodyDecoder) start(f Frame, n int) (int, error) {
+	if f.Serialization != SerializationHessian2 {
+		return 0, fmt.Errorf("%w: frame %d uses serialization id %d, only hessian2 (2) is supported",
+			ErrUnsupportedSerialization, f.ID, f.Serialization)
+	}
+	if b.hd == nil {
+		b.hd = hessian.NewDecoder(nil)
+	}
+	b.hd.Reset(f.Body)
+	b.scan.reset(f.Body)
+	return b.more(f, n)
+}
+
+// more scans up to n further values and reports how many are present. A
+// body that ends cleanly between values is not an error here; a value cut
+// short or malformed is.
+func (b *BodyDecoder) more(f Frame, n int) (int, error) {
+	for i := 0; i < n; i++ {
+		if b.scan.atEnd() {
+			return i, nil
+		}
+		if err := b.scan.next(); err != nil {
+			return i, fmt.Errorf("%w: frame %d: value %d: %v", ErrMalformedBody, f.ID, i, err)
+		}
+	}
+	return n, nil
+}
+
+// value decodes the next (already scanned) value.
+func (b *BodyDecoder) value(f Frame, what string) (v any, err error) {
+	defer func() {
+		// The scan vouches for the structure, not for every type combination
+		// the library accepts; never let a peer's bytes crash us.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: frame %d: %s: decoder panic: %v", ErrMalformedBody, f.ID, what, r)
+		}
+	}()
+	v, err = b.hd.Decode()
+	if err != nil {
+		return nil, fmt.Errorf("%w: frame %d: %s: %v", ErrMalformedBody, f.ID, what, err)
+	}
+	return v, nil
+}
+
+func (b *BodyDecoder) string(f Frame, what string) (string, error) {
+	v, err := b.value(f, what)
+	if err != nil {
+		return "", err
+	}
+	switch s := v.(type) {
+	case string:
+		return s, nil
+	case nil:
+		return "", nil
+	}
+	return "", fmt.Errorf("%w: frame %d: %s: want string, got %T", ErrMalformedBody, f.ID, what, v)
+}
+
+func (b *BodyDecoder) attachments(f Frame) (map[string]any, error) {
+	v, err := b.value(f, "attachments")
+	if err != nil {
+		return nil, err
+	}
+	switch m := v.(type) {
+	case nil:
+		return nil, nil
+	case map[any]any:
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, fmt.Errorf("%w: frame %d: attachment key %v is %T, want string", ErrMalformedBody, f.ID, k, k)
+			}
+			out[ks] = v
+		}
+		return out, nil
+	case map[string]any:
+		return m, nil
+	}
+	return nil, fmt.Errorf("%w: frame %d: attachments: want map, got %T", ErrMalformedBody, f.ID, v)
+}
+
+// DecodeRequest decodes a request frame's body.
+func (b *BodyDecoder) DecodeRequest(f Frame) (*Request, error) {
+	if !f.Request {
+		return nil, fmt.Errorf("%w: frame %d is a response, want a request", ErrMalformedBody, f.ID)
+	}
+	req := &Request{ID: f.ID, TwoWay: f.TwoWay, Event: f.Event, Serialization: f.Serialization}
+	if f.Event {
+		v, err := b.event(f)
+		req.EventData = v
+		return req, err
+	}
+	n, err := b.start(f, 5)
+	if err != nil {
+		return nil, err
+	}
+	if n < 5 {
+		return nil, fmt.Errorf("%w: frame %d: request body has %d of its 5 leading strings", ErrMalformedBody, f.ID, n)
+	}
+	fields := [5]*string{&req.DubboVersion, &req.Path, &req.Version, &req.Method, &req.ParamDesc}
+	names := [5]string{"dubbo version", "path", "version", "method", "parameter descriptor"}
+	for i, p := range fields {
+		if *p, err = b.string(f, names[i]); err != nil {
+			return nil, err
+		}
+	}
+	nargs, err := CountArgs(req.ParamDesc)
+	if err != nil {
+		return nil, fmt.Errorf("frame %d: %w", f.ID, err)
+	}
+	// Arguments, then the attachments map, which old consumers may omit.
+	got, err := b.more(f, nargs+1)
+	if err != nil {
+		return nil, err
+	}
+	if got < nargs {
+		return nil, fmt.Errorf("%w: frame %d: descriptor %q wants %d arguments, body has %d",
+			ErrMalformedBody, f.ID, req.ParamDesc, nargs, got)
+	}
+	if nargs > 0 {
+		req.Args = make([]any, nargs)
+		for i := range req.Args {
+			if req.Args[i], err = b.value(f, "argument"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if got > nargs {
+		if req.Attachments, err = b.attachments(f); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// event decodes an event body: null (heartbeat) or one value.
+func (b *BodyDecoder) event(f Frame) (any, error) {
+	n, err := b.start(f, 1)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return b.value(f, "event data")
+}
+
+// DecodeResponse decodes a response frame's body. Trailing bytes after the
+// last expected value are ignored (dubbo-go appends an N).
+func (b *BodyDecoder) DecodeResponse(f Frame) (*Response, error) {
+	if f.Request {
+		return nil, fmt.Errorf("%w: frame %d is a request, want a response", ErrMalformedBody, f.ID)
+	}
+	resp := &Response{ID: f.ID, Status: f.Status, Event: f.Event, Serialization: f.Serialization}
+	if f.Event {
+		v, err := b.event(f)
+		resp.Value = v
+		return resp, err
+	}
+	if f.Status != StatusOK {
+		n, err := b.start(f, 1)
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			v, err := b.value(f, "error message")
+			if err != nil {
+				return nil, err
+			}
+			if s, ok := v.(string); ok {
+				resp.ErrorMessage = s
+			} else if v != nil {
+				// Not printed: decoded values may reference themselves.
+				resp.ErrorMessage = fmt.Sprintf("(%T instead of an error message)", v)
+			}
+		}
+		return resp, nil
+	}
+	n, err := b.start(f, 1)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: frame %d: empty response body", ErrMalformedBody, f.ID)
+	}
+	tv, err := b.value(f, "response type")
+	if err != nil {
+		return nil, err
+	}
+	typ, ok := tv.(int32)
+	if !ok || typ < respWithException || typ > respNullValueWithAttachments {
+		return nil, fmt.Errorf("%w: frame %d: unknown response type %v", ErrMalformedBody, f.ID, tv)
+	}
+	resp.Legacy = typ < respWithExceptionWithAttachments
+	want := 0 // values after the type
+	switch typ {
+	case respValue, respWithException, respNullValueWithAttachments:
+		want = 1
+	case respValueWithAttachments, respWithExceptionWithAttachments:
+		want = 2
+	}
+	valueAt := b.scan.pos
+	if got, err := b.more(f, want); err != nil {
+		return nil, err
+	} else if got < want {
+		return nil, fmt.Errorf("%w: frame %d: response type %d needs %d values, body has %d",
+			ErrMalformedBody, f.ID, typ, want, got)
+	}
+	switch typ {
+	case respValue, respValueWithAttachments:
+		if resp.Value, err = b.value(f, "return value"); err != nil {
+			return nil, err
+		}
+	case respWithException, respWithExceptionWithAttachments:
+		v, err := b.value(f, "exception")
+		if err != nil {
+			return nil, err
+		}
+		resp.Exception = exceptionFrom(v, b.scan.classAt(valueAt))
+	}
+	if !resp.Legacy {
+		if resp.Attachments, err = b.attachments(f); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+// Encoder writes frames into a caller's buffer, so a transport can append
+// many frames and write them with one call. It reuses its hessian buffer;
+// not safe for concurrent use.
+type Encoder struct {
+	limit int
+	he    *hessian.Encoder
+}
+
+// NewEncoder returns an Encoder that refuses bodies over limit bytes
+// (<= 0 means DefaultPayload).
+func NewEncoder(limit int) *Encoder {
+	if limit <= 0 {
+		limit = DefaultPayload
+	}
+	return &Encoder{limit: limit, he: hessian.NewEncoder()}
+}
+
+func (e *Encoder) encode(v any, what string) error {
+	if err := e.he.Encode(v); err != nil {
+		return fmt.Errorf("%w %s (%T): %v", ErrEncode, what, v, err)
+	}
+	return nil
+}
+
+// finish appends header and body to dst, enforcing the payload limit.
+func (e *Encoder) finish(dst []byte, h Header) ([]byte, error) {
+	body := e.he.Buffer()
+	if len(body) > e.limit {
+		return dst, fmt.Errorf("%w: frame %d: body length %d exceeds limit %d", ErrPayloadTooLarge, h.ID, len(body), e.limit)
+	}
+	h.BodyLen = len(body)
+	dst = h.appendTo(dst)
+	return append(dst, body...), nil
+}
+
+func serialization(s byte) (byte, error) {
+	switch s {
+	case 0, SerializationHessian2:
+		return SerializationHessian2, nil
+	}
+	return 0, fmt.Errorf("%w: serialization id %d, only hessian2 (2) is supported", ErrUnsupportedSerialization, s)
+}
+
+// AppendRequest appends r as a frame to dst. On error dst is returned
+// unchanged.
+func (e *Encoder) AppendRequest(dst []byte, r *Request) ([]byte, error) {
+	ser, err := serialization(r.Serialization)
+	if err != nil {
+		return dst, err
+	}
+	e.he.ReuseBufferClean()
+	h := Header{ID: r.ID, Request: true, TwoWay: r.TwoWay, Event: r.Event, Serialization: ser}
+	if r.Event {
+		if err := e.encode(r.EventData, "event data"); err != nil {
+			return dst, err
+		}
+		return e.finish(dst, h)
+	}
+	nargs, err := CountArgs(r.ParamDesc)
+	if err != nil {
+		return dst, fmt.Errorf("%w: request %d: %v", ErrEncode, r.ID, err)
+	}
+	if nargs != len(r.Args) {
+		return dst, fmt.Errorf("%w: request %d: descriptor %q has %d parameters, got %d arguments",
+			ErrEncode, r.ID, r.ParamDesc, nargs, len(r.Args))
+	}
+	version := r.DubboVersion
+	if version == "" {
+		version = DubboVersion
+	}
+	for _, s := range [...]string{version, r.Path, r.Version, r.Method, r.ParamDesc} {
+		if err := e.encode(s, "string"); err != nil {
+			return dst, err
+		}
+	}
+	for i, a := range r.Args {
+		if err := e.encode(a, "argument"); err != nil {
+			return dst, fmt.Errorf("request %d, argument %d: %w", r.ID, i, err)
+		}
+	}
+	if err := e.encode(nonNilMap(r.Attachments), "attachments"); err != nil {
+		return dst, err
+	}
+	return e.finish(dst, h)
+}
+
+// nonNilMap: Java reads the attachments with readObject(Map.class), so an
+// empty map is safer than null.
+func nonNilMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// AppendResponse appends r as a frame to dst. On error (for example
+// ErrPayloadTooLarge, which a provider answers with StatusSerializationError)
+// dst is returned unchanged.
+func (e *Encoder) AppendResponse(dst []byte, r *Response) ([]byte, error) {
+	ser, err := serialization(r.Serialization)
+	if err != nil {
+		return dst, err
+	}
+	status := r.Status
+	if status == 0 {
+		status = StatusOK
+	}
+	e.he.ReuseBufferClean()
+	h := Header{ID: r.ID, Event: r.Event, Serialization: ser, Status: status}
+	switch {
+	case r.Event:
+		err = e.encode(r.Value, "event data")
+	case status != StatusOK:
+		err = e.encode(r.ErrorMessage, "error message")
+	default:
+		err = e.okBody(r)
+	}
+	if err != nil {
+		return dst, err
+	}
+	return e.finish(dst, h)
+}
+
+func (e *Encoder) okBody(r *Response) error {
+	var typ int32
+	switch {
+	case r.Exception != nil:
+		typ = respWithException
+	case r.Value != nil:
+		typ = respValue
+	default:
+		typ = respNullValue
+	}
+	if !r.Legacy {
+		typ += respWithExceptionWithAttachments
+	}
+	if err := e.encode(typ, "response type"); err != nil {
+		return err
+	}
+	switch {
+	case r.Exception != nil:
+		if err := e.encode(r.Exception.javaThrowable(), "exception"); err != nil {
+			return err
+		}
+	case r.Value != nil:
+		if err := e.encode(r.Value, "return value"); err != nil {
+			return err
+		}
+	}
+	if r.Legacy {
+		return nil
+	}
+	// Java always adds the protocol version to response attachments.
+	att := make(map[string]any, len(r.Attachments)+1)
+	for k, v := range r.Attachments {
+		att[k] = v
+	}
+	att["dubbo"] = DubboVersion
+	return e.encode(att, "attachments")
+}

@@ -1,0 +1,124 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// FileCache keeps the last notified lists of every subscription in a JSON
+// file, so that a consumer started while the registry is down still knows
+// its providers. The file maps a subscription key (the consumer's service
+// key, [group/]interface[:version]) to category → URL strings:
+//
+//	{"org.example.Greeter:1.0.0": {"providers": ["dubbo://..."], "routers": []}}
+//
+// A FileCache is safe for concurrent use. The zero path disables it.
+type FileCache struct {
+	path string
+
+	mu      sync.Mutex
+	entries map[string]map[string][]string
+}
+
+// OpenFileCache reads path if it exists. A missing or corrupt file gives an
+// empty cache (the error is returned for logging, the cache is usable).
+// An empty path gives a cache that remembers nothing.
+func OpenFileCache(path string) (*FileCache, error) {
+	c := &FileCache{path: path, entries: make(map[string]map[string][]string)}
+	if path == "" {
+		return c, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("registry cache %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &c.entries); err != nil {
+		c.entries = make(map[string]map[string][]string)
+		return c, fmt.Errorf("registry cache %s: ignoring corrupt file: %w", path, err)
+	}
+	return c, nil
+}
+
+// Path is the file the cache writes, "" when disabled.
+func (c *FileCache) Path() string { return c.path }
+
+// Get returns the cached lists of key by category; URLs that do not parse
+// are skipped. ok is false when nothing is cached for key.
+func (c *FileCache) Get(key string) (lists map[string][]*url.URL, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cats, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	lists = make(map[string][]*url.URL, len(cats))
+	for cat, strs := range cats {
+		urls := make([]*url.URL, 0, len(strs))
+		for _, s := range strs {
+			if u, err := url.Parse(s); err == nil {
+				urls = append(urls, u)
+			}
+		}
+		lists[cat] = urls
+	}
+	return lists, true
+}
+
+// Put records the list of one category of key and rewrites the file when
+// it changed. The write is atomic (temp file and rename).
+func (c *FileCache) Put(key, category string, urls []*url.URL) error {
+	strs := make([]string, len(urls))
+	for i, u := range urls {
+		strs[i] = u.String()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cats := c.entries[key]
+	if cats == nil {
+		cats = make(map[string][]string)
+		c.entries[key] = cats
+	}
+	if old, ok := cats[category]; ok && slices.Equal(old, strs) {
+		return nil
+	}
+	cats[category] = strs
+	if c.path == "" {
+		return nil
+	}
+	return c.writeLocked()
+}
+
+func (c *FileCache) writeLocked() error {
+	b, err := json.MarshalIndent(c.entries, "", "  ")
+	if err != nil {
+		return fmt.Errorf("registry cache: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
+		return fmt.Errorf("registry cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("registry cache: %w", err)
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("registry cache %s: %w", c.path, err)
+	}
+	if err := os.Rename(tmp.Name(), c.path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("registry cache %s: %w", c.path, err)
+	}
+	return nil
+}
