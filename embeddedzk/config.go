@@ -33,6 +33,10 @@ type Config struct {
 	// SnapshotCount forces a snapshot after this many logged transactions,
 	// like ZooKeeper's snapCount. Default 100000.
 	SnapshotCount int `koanf:"snapshot-count"`
+
+	// handshakeTimeout bounds the wait for a new connection's first frame;
+	// unexported so only tests change it. Default 5s.
+	handshakeTimeout time.Duration
 }
 
 // WithDefaults returns c with every zero field set to its default.

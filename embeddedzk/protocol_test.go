@@ -133,8 +133,7 @@ func TestHandshakeVariants(t *testing.T) {
 }
 
 func TestHandshakeTimeoutAndGarbage(t *testing.T) {
-	s := testServer(t, nil)
-	s.handshakeTimeout = 200 * time.Millisecond
+	s := testServer(t, func(c *Config) { c.handshakeTimeout = 200 * time.Millisecond })
 	silent, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)

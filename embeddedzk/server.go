@@ -11,6 +11,7 @@
 package embeddedzk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,7 +105,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		lastSnap: time.Now(),
 		ctx:      ctx, cancel: cancel,
 
-		handshakeTimeout: handshakeTimeout,
+		handshakeTimeout: cmp.Or(cfg.handshakeTimeout, handshakeTimeout),
 	}
 	s.lastZxid.Store(t.LastZxid())
 	// Restored sessions get a full timeout from now to come back.

@@ -113,19 +113,24 @@ func Interface(u *url.URL) string {
 }
 
 // Match reports whether a registry URL (provider, route, override) applies
-// to a consumer's subscription, with Java's UrlUtils.isMatch rules:
-// interfaces equal (or either is "*"); the URL's category among the
-// consumer's; not enabled=false unless the consumer asks for enabled=*;
-// consumer group "*", equal, or listing the URL's group among
-// comma-separated groups; consumer version "*" or equal; classifier "*",
-// absent or equal.
+// to a consumer's subscription, with Java's UrlUtils.isMatch rules: the
+// URL's category is among the consumer's, and MatchService.
 func Match(consumer, u *url.URL) bool {
-	ci, pi := Interface(consumer), Interface(u)
-	if ci != "*" && pi != "*" && ci != pi {
+	cats := SubscribedCategories(consumer)
+	if !slices.Contains(cats, Category(u)) && !slices.Contains(cats, "*") {
 		return false
 	}
-	if !slices.Contains(SubscribedCategories(consumer), Category(u)) &&
-		!slices.Contains(SubscribedCategories(consumer), "*") {
+	return MatchService(consumer, u)
+}
+
+// MatchService is Match without the category test, for URLs whose category
+// is known from where they were found: interfaces equal (or either is "*");
+// not enabled=false unless the consumer asks for enabled=*; consumer group
+// "*", equal, or listing the URL's group among comma-separated groups;
+// consumer version "*" or equal; classifier "*", absent or equal.
+func MatchService(consumer, u *url.URL) bool {
+	ci, pi := Interface(consumer), Interface(u)
+	if ci != "*" && pi != "*" && ci != pi {
 		return false
 	}
 	if !u.BoolParam("enabled", true) && consumer.Param("enabled") != "*" {

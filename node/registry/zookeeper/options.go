@@ -1,0 +1,142 @@
+package zookeeper
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	dubbourl "github.com/dubbo-lab/dubbo/node/url"
+)
+
+// DefaultSessionTimeout is Java Dubbo's session timeout (Curator client,
+// URL parameter "session"). The server clamps it to [2, 20] × tickTime.
+const DefaultSessionTimeout = 60 * time.Second
+
+// Options are the parts of a registry that do not travel in its URL.
+type Options struct {
+	// CacheFile is where the last provider/router/configurator lists are
+	// kept for start-ups without a reachable registry. Default "": no file.
+	CacheFile string
+	// Logger receives the registry's log lines. Default slog.Default().
+	Logger *slog.Logger
+	// Dialer opens connections to ZooKeeper; tests wrap it to cut the link.
+	// Default net.DialTimeout.
+	Dialer zk.Dialer
+}
+
+// settings is what the registry URL says, parsed once.
+type settings struct {
+	servers        []string // host:port, every host of the URL and of "backup"
+	user, password string   // digest auth when user != ""
+	root           string   // "/dubbo"; "/" when group is "/"
+	servicesRoot   string   // application-level root, "/services" by default
+	configRoot     string   // "/dubbo/config"
+	sessionTimeout time.Duration
+}
+
+func parseSettings(u *dubbourl.URL) (settings, error) {
+	s := settings{
+		servers:  u.Addresses(2181),
+		user:     u.Username(),
+		password: u.Password(),
+	}
+	if len(s.servers) == 0 || s.servers[0] == "" {
+		return s, fmt.Errorf("zookeeper registry %s: no host (want zookeeper://host:port[,host:port...])", redact(u))
+	}
+	// Java: root = "/" + group, default group "dubbo".
+	s.root = u.ParamOr(dubbourl.KeyGroup, "dubbo")
+	if !strings.HasPrefix(s.root, "/") {
+		s.root = "/" + s.root
+	}
+	if len(s.root) > 1 {
+		s.root = strings.TrimSuffix(s.root, "/")
+	}
+	// Java's CuratorFrameworkUtils.getRootPath: rootPath, else "/" + group,
+	// else /services.
+	switch {
+	case u.Param("rootPath") != "" && u.Param("rootPath") != "/services":
+		s.servicesRoot = u.Param("rootPath")
+	case u.Param(dubbourl.KeyGroup) != "":
+		s.servicesRoot = s.root
+	default:
+		s.servicesRoot = "/services"
+	}
+	if !strings.HasPrefix(s.servicesRoot, "/") {
+		s.servicesRoot = "/" + s.servicesRoot
+	}
+	// The config center is independent of the registry group in Java:
+	// namespace "dubbo", so /dubbo/config.
+	s.configRoot = "/" + u.ParamOr("namespace", "dubbo") + "/config"
+
+	// Java reads "session" (ms); dubbo-go reads "timeout" ("5s" or ms).
+	s.sessionTimeout = DefaultSessionTimeout
+	for _, key := range []string{"timeout", "session"} {
+		if v := u.Param(key); v != "" {
+			d, err := parseDuration(v)
+			if err != nil {
+				return s, fmt.Errorf("zookeeper registry %s: parameter %s=%q: %w", redact(u), key, v, err)
+			}
+			s.sessionTimeout = d
+		}
+	}
+	return s, nil
+}
+
+// parseDuration reads Dubbo's milliseconds ("5000") or a Go duration ("5s").
+func parseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0, fmt.Errorf("must be positive")
+		}
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("want milliseconds or a duration like 10s")
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("must be positive")
+	}
+	return d, nil
+}
+
+// redact hides the password of a registry URL for messages.
+func redact(u *dubbourl.URL) string {
+	s := u.String()
+	if p := u.Password(); p != "" {
+		s = strings.Replace(s, ":"+p+"@", ":***@", 1)
+	}
+	return s
+}
+
+// acl is what every node we create carries: creator-all when we
+// authenticated (Java Dubbo's CREATOR_ALL_ACL), open otherwise.
+func (s settings) acl() []zk.ACL {
+	if s.user != "" {
+		return zk.AuthACL(zk.PermAll)
+	}
+	return zk.WorldACL(zk.PermAll)
+}
+
+// joinPath appends escaped-or-plain elements to a root that may be "/".
+func joinPath(root string, elems ...string) string {
+	p := strings.TrimSuffix(root, "/")
+	for _, e := range elems {
+		p += "/" + e
+	}
+	return p
+}
+
+// interfacePath is root/<URL-encoded interface>, as Java's toServicePath.
+func (s settings) interfacePath(iface string) string {
+	return joinPath(s.root, url.QueryEscape(iface))
+}
+
+func (s settings) categoryPath(iface, category string) string {
+	return joinPath(s.interfacePath(iface), category)
+}

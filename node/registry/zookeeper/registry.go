@@ -1,0 +1,460 @@
+// Package zookeeper is the Dubbo registry on ZooKeeper, laid out exactly as
+// Apache Dubbo 3 lays it out (PROTOCOLS.md C.2–C.5), so stock Java Dubbo and
+// dubbo-go nodes find our providers and we find theirs.
+//
+// One [Registry] owns one ZooKeeper session and one event loop goroutine.
+// Every watch notification and session change goes to that loop, which
+// re-reads the watched node, re-arms the watch and notifies listeners; so
+// listeners are called one at a time, in order. Three groups of features
+// share the session:
+//
+//   - interface level (registry.Registry): Register / Unregister URL leaves
+//     under /dubbo/<interface>/<category>, Subscribe to the providers,
+//     routers and configurators folders;
+//   - config center: Watch / Get / Publish / Delete of rule documents under
+//     /dubbo/config/dubbo/<key>;
+//   - application level (Dubbo 3): RegisterInstance under /services/<app>,
+//     the interface → application mapping, the metadata report, and
+//     WatchInstances for consumers.
+//
+// Failures follow the registry package contract: while ZooKeeper is
+// unreachable the last lists stay in force and nothing is notified; on
+// reconnection unfinished work is retried; when the session expires every
+// ephemeral node is re-created and every watch re-armed. A cache file keeps
+// the last lists so a consumer can start while ZooKeeper is down.
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// Registry is a ZooKeeper-backed Dubbo registry. Its methods are safe for
+// concurrent use. Create it with New and stop it with Close.
+type Registry struct {
+	set   settings
+	conn  *zk.Conn
+	log   *slog.Logger
+	cache *registry.FileCache
+
+	queue  taskQueue
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the loop has exited
+
+	connectedOnce sync.Once
+	connected     chan struct{} // closed at the first session
+
+	// owned are the nodes this registry created and must keep: URL leaves
+	// and instance nodes, by path. Written by callers and by the loop.
+	mu    sync.Mutex
+	owned map[string]*ownedNode
+
+	// Only the loop goroutine touches the fields below.
+	session  int64 // id of the last session we saw established
+	folders  map[string]*folder
+	subs     []*subscription
+	configs  map[string]*configWatch
+	watchers map[string]*instanceWatch // by /services/<app> path
+	nextID   int
+}
+
+// ownedNode is one node to keep in ZooKeeper.
+type ownedNode struct {
+	path      string
+	data      []byte
+	ephemeral bool
+	container bool // parents are created as containers (Curator x-discovery)
+	pending   bool // last attempt failed; retry on (re)connection
+}
+
+// folder is one watched category folder: /dubbo/<iface>/<category>.
+type folder struct {
+	path, iface, category string
+	urls                  []*url.URL // decoded children, sorted
+	loaded                bool       // urls came from ZooKeeper at least once
+	dirty                 bool       // the last read failed: re-read on reconnection
+}
+
+// subscription is one consumer's interest.
+type subscription struct {
+	consumer   *url.URL
+	key        string // cache key: the consumer's service key
+	iface      string
+	categories []string
+	listener   registry.Listener
+	last       map[string][]*url.URL
+	notified   map[string]bool
+}
+
+// New connects to the ZooKeeper ensemble named by registryURL
+// (zookeeper://[user:password@]host:port[,host:port...][?group=&session=&timeout=]).
+// It does not wait for the connection; see WaitConnected.
+func New(registryURL *url.URL, opts Options) (*Registry, error) {
+	set, err := parseSettings(registryURL)
+	if err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("registry", strings.Join(set.servers, ","))
+	cache, err := registry.OpenFileCache(opts.CacheFile)
+	if err != nil {
+		logger.Warn("registry cache unusable, starting empty", "err", err)
+	}
+	r := &Registry{
+		set:       set,
+		log:       logger,
+		cache:     cache,
+		done:      make(chan struct{}),
+		connected: make(chan struct{}),
+		owned:     make(map[string]*ownedNode),
+		folders:   make(map[string]*folder),
+		configs:   make(map[string]*configWatch),
+		watchers:  make(map[string]*instanceWatch),
+	}
+	r.queue.init()
+	dialer := opts.Dialer
+	if dialer == nil {
+		dialer = net.DialTimeout
+	}
+	conn, _, err := zk.Connect(set.servers, set.sessionTimeout,
+		zk.WithLogger(zkLogger{logger}),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(r.queue.pushEvent),
+		zk.WithDialer(dialer))
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper registry %s: %w", redact(registryURL), err)
+	}
+	r.conn = conn
+	if set.user != "" {
+		// go-zookeeper re-sends the credentials after every reconnection.
+		if err := conn.AddAuth("digest", []byte(set.user+":"+set.password)); err != nil && !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) {
+			conn.Close()
+			return nil, fmt.Errorf("zookeeper registry %s: digest auth: %w", redact(registryURL), err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go r.loop(ctx)
+	return r, nil
+}
+
+// WaitConnected blocks until the first session is established or ctx ends.
+func (r *Registry) WaitConnected(ctx context.Context) error {
+	select {
+	case <-r.connected:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("zookeeper %s: %w: %w", strings.Join(r.set.servers, ","), registry.ErrUnavailable, ctx.Err())
+	}
+}
+
+// Close stops the loop and closes the session, which removes every
+// ephemeral node at once. Persistent registrations (dynamic=false) stay,
+// as in Java Dubbo.
+func (r *Registry) Close() error {
+	r.cancel()
+	<-r.done
+	r.conn.Close()
+	return nil
+}
+
+// Register creates the URL's leaf node (PROTOCOLS.md C.2): ephemeral unless
+// dynamic=false. An ephemeral leaf left by an older session is deleted and
+// re-created so that it belongs to this session.
+func (r *Registry) Register(ctx context.Context, u *url.URL) error {
+	n := &ownedNode{path: r.urlPath(u), ephemeral: u.BoolParam("dynamic", true)}
+	r.mu.Lock()
+	r.owned[n.path] = n
+	r.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.ensureOwned(n); err != nil {
+		return fmt.Errorf("register %s: %w", u, err)
+	}
+	return nil
+}
+
+// Unregister deletes the URL's leaf node.
+func (r *Registry) Unregister(ctx context.Context, u *url.URL) error {
+	p := r.urlPath(u)
+	r.mu.Lock()
+	delete(r.owned, p)
+	r.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("unregister %s: %w", u, classify(err))
+	}
+	return nil
+}
+
+// Subscribe watches the consumer's categories of its interface and notifies
+// l before it returns: from ZooKeeper, or from the cache file when ZooKeeper
+// cannot be reached (Stale). With neither, it returns an error wrapping
+// registry.ErrUnavailable; the subscription stays and is served once
+// ZooKeeper answers.
+func (r *Registry) Subscribe(ctx context.Context, consumer *url.URL, l registry.Listener) error {
+	iface := registry.Interface(consumer)
+	if iface == "" || iface == "*" {
+		return fmt.Errorf("subscribe %s: need one interface (wildcard subscriptions are not supported; use Services)", consumer)
+	}
+	var err error
+	if derr := r.do(ctx, func() { err = r.subscribe(consumer, l) }); derr != nil {
+		return derr
+	}
+	return err
+}
+
+// Unsubscribe stops the subscriptions made with an equal consumer URL.
+func (r *Registry) Unsubscribe(ctx context.Context, consumer *url.URL) error {
+	return r.do(ctx, func() {
+		kept := r.subs[:0]
+		for _, s := range r.subs {
+			if !s.consumer.Equal(consumer) {
+				kept = append(kept, s)
+			}
+		}
+		clear(r.subs[len(kept):])
+		r.subs = kept
+		// Folders nobody subscribes to any more are forgotten; their watch
+		// fires once more and is then ignored.
+		for p, f := range r.folders {
+			if !r.folderWanted(f) {
+				delete(r.folders, p)
+			}
+		}
+	})
+}
+
+func (r *Registry) urlPath(u *url.URL) string {
+	return joinPath(r.set.categoryPath(registry.Interface(u), registry.Category(u)), u.Encode())
+}
+
+// subscribe runs in the loop.
+func (r *Registry) subscribe(consumer *url.URL, l registry.Listener) error {
+	s := &subscription{
+		consumer:   consumer.Clone(),
+		key:        consumer.ServiceKey(),
+		iface:      registry.Interface(consumer),
+		categories: registry.SubscribedCategories(consumer),
+		listener:   l,
+		last:       make(map[string][]*url.URL),
+		notified:   make(map[string]bool),
+	}
+	r.subs = append(r.subs, s)
+	var failed []string
+	for _, cat := range s.categories {
+		p := r.set.categoryPath(s.iface, cat)
+		f := r.folders[p]
+		if f == nil {
+			f = &folder{path: p, iface: s.iface, category: cat}
+			r.folders[p] = f
+		}
+		if !f.loaded {
+			r.readFolder(f)
+		}
+		if f.loaded {
+			r.notify(s, f.category, f.urls, false)
+		} else {
+			failed = append(failed, cat)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	cached, ok := r.cache.Get(s.key)
+	if !ok {
+		return fmt.Errorf("subscribe %s: %w: ZooKeeper %s unreachable and no cached list in %q",
+			s.key, registry.ErrUnavailable, strings.Join(r.set.servers, ","), r.cache.Path())
+	}
+	for _, cat := range failed {
+		r.log.Warn("zookeeper unreachable, using cached list", "service", s.key, "category", cat, "urls", len(cached[cat]))
+		r.notify(s, cat, cached[cat], true)
+	}
+	return nil
+}
+
+func (r *Registry) folderWanted(f *folder) bool {
+	for _, s := range r.subs {
+		if s.iface == f.iface && containsString(s.categories, f.category) {
+			return true
+		}
+	}
+	return false
+}
+
+// readFolder lists a category folder with a child watch, creating it when
+// missing as Java consumers do, then notifies the subscribers whose view
+// changed. On failure the previous list stays.
+func (r *Registry) readFolder(f *folder) {
+	children, _, _, err := r.conn.ChildrenW(f.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = r.ensurePath(f.path, false); err == nil {
+			children, _, _, err = r.conn.ChildrenW(f.path)
+		}
+	}
+	if err != nil {
+		f.dirty = true
+		r.log.Warn("zookeeper: cannot read folder, keeping last list", "path", f.path, "err", err)
+		return
+	}
+	urls := make([]*url.URL, 0, len(children))
+	for _, name := range children {
+		u, err := url.Decode(name)
+		if err != nil {
+			r.log.Warn("zookeeper: skipping undecodable node", "path", f.path, "node", name, "err", err)
+			continue
+		}
+		urls = append(urls, u)
+	}
+	registry.SortURLs(urls)
+	f.urls, f.loaded, f.dirty = urls, true, false
+	for _, s := range r.subs {
+		if s.iface == f.iface && containsString(s.categories, f.category) {
+			r.notify(s, f.category, f.urls, false)
+		}
+	}
+}
+
+// notify hands s the URLs of category that match it, unless it already has
+// exactly that list.
+func (r *Registry) notify(s *subscription, category string, all []*url.URL, stale bool) {
+	var matched []*url.URL
+	for _, u := range all {
+		// The folder says the category; 2.6 admins wrote routes without one.
+		if registry.MatchService(s.consumer, u) {
+			matched = append(matched, u)
+		}
+	}
+	if matched == nil {
+		matched = []*url.URL{}
+	}
+	if s.notified[category] && registry.SameURLs(s.last[category], matched) {
+		return
+	}
+	s.last[category], s.notified[category] = matched, true
+	if !stale {
+		if err := r.cache.Put(s.key, category, matched); err != nil {
+			r.log.Warn("registry cache not written", "err", err)
+		}
+	}
+	s.listener.Notify(registry.Notification{Consumer: s.consumer, Category: category, URLs: matched, Stale: stale})
+}
+
+// ensureOwned creates n (and its parents). An existing ephemeral node of
+// another session is replaced; one of ours is kept.
+func (r *Registry) ensureOwned(n *ownedNode) error {
+	err := r.createOwned(n)
+	r.mu.Lock()
+	if cur := r.owned[n.path]; cur == n {
+		n.pending = err != nil
+	}
+	r.mu.Unlock()
+	return err
+}
+
+func (r *Registry) createOwned(n *ownedNode) error {
+	parent := n.path[:strings.LastIndexByte(n.path, '/')]
+	if err := r.ensurePath(parent, n.container); err != nil {
+		return err
+	}
+	flags := int32(0)
+	if n.ephemeral {
+		flags = zk.FlagEphemeral
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		_, err := r.conn.Create(n.path, n.data, flags, r.set.acl())
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return classify(err)
+		}
+		ok, stat, err := r.conn.Exists(n.path)
+		if err != nil {
+			return classify(err)
+		}
+		if !ok {
+			continue // deleted meanwhile: create again
+		}
+		if !n.ephemeral {
+			if _, err := r.conn.Set(n.path, n.data, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return classify(err)
+			}
+			return nil
+		}
+		if stat.EphemeralOwner == r.conn.SessionID() {
+			return nil
+		}
+		// Left by an older session that has not expired yet: take it over
+		// so that it disappears with us, as Java and dubbo-go do.
+		if err := r.conn.Delete(n.path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return classify(err)
+		}
+	}
+	return fmt.Errorf("%s kept reappearing while being re-created", n.path)
+}
+
+// ensurePath creates every missing level of p as a persistent (or
+// container) node, tolerating concurrent creators.
+func (r *Registry) ensurePath(p string, container bool) error {
+	if p == "" || p == "/" {
+		return nil
+	}
+	if ok, _, err := r.conn.Exists(p); err != nil {
+		return classify(err)
+	} else if ok {
+		return nil
+	}
+	for i := 1; i <= len(p); i++ {
+		if i != len(p) && p[i] != '/' {
+			continue
+		}
+		var err error
+		if container {
+			_, err = r.conn.CreateContainer(p[:i], nil, zk.FlagContainer, r.set.acl())
+		} else {
+			_, err = r.conn.Create(p[:i], nil, 0, r.set.acl())
+		}
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", p[:i], classify(err))
+		}
+	}
+	return nil
+}
+
+// classify marks connection failures with registry.ErrUnavailable.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrConnectionClosed),
+		errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrSessionMoved), errors.Is(err, zk.ErrClosing):
+		return fmt.Errorf("%w: %w", registry.ErrUnavailable, err)
+	}
+	return err
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

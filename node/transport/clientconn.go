@@ -1,0 +1,305 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+// slot is one of the client's long connections across reconnects. Its
+// supervisor goroutine dials, runs the heartbeat timer while the connection
+// is up, and redials with backoff when it breaks.
+type slot struct {
+	c   *Client
+	cur atomic.Pointer[clientConn] // nil while down
+
+	mu  sync.Mutex
+	err error // why the last dial or connection failed
+}
+
+func (s *slot) lastErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *slot) setErr(err error) {
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+}
+
+func (s *slot) supervise(ctx context.Context) {
+	defer s.c.wg.Done()
+	cfg := &s.c.cfg
+	backoff := cfg.ReconnectMin
+	for ctx.Err() == nil {
+		cc, err := s.dial(ctx)
+		if err != nil {
+			s.setErr(err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, cfg.ReconnectMax)
+			continue
+		}
+		backoff = cfg.ReconnectMin
+		s.run(ctx, cc)
+	}
+}
+
+func (s *slot) dial(ctx context.Context) (*clientConn, error) {
+	d := net.Dialer{Timeout: s.c.cfg.ConnectTimeout}
+	conn, err := d.DialContext(ctx, "tcp", s.c.addr)
+	if err != nil {
+		return nil, err
+	}
+	cc := newClientConn(s.c, conn)
+	cc.slot = s
+	return cc, nil
+}
+
+// run serves one connection until it breaks or ctx ends.
+func (s *slot) run(ctx context.Context, cc *clientConn) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		cc.w.run()
+	}()
+	go func() {
+		defer wg.Done()
+		cc.shutdown(cc.read())
+	}()
+	s.cur.Store(cc)
+	s.c.stateChanged()
+
+	hb := s.c.cfg.Heartbeat
+	tick := time.NewTicker(max(hb/3, time.Millisecond))
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-cc.done:
+			break loop
+		case <-ctx.Done():
+			cc.shutdown(errors.New("client closed"))
+			break loop
+		case now := <-tick.C:
+			cc.heartbeat(now)
+		}
+	}
+	wg.Wait()
+	s.setErr(cc.err)
+	s.cur.CompareAndSwap(cc, nil)
+	s.c.stateChanged()
+}
+
+// clientConn is one live connection: read is its reader goroutine, w its
+// writer, pending the calls waiting for responses.
+type clientConn struct {
+	c        *Client
+	slot     *slot
+	conn     net.Conn
+	addr     string
+	w        *frameWriter
+	readOnly atomic.Bool  // the provider sent the read-only event
+	lastRead atomic.Int64 // unix nanos
+	done     chan struct{}
+
+	mu      sync.Mutex
+	pending map[int64]*call
+	closed  bool
+	err     error
+}
+
+func newClientConn(c *Client, conn net.Conn) *clientConn {
+	cc := &clientConn{
+		c:       c,
+		conn:    conn,
+		addr:    c.addr,
+		w:       newFrameWriter(conn),
+		done:    make(chan struct{}),
+		pending: make(map[int64]*call),
+	}
+	cc.lastRead.Store(time.Now().UnixNano())
+	return cc
+}
+
+func (cc *clientConn) register(id int64, cl *call) error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.closed {
+		return cc.err
+	}
+	cc.pending[id] = cl
+	return nil
+}
+
+// unregister removes cl if it is still pending and reports whether it did.
+func (cc *clientConn) unregister(id int64, cl *call) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.pending[id] != cl {
+		return false
+	}
+	delete(cc.pending, id)
+	return true
+}
+
+func (cc *clientConn) take(id int64) *call {
+	cc.mu.Lock()
+	cl := cc.pending[id]
+	if cl != nil {
+		delete(cc.pending, id)
+	}
+	cc.mu.Unlock()
+	return cl
+}
+
+func (cc *clientConn) pendingCount() int {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return len(cc.pending)
+}
+
+// shutdown closes the connection, marks the client unavailable and fails
+// every pending call at once instead of leaving them to their timeouts.
+func (cc *clientConn) shutdown(err error) {
+	if err == nil || errors.Is(err, io.EOF) {
+		err = errors.New("provider closed the connection")
+	}
+	cc.mu.Lock()
+	if cc.closed {
+		cc.mu.Unlock()
+		return
+	}
+	cc.closed = true
+	cc.err = err
+	pending := cc.pending
+	cc.pending = nil
+	cc.mu.Unlock()
+
+	cc.w.fail(err)
+	cc.slot.cur.CompareAndSwap(cc, nil)
+	cc.c.stateChanged()
+	for id, cl := range pending {
+		cl.complete(nil, &rpc.CallError{Kind: rpc.ErrConnection, Address: cc.addr,
+			Detail: fmt.Sprintf("connection lost while waiting for response %d: %v", id, err)})
+	}
+	close(cc.done)
+	if !errors.Is(err, net.ErrClosed) {
+		cc.c.log.Info("connection to provider closed", "err", err)
+	}
+}
+
+// heartbeat runs on the supervisor's tick: ping a quiet connection, drop a
+// silent one (the reader then fails its calls and the slot redials).
+func (cc *clientConn) heartbeat(now time.Time) {
+	cfg := &cc.c.cfg
+	sinceRead := now.Sub(time.Unix(0, cc.lastRead.Load()))
+	if sinceRead > cfg.HeartbeatTimeout {
+		cc.shutdown(fmt.Errorf("nothing read for %v (heartbeat timeout %v)", sinceRead.Round(time.Millisecond), cfg.HeartbeatTimeout))
+		return
+	}
+	sinceWrite := now.Sub(time.Unix(0, cc.w.lastWrite.Load()))
+	if sinceRead >= cfg.Heartbeat || sinceWrite >= cfg.Heartbeat {
+		cc.sendRequest(protocol.Heartbeat(cc.c.nextID.Add(1)))
+	}
+}
+
+func (cc *clientConn) sendRequest(req *protocol.Request) {
+	enc := cc.c.encoders.get()
+	defer cc.c.encoders.put(enc)
+	var err error
+	if enc.buf, err = enc.AppendRequest(enc.buf[:0], req); err == nil {
+		_ = cc.w.enqueue(enc.buf)
+	}
+}
+
+func (cc *clientConn) sendResponse(resp *protocol.Response) {
+	enc := cc.c.encoders.get()
+	defer cc.c.encoders.put(enc)
+	var err error
+	if enc.buf, err = enc.AppendResponse(enc.buf[:0], resp); err == nil {
+		_ = cc.w.enqueue(enc.buf)
+	}
+}
+
+// read matches responses to pending calls and answers the provider's
+// events until the connection fails.
+func (cc *clientConn) read() error {
+	dec := protocol.NewDecoder(bufio.NewReaderSize(cc.conn, 16<<10), cc.c.cfg.Payload)
+	for {
+		h, err := dec.ReadHeader()
+		if err != nil && !errors.Is(err, protocol.ErrPayloadTooLarge) {
+			return err
+		}
+		cc.lastRead.Store(time.Now().UnixNano())
+		if err != nil { // too large: Java fabricates CLIENT_ERROR (90)
+			if serr := dec.SkipBody(h); serr != nil {
+				return serr
+			}
+			if h.Request {
+				continue
+			}
+			if cl := cc.take(h.ID); cl != nil {
+				cl.complete(nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Address: cc.addr, Detail: "CLIENT_ERROR: " + err.Error()})
+			}
+			continue
+		}
+		body, err := dec.ReadBody(h)
+		if err != nil {
+			return err
+		}
+		f := protocol.Frame{Header: h, Body: body}
+		if h.Request {
+			cc.event(dec, f)
+			continue
+		}
+		if h.Event {
+			continue // heartbeat response: lastRead is all it is for
+		}
+		cl := cc.take(h.ID)
+		if cl == nil {
+			continue // its caller gave up
+		}
+		resp, err := dec.DecodeResponse(f)
+		if err != nil {
+			cl.complete(nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Address: cc.addr, Detail: "CLIENT_ERROR: cannot decode response: " + err.Error()})
+			continue
+		}
+		cl.complete(resp, nil)
+	}
+}
+
+// event handles requests from the provider: heartbeats (dubbo-go sends
+// them from providers too) and the read-only/writable events.
+func (cc *clientConn) event(dec *protocol.Decoder, f protocol.Frame) {
+	req, err := dec.DecodeRequest(f)
+	if err != nil || !req.Event {
+		return // providers send consumers nothing else
+	}
+	switch {
+	case req.IsHeartbeat():
+		if req.TwoWay {
+			cc.sendResponse(protocol.ResponseTo(req))
+		}
+	case req.EventData == protocol.EventReadOnly:
+		cc.readOnly.Store(true)
+		cc.c.stateChanged()
+	case req.EventData == protocol.EventWritable:
+		cc.readOnly.Store(false)
+		cc.c.stateChanged()
+	}
+}

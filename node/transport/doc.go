@@ -1,0 +1,27 @@
+// Package transport carries dubbo protocol frames over long-lived TCP
+// connections: Server on the provider side, Client on the consumer side.
+//
+// Each connection has one reader goroutine that decodes frames and one
+// writer goroutine (frameWriter) that coalesces every frame queued since its
+// last write into a single write call, so many concurrent calls cost few
+// syscalls.
+//
+// Server: the reader answers heartbeats itself and hands each request to a
+// dispatch.Dispatcher, whose pool runs the Handler; a refused request is
+// answered at once with status 100. Malformed or oversize requests get an
+// error response and the connection lives on; a stream that is not the
+// dubbo protocol (bad magic) loses its connection. Shutdown sends Dubbo's
+// read-only event to every consumer, lets in-flight calls finish and then
+// closes.
+//
+// Client: a fixed number of long connections to one provider, each
+// reconnected with exponential backoff by its own supervisor goroutine,
+// which also sends heartbeats when the connection is quiet and drops it when
+// the provider goes silent. Calls are multiplexed by request id; a response
+// is matched to its waiting caller in the reader, so no goroutine is started
+// per call. A lost connection fails its in-flight calls at once with
+// rpc.ErrConnection and flips Available, before any registry notices.
+//
+// Client implements rpc.Invoker: it turns an rpc.Invocation into a request
+// and the response status into a result or an error category (status.go).
+package transport

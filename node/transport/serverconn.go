@@ -1,0 +1,211 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/dispatch"
+	"github.com/dubbo-lab/dubbo/node/protocol"
+)
+
+// peerKey carries the consumer's address in a handler's context.
+type peerKey struct{}
+
+// Peer returns the remote address of the connection a request came on, or
+// nil outside a Handler.
+func Peer(ctx context.Context) net.Addr {
+	a, _ := ctx.Value(peerKey{}).(net.Addr)
+	return a
+}
+
+// serverConn is one consumer connection: serve is its reader goroutine, w
+// its writer.
+type serverConn struct {
+	s    *Server
+	conn net.Conn
+	w    *frameWriter
+	// ctx is cancelled when the connection closes, so handlers can give up
+	// work nobody will receive.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newServerConn(s *Server, conn net.Conn) *serverConn {
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()))
+	return &serverConn{s: s, conn: conn, w: newFrameWriter(conn), ctx: ctx, cancel: cancel}
+}
+
+func (c *serverConn) serve() {
+	defer c.s.wg.Done()
+	remote := c.conn.RemoteAddr()
+	if fn := c.s.cfg.OnConnect; fn != nil {
+		c.s.dispatcher.Dispatch(dispatch.Connect, func() { fn(remote) })
+	}
+	err := c.read()
+	c.cancel()
+	c.w.fail(err)
+	c.s.removeConn(c)
+	if fn := c.s.cfg.OnDisconnect; fn != nil {
+		c.s.dispatcher.Dispatch(dispatch.Disconnect, func() { fn(remote) })
+	}
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errWriterClosed) {
+		c.s.log.Info("consumer connection closed", "remote", remote.String(), "err", err)
+	}
+}
+
+// read decodes frames until the connection fails or stops speaking dubbo.
+// It never runs business code and never waits for it.
+func (c *serverConn) read() error {
+	dec := protocol.NewDecoder(bufio.NewReaderSize(c.conn, 16<<10), c.s.cfg.Payload)
+	idle := c.s.cfg.HeartbeatTimeout
+	for {
+		// A consumer heartbeats every minute; silence for three means it is gone.
+		if err := c.conn.SetReadDeadline(time.Now().Add(idle)); err != nil {
+			return err
+		}
+		h, err := dec.ReadHeader()
+		if errors.Is(err, protocol.ErrPayloadTooLarge) {
+			if err := dec.SkipBody(h); err != nil {
+				return err
+			}
+			if h.Request && h.TwoWay {
+				c.reject(h, protocol.StatusBadRequest, c.payloadMessage(h))
+			}
+			continue
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Errorf("no frame from %s for %v (heartbeat timeout): %w", c.conn.RemoteAddr(), idle, err)
+			}
+			return err // bad magic or header: the stream cannot be resynchronised
+		}
+		body, err := dec.ReadBody(h)
+		if err != nil {
+			return err
+		}
+		if !h.Request {
+			continue // a response to a heartbeat we never send, or a stray one
+		}
+		req, err := dec.DecodeRequest(protocol.Frame{Header: h, Body: body})
+		if err != nil {
+			if h.TwoWay {
+				c.reject(h, protocol.StatusBadRequest, "Fail to decode request due to: "+err.Error())
+			}
+			continue
+		}
+		if req.Event {
+			c.event(req)
+			continue
+		}
+		c.dispatch(req)
+	}
+}
+
+// event answers heartbeats right here, never behind business work.
+func (c *serverConn) event(req *protocol.Request) {
+	if req.IsHeartbeat() && req.TwoWay {
+		c.send(protocol.ResponseTo(req))
+	}
+}
+
+func (c *serverConn) dispatch(req *protocol.Request) {
+	c.s.inFlight.Add(1)
+	err := c.s.dispatcher.Dispatch(dispatch.Request, func() { c.handle(req) })
+	if err == nil {
+		return
+	}
+	c.s.inFlight.Add(-1)
+	if req.TwoWay {
+		resp := protocol.ResponseTo(req)
+		resp.Status = protocol.StatusServerThreadpoolExhaust
+		resp.ErrorMessage = fmt.Sprintf("Server side(%s) thread pool is exhausted, detail msg:%v", hostComma(c.conn.LocalAddr()), err)
+		c.send(resp)
+	}
+}
+
+// handle runs on a pool worker.
+func (c *serverConn) handle(req *protocol.Request) {
+	defer c.s.inFlight.Add(-1)
+	resp := c.call(req)
+	if req.TwoWay {
+		if resp == nil {
+			resp = protocol.ResponseTo(req)
+			resp.Status = protocol.StatusServiceError
+			resp.ErrorMessage = fmt.Sprintf("service %s method %s returned no response", req.Path, req.Method)
+		}
+		resp.ID = req.ID
+		c.send(resp)
+	}
+}
+
+func (c *serverConn) call(req *protocol.Request) (resp *protocol.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("handler panicked", "service", req.Path, "method", req.Method, "panic", r)
+			resp = protocol.ResponseTo(req)
+			resp.Status = protocol.StatusServiceError
+			resp.ErrorMessage = fmt.Sprintf("provider handler panicked in %s.%s: %v", req.Path, req.Method, r)
+		}
+	}()
+	return c.s.handler.Handle(c.ctx, req)
+}
+
+// reject answers a request the reader could not decode.
+func (c *serverConn) reject(h protocol.Header, status protocol.Status, msg string) {
+	c.send(&protocol.Response{ID: h.ID, Status: status, ErrorMessage: msg})
+}
+
+func (c *serverConn) payloadMessage(h protocol.Header) string {
+	return fmt.Sprintf("Fail to decode request due to: org.apache.dubbo.remoting.transport.ExceedPayloadLimitException: "+
+		"Data length too large: %d, max payload: %d, channel: %s -> %s",
+		h.BodyLen, c.s.cfg.Payload, c.conn.RemoteAddr(), c.conn.LocalAddr())
+}
+
+// send encodes resp and queues it for the writer. A response too large for
+// the payload limit is replaced by SERIALIZATION_ERROR, one the codec cannot
+// write by BAD_RESPONSE, as Java does.
+func (c *serverConn) send(resp *protocol.Response) {
+	enc := c.s.encoders.get()
+	defer c.s.encoders.put(enc)
+	var err error
+	enc.buf, err = enc.AppendResponse(enc.buf[:0], resp)
+	if err != nil {
+		status := protocol.StatusBadResponse
+		if errors.Is(err, protocol.ErrPayloadTooLarge) {
+			status = protocol.StatusSerializationError
+		}
+		c.s.log.Warn("cannot encode response", "id", resp.ID, "err", err)
+		fail := &protocol.Response{ID: resp.ID, Status: status, Event: resp.Event,
+			ErrorMessage: "Failed to send response: " + err.Error()}
+		if enc.buf, err = enc.AppendResponse(enc.buf[:0], fail); err != nil {
+			return
+		}
+	}
+	// An error means the connection is gone; the consumer sees that instead.
+	_ = c.w.enqueue(enc.buf)
+}
+
+// sendReadOnly queues the oneway read-only event (flags a2, body "R").
+func (c *serverConn) sendReadOnly() {
+	enc := c.s.encoders.get()
+	defer c.s.encoders.put(enc)
+	var err error
+	enc.buf, err = enc.AppendRequest(enc.buf[:0], protocol.ReadOnlyEvent(c.s.eventID.Add(1)))
+	if err == nil {
+		_ = c.w.enqueue(enc.buf)
+	}
+}
+
+// hostComma formats an address as Java's "ip,port" in the exhausted message.
+func hostComma(a net.Addr) string {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return fmt.Sprintf("%s,%d", t.IP, t.Port)
+	}
+	return a.String()
+}
