@@ -174,14 +174,12 @@ func (c *conn) writeLoop() {
 				break
 			}
 			for _, f := range batch {
-				if f.tag > c.s.store.DurableZxid() {
-					if err := c.s.store.WaitDurable(c.s.ctx, f.tag); err != nil {
-						if c.s.ctx.Err() == nil {
-							c.s.logger.Error("transaction log not durable, closing connection", "remote", c.remote, "err", err)
-						}
-						c.close()
-						return
+				if err := c.s.waitDurable(c.s.ctx, f.tag); err != nil {
+					if c.s.ctx.Err() == nil {
+						c.s.logger.Error("transaction log not durable, closing connection", "remote", c.remote, "err", err)
 					}
+					c.close()
+					return
 				}
 				if _, err := bw.Write(f.b); err != nil {
 					c.close()

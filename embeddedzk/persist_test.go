@@ -4,11 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/embeddedzk/wire"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -120,5 +122,56 @@ func TestEmptyStartIsFast(t *testing.T) {
 	// that does real work (like an fsync storm) on an empty dir.
 	if best > 50*time.Millisecond {
 		t.Fatalf("empty start took %v", best)
+	}
+}
+
+// A session survives a restart: the client resumes it with id and password
+// on the new server, and reads work even when the restored state comes from
+// a snapshot alone.
+func TestSessionSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := persistCfg(dir, 3)
+	s1, err := New(cfg, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s1.Serve(context.Background())
+	rc := newRawClient(t, s1, 5000)
+	for _, p := range []string{"/a", "/a/b", "/a/c", "/e"} {
+		flags := int32(0)
+		if p == "/e" {
+			flags = wire.FlagEphemeral
+		}
+		if h, _ := rc.call(wire.OpCreate, &wire.CreateRequest{Path: p, Data: []byte(p), ACL: []wire.ACL{{Perms: 31, ID: wire.WorldAnyone}}, Flags: flags}); h.Err != 0 {
+			t.Fatal(h.Err)
+		}
+	}
+	zxid := s1.lastZxid.Load()
+	s1.Close()
+	for round := 0; round < 2; round++ { // the second round restarts from snapshot data only
+		s2, err := New(cfg, discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s2.Serve(context.Background())
+		nc, err := net.Dial("tcp", s2.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFrame(t, nc, connectReq(5000, rc.resp.SessionID, rc.resp.Passwd, false))
+		var resp wire.ConnectResponse
+		wire.Unmarshal(readFrame(t, nc), &resp)
+		if resp.SessionID != rc.resp.SessionID || resp.TimeOut != 5000 {
+			t.Fatalf("round %d: resume got %+v", round, resp)
+		}
+		rc2 := &rawClient{t: t, nc: nc, xid: 100}
+		h, body := rc2.call(wire.OpGetData, &wire.PathWatchRequest{Path: "/e"})
+		var gd wire.GetDataResponse
+		wire.Unmarshal(body, &gd)
+		if h.Err != 0 || string(gd.Data) != "/e" || gd.Stat.EphemeralOwner != rc.resp.SessionID || h.Zxid != zxid {
+			t.Fatalf("round %d: getData %v %q %+v zxid %#x want %#x", round, h.Err, gd.Data, gd.Stat, h.Zxid, zxid)
+		}
+		nc.Close()
+		s2.Close()
 	}
 }

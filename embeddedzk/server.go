@@ -45,6 +45,9 @@ type Server struct {
 	sinceSnap int
 	lastSnap  time.Time
 	lastZxid  atomic.Int64 // mirror of tree.LastZxid for lock-free pings
+	// baseZxid is the zxid restored at startup: durable by definition, even
+	// when purged log files leave the log itself with nothing to report.
+	baseZxid int64
 
 	watches  *watch.Manager
 	sessions *session.Tracker
@@ -108,6 +111,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		handshakeTimeout: cmp.Or(cfg.handshakeTimeout, handshakeTimeout),
 	}
 	s.lastZxid.Store(t.LastZxid())
+	s.baseZxid = t.LastZxid()
 	// Restored sessions get a full timeout from now to come back.
 	now := time.Now()
 	for id, info := range t.Sessions() {
@@ -391,7 +395,7 @@ func (s *Server) writeImage(im *tree.Image) error {
 	// Snapshot only what the log already holds, so no snapshot is ahead of it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := s.store.WaitDurable(ctx, im.LastZxid); err != nil {
+	if err := s.waitDurable(ctx, im.LastZxid); err != nil {
 		return fmt.Errorf("wait for log before snapshot %#x: %w", im.LastZxid, err)
 	}
 	start := time.Now()
@@ -407,6 +411,14 @@ func (s *Server) writeImage(im *tree.Image) error {
 		return fmt.Errorf("purge old snapshots: %w", err)
 	}
 	return nil
+}
+
+// waitDurable blocks until the state up to zxid is on disk.
+func (s *Server) waitDurable(ctx context.Context, zxid int64) error {
+	if zxid <= s.baseZxid || zxid <= s.store.DurableZxid() {
+		return nil
+	}
+	return s.store.WaitDurable(ctx, zxid)
 }
 
 // caller builds the tree.Caller for a connection.

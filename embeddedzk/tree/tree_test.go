@@ -2,7 +2,9 @@ package tree
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk/wire"
@@ -441,4 +443,38 @@ func FuzzDecodeTxn(f *testing.F) {
 		}
 		New().Apply(x) // must not panic on any decodable record
 	})
+}
+
+// 100,000 znodes of 100 bytes must fit well inside the process budget of
+// 100 MB RSS; the tree itself is held to 60 MB of heap.
+func TestMemoryFor100kNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 100k nodes")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tr := New()
+	data := bytes.Repeat([]byte("x"), 100)
+	zxid := int64(0)
+	for i := 0; i < 100; i++ {
+		zxid++
+		tr.Execute(wire.OpCreate, &wire.CreateRequest{Path: fmt.Sprintf("/dubbo%d", i), ACL: openACL}, anyone, zxid, 1)
+		for j := 0; j < 1000; j++ {
+			zxid++
+			p := fmt.Sprintf("/dubbo%d/provider-%d", i, j)
+			o := tr.Execute(wire.OpCreate, &wire.CreateRequest{Path: p, Data: append([]byte(nil), data...), ACL: openACL}, anyone, zxid, 1)
+			if o.Err != 0 {
+				t.Fatal(o.Err)
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	used := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d nodes use %.1f MB of heap (%.0f bytes each)", tr.NodeCount(), float64(used)/1e6, float64(used)/float64(tr.NodeCount()))
+	if used > 60<<20 {
+		t.Fatalf("100k nodes use %d MB of heap", used>>20)
+	}
+	runtime.KeepAlive(tr)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
+var errClientClosed = errors.New("client closed")
+
 // slot is one of the client's long connections across reconnects. Its
 // supervisor goroutine dials, runs the heartbeat timer while the connection
 // is up, and redials with backoff when it breaks.
@@ -93,7 +95,7 @@ loop:
 		case <-cc.done:
 			break loop
 		case <-ctx.Done():
-			cc.shutdown(errors.New("client closed"))
+			cc.shutdown(errClientClosed)
 			break loop
 		case now := <-tick.C:
 			cc.heartbeat(now)
@@ -198,7 +200,7 @@ func (cc *clientConn) shutdown(err error) {
 			Detail: fmt.Sprintf("connection lost while waiting for response %d: %v", id, err)})
 	}
 	close(cc.done)
-	if !errors.Is(err, net.ErrClosed) {
+	if !errors.Is(err, net.ErrClosed) && err != errClientClosed {
 		cc.c.log.Info("connection to provider closed", "err", err)
 	}
 }

@@ -208,3 +208,24 @@ func TestNewUnknownName(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkSelect(b *testing.B) {
+	var specs []string
+	for i := range 10 {
+		specs = append(specs, fmt.Sprintf("10.0.0.%d:20880/org.example.Greeter?weight=%d", i, 100+i))
+	}
+	ps := providers(specs...)
+	inv := &rpc.Invocation{Method: "sayHello", Args: []any{"bob"}}
+	for _, n := range Names() {
+		b.Run(n, func(b *testing.B) {
+			lb, err := New(n, cluster.NewStats(nil))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				lb.Select(ps, inv)
+			}
+		})
+	}
+}

@@ -372,3 +372,15 @@ func TestChainOrderAndReplace(t *testing.T) {
 		t.Errorf("after a blocking router: %d providers, order %q; want none and only T", len(got), inv.Attachment("order"))
 	}
 }
+
+func BenchmarkConditionRoute(b *testing.B) {
+	rule, err := ParseConditionRule([]byte("conditions:\n  - method = say* & application = shop => region = hangzhou & host != 10.20.153.11\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	inv := call("sayHello")
+	b.ReportAllocs()
+	for b.Loop() {
+		rule.Route(greeters, shopConsumer, inv)
+	}
+}

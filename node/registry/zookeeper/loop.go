@@ -174,6 +174,7 @@ func (r *Registry) retry(all bool) (nodes, watches int) {
 	}
 	for _, w := range r.watchers {
 		if all || w.dirty {
+			w.dirty = true // data watches of known instances are gone too
 			r.readInstances(w)
 			watches++
 		}

@@ -1,0 +1,347 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	hessian "github.com/apache/dubbo-go-hessian2"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+// A call is one hessian2 stream:
+//
+//	service version group method (strings)
+//	int n, then n Java parameter type names (strings)
+//	int m, then m argument values
+//	attachments (map, or null)
+//
+// A reply is one hessian2 stream:
+//
+//	int status
+//	  statusValue:     the value
+//	  statusException: class, message (strings)
+//	  statusError:     kind, detail (strings); kind names an rpc.Err* category
+//	attachments (map, or null)
+const (
+	statusValue     int32 = 0
+	statusException int32 = 1
+	statusError     int32 = 2
+)
+
+// maxCount bounds the counts read from a peer so a corrupt stream cannot
+// make us allocate; a Java method has at most 255 parameters.
+const maxCount = 255
+
+var encoders = sync.Pool{New: func() any { return hessian.NewEncoder() }}
+
+var decoders = sync.Pool{New: func() any { return hessian.NewDecoder(nil) }}
+
+func encode(fill func(e *hessian.Encoder) error) ([]byte, error) {
+	e := encoders.Get().(*hessian.Encoder)
+	defer func() {
+		e.ReuseBufferClean()
+		encoders.Put(e)
+	}()
+	if err := fill(e); err != nil {
+		return nil, err
+	}
+	// Copied: the buffer goes back to the pool while gRPC may still hold it.
+	return append([]byte(nil), e.Buffer()...), nil
+}
+
+// decode runs read over b; the hessian library can panic on corrupt input,
+// which must not take down the reader (the node, for a garbage reply).
+func decode(b []byte, read func(d *hessian.Decoder) error) (err error) {
+	d := decoders.Get().(*hessian.Decoder)
+	d.Reset(b)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("corrupt hessian stream: %v", r)
+			return // a decoder that panicked is not reused
+		}
+		d.Reset(nil)
+		decoders.Put(d)
+	}()
+	return read(d)
+}
+
+// EncodeCall encodes inv for the other side.
+func EncodeCall(inv *rpc.Invocation) ([]byte, error) {
+	return encode(func(e *hessian.Encoder) error {
+		for _, s := range []string{inv.Service, inv.Version, inv.Group, inv.Method} {
+			if err := e.Encode(s); err != nil {
+				return err
+			}
+		}
+		if err := e.Encode(int32(len(inv.ParamTypes))); err != nil {
+			return err
+		}
+		for _, t := range inv.ParamTypes {
+			if err := e.Encode(t); err != nil {
+				return err
+			}
+		}
+		if err := e.Encode(int32(len(inv.Args))); err != nil {
+			return err
+		}
+		for i, a := range inv.Args {
+			if err := e.Encode(a); err != nil {
+				return fmt.Errorf("argument %d (%T) cannot be encoded in hessian2: %w", i+1, a, err)
+			}
+		}
+		return encodeAttachments(e, inv.Attachments)
+	})
+}
+
+func encodeAttachments(e *hessian.Encoder, m map[string]any) error {
+	if len(m) == 0 {
+		return e.Encode(nil)
+	}
+	// An untyped map, never a POJO: a "_class" attachment must stay a key.
+	mm := make(map[any]any, len(m))
+	for k, v := range m {
+		mm[k] = v
+	}
+	if err := e.Encode(mm); err != nil {
+		return fmt.Errorf("attachments cannot be encoded in hessian2: %w", err)
+	}
+	return nil
+}
+
+// DecodeCall decodes a call encoded by EncodeCall.
+func DecodeCall(b []byte) (*rpc.Invocation, error) {
+	inv := &rpc.Invocation{}
+	err := decode(b, func(d *hessian.Decoder) error {
+		for _, dst := range []*string{&inv.Service, &inv.Version, &inv.Group, &inv.Method} {
+			s, err := readString(d)
+			if err != nil {
+				return err
+			}
+			*dst = s
+		}
+		n, err := readCount(d)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			inv.ParamTypes = make([]string, n)
+		}
+		for i := range inv.ParamTypes {
+			if inv.ParamTypes[i], err = readString(d); err != nil {
+				return err
+			}
+		}
+		if n, err = readCount(d); err != nil {
+			return err
+		}
+		if n > 0 {
+			inv.Args = make([]any, n)
+		}
+		for i := range inv.Args {
+			if inv.Args[i], err = d.Decode(); err != nil {
+				return fmt.Errorf("argument %d: %w", i+1, err)
+			}
+		}
+		inv.Attachments, err = readAttachments(d)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decode call: %w", err)
+	}
+	return inv, nil
+}
+
+// EncodeReply encodes the outcome of a call: res, or err when the call
+// itself failed. Business exceptions travel in res.Exception.
+func EncodeReply(res *rpc.Result, callErr error) ([]byte, error) {
+	return encode(func(e *hessian.Encoder) error {
+		var attachments map[string]any
+		switch {
+		case callErr != nil:
+			var ex *rpc.Exception
+			if errors.As(callErr, &ex) {
+				return encodeAll(e, statusException, ex.Class, ex.Message, nil)
+			}
+			kind, detail := kindOf(callErr)
+			return encodeAll(e, statusError, kind, detail, nil)
+		case res == nil:
+			return encodeAll(e, statusValue, nil, nil)
+		case res.Exception != nil:
+			attachments = res.Attachments
+			if err := encodeAll(e, statusException, res.Exception.Class, res.Exception.Message); err != nil {
+				return err
+			}
+		default:
+			attachments = res.Attachments
+			if err := e.Encode(statusValue); err != nil {
+				return err
+			}
+			if err := e.Encode(res.Value); err != nil {
+				return fmt.Errorf("result (%T) cannot be encoded in hessian2: %w", res.Value, err)
+			}
+		}
+		return encodeAttachments(e, attachments)
+	})
+}
+
+func encodeAll(e *hessian.Encoder, vs ...any) error {
+	for _, v := range vs {
+		if err := e.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeReply decodes a reply encoded by EncodeReply. A failed call comes
+// back as a *rpc.CallError whose Kind is the category the other side used,
+// so errors.Is works across the process boundary (the caller fills in
+// Service and Method); a reply that cannot be decoded gives an error
+// wrapping ErrCorrupt.
+func DecodeReply(b []byte) (*rpc.Result, error) {
+	res := &rpc.Result{}
+	var callErr error
+	err := decode(b, func(d *hessian.Decoder) error {
+		v, err := d.Decode()
+		if err != nil {
+			return err
+		}
+		status, ok := v.(int32)
+		if !ok {
+			return fmt.Errorf("reply status is %T, not an int", v)
+		}
+		switch status {
+		case statusValue:
+			if res.Value, err = d.Decode(); err != nil {
+				return err
+			}
+		case statusException:
+			ex := &rpc.Exception{}
+			if ex.Class, err = readString(d); err != nil {
+				return err
+			}
+			if ex.Message, err = readString(d); err != nil {
+				return err
+			}
+			if ex.Class == "" {
+				ex.Class = "java.lang.RuntimeException"
+			}
+			res.Exception = ex
+		case statusError:
+			kind, err := readString(d)
+			if err != nil {
+				return err
+			}
+			detail, err := readString(d)
+			if err != nil {
+				return err
+			}
+			callErr = &rpc.CallError{Kind: kindError(kind), Detail: detail}
+			return nil
+		default:
+			return fmt.Errorf("unknown reply status %d", status)
+		}
+		res.Attachments, err = readAttachments(d)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if callErr != nil {
+		return nil, callErr
+	}
+	return res, nil
+}
+
+// ErrCorrupt marks a message that could not be decoded.
+var ErrCorrupt = errors.New("corrupt message")
+
+func readString(d *hessian.Decoder) (string, error) {
+	v, err := d.Decode()
+	if err != nil {
+		return "", err
+	}
+	switch s := v.(type) {
+	case string:
+		return s, nil
+	case nil:
+		return "", nil
+	}
+	return "", fmt.Errorf("expected a string, got %T", v)
+}
+
+func readCount(d *hessian.Decoder) (int, error) {
+	v, err := d.Decode()
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(int32)
+	if !ok || n < 0 || n > maxCount {
+		return 0, fmt.Errorf("bad count %v", v)
+	}
+	return int(n), nil
+}
+
+func readAttachments(d *hessian.Decoder) (map[string]any, error) {
+	v, err := d.Decode()
+	if err != nil {
+		return nil, fmt.Errorf("attachments: %w", err)
+	}
+	switch m := v.(type) {
+	case nil:
+		return nil, nil
+	case map[any]any:
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, fmt.Errorf("attachment key %v is %T, not a string", k, k)
+			}
+			out[ks] = v
+		}
+		return out, nil
+	case map[string]any:
+		return m, nil
+	}
+	return nil, fmt.Errorf("attachments are %T, not a map", v)
+}
+
+// kinds names the error categories on the wire.
+var kinds = []struct {
+	name string
+	err  error
+}{
+	{"no-provider", rpc.ErrNoProvider},
+	{"timeout", rpc.ErrTimeout},
+	{"service-not-found", rpc.ErrServiceNotFound},
+	{"pool-exhausted", rpc.ErrPoolExhausted},
+	{"bad-request", rpc.ErrBadRequest},
+	{"connection", rpc.ErrConnection},
+	{"provider", rpc.ErrProvider},
+}
+
+func kindOf(err error) (kind, detail string) {
+	detail = err.Error()
+	// The receiver names the call itself; only the detail travels.
+	var ce *rpc.CallError
+	if errors.As(err, &ce) && ce.Detail != "" {
+		detail = ce.Detail
+	}
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			return k.name, detail
+		}
+	}
+	return "provider", detail
+}
+
+func kindError(name string) error {
+	for _, k := range kinds {
+		if k.name == name {
+			return k.err
+		}
+	}
+	return rpc.ErrProvider
+}

@@ -1,0 +1,192 @@
+// Package wire is the contract between the node (plugins) and the handler
+// plugins it launches (plugins/sdk): the go-plugin handshake, two gRPC
+// services written by hand over protobuf well-known types, and the hessian2
+// encoding of calls and replies carried inside them.
+//
+// Handler (served by the plugin):
+//
+//	Describe(UInt32Value callback broker id) -> BytesValue JSON Description
+//	Invoke(BytesValue hessian call)          -> BytesValue hessian reply
+//
+// Host (served by the node over the go-plugin broker, for calls a handler
+// makes to other services):
+//
+//	Invoke(BytesValue hessian call) -> BytesValue hessian reply
+//
+// Hessian is used inside the messages, not protobuf, so that the Java types
+// the node decoded from a Dubbo request (int vs long, typed lists, POJO class
+// names) reach the handler and come back unchanged.
+package wire
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Handshake is checked by both sides before anything else: a binary that is
+// not a handler plugin, or one built against another protocol version, is
+// refused by go-plugin before it can serve. Bump ProtocolVersion on any
+// incompatible change to this package.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "DUBBO_HANDLER_PLUGIN",
+	MagicCookieValue: "7c1d52e8-dubbo-handler-plugin",
+}
+
+// PluginName is the single plugin kind a handler binary dispenses.
+const PluginName = "handler"
+
+// MaxMessage bounds one gRPC message each way: above Dubbo's default 8 MiB
+// payload, so anything the node accepted can cross, but not unbounded.
+const MaxMessage = 16 << 20
+
+// HandlerServer is implemented in the plugin process by the SDK.
+type HandlerServer interface {
+	Describe(ctx context.Context, callbackBroker *wrapperspb.UInt32Value) (*wrapperspb.BytesValue, error)
+	Invoke(ctx context.Context, call *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
+}
+
+// HostServer is implemented in the node for calls coming back from handlers.
+type HostServer interface {
+	Invoke(ctx context.Context, call *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
+}
+
+const (
+	handlerService  = "dubbo.plugin.v1.Handler"
+	hostService     = "dubbo.plugin.v1.Host"
+	describeMethod  = "/" + handlerService + "/Describe"
+	invokeMethod    = "/" + handlerService + "/Invoke"
+	hostInvokeMethod= "/" + hostService + "/Invoke"
+)
+
+// unary builds a grpc.MethodHandler for a method taking message In; call
+// type-asserts the service. Written once here instead of per method, which
+// is what protoc-gen-go-grpc would have generated.
+func unary[In any, PIn interface {
+	*In
+	proto.Message
+}](full string, call func(srv any, ctx context.Context, in PIn) (any, error)) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+		in := PIn(new(In))
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		if ic == nil {
+			return call(srv, ctx, in)
+		}
+		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: full}
+		return ic(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+			return call(srv, ctx, req.(PIn))
+		})
+	}
+}
+
+var handlerDesc = grpc.ServiceDesc{
+	ServiceName: handlerService,
+	HandlerType: (*HandlerServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{MethodName: "Describe", Handler: unary(describeMethod, func(srv any, ctx context.Context, in *wrapperspb.UInt32Value) (any, error) {
+			return srv.(HandlerServer).Describe(ctx, in)
+		})},
+		{MethodName: "Invoke", Handler: unary(invokeMethod, func(srv any, ctx context.Context, in *wrapperspb.BytesValue) (any, error) {
+			return srv.(HandlerServer).Invoke(ctx, in)
+		})},
+	},
+	Metadata: "dubbo/plugin/v1",
+}
+
+var hostDesc = grpc.ServiceDesc{
+	ServiceName: hostService,
+	HandlerType: (*HostServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{MethodName: "Invoke", Handler: unary(hostInvokeMethod, func(srv any, ctx context.Context, in *wrapperspb.BytesValue) (any, error) {
+			return srv.(HostServer).Invoke(ctx, in)
+		})},
+	},
+	Metadata: "dubbo/plugin/v1",
+}
+
+// RegisterHost registers the node's callback service on s.
+func RegisterHost(s *grpc.Server, h HostServer) { s.RegisterService(&hostDesc, h) }
+
+// HandlerClient calls a plugin's Handler service.
+type HandlerClient struct{ cc grpc.ClientConnInterface }
+
+// Describe asks what the plugin serves; callbackBroker is the broker id on
+// which the node serves the Host service for this plugin.
+func (c HandlerClient) Describe(ctx context.Context, callbackBroker uint32) ([]byte, error) {
+	out := new(wrapperspb.BytesValue)
+	if err := c.cc.Invoke(ctx, describeMethod, wrapperspb.UInt32(callbackBroker), out); err != nil {
+		return nil, err
+	}
+	return out.Value, nil
+}
+
+// Invoke sends one encoded call and returns the encoded reply.
+func (c HandlerClient) Invoke(ctx context.Context, call []byte) ([]byte, error) {
+	out := new(wrapperspb.BytesValue)
+	if err := c.cc.Invoke(ctx, invokeMethod, &wrapperspb.BytesValue{Value: call}, out); err != nil {
+		return nil, err
+	}
+	return out.Value, nil
+}
+
+// HostClient calls the node's Host service from the plugin.
+type HostClient struct{ cc grpc.ClientConnInterface }
+
+// NewHostClient wraps a connection dialed through the broker.
+func NewHostClient(cc grpc.ClientConnInterface) HostClient { return HostClient{cc} }
+
+// Invoke sends one encoded call to the node and returns the encoded reply.
+func (c HostClient) Invoke(ctx context.Context, call []byte) ([]byte, error) {
+	out := new(wrapperspb.BytesValue)
+	if err := c.cc.Invoke(ctx, hostInvokeMethod, &wrapperspb.BytesValue{Value: call}, out); err != nil {
+		return nil, err
+	}
+	return out.Value, nil
+}
+
+// Conn is what the node gets from dispensing the plugin.
+type Conn struct {
+	Handler HandlerClient
+	Broker  *plugin.GRPCBroker
+	// Exited is canceled by go-plugin when the plugin process has exited.
+	Exited context.Context
+}
+
+// GRPCPlugin is the go-plugin Plugin of a handler binary. The plugin side
+// sets Server; the node leaves it nil and gets a *Conn from Dispense.
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Server func(*plugin.GRPCBroker) HandlerServer
+}
+
+// GRPCServer registers the Handler service (plugin side).
+func (p *GRPCPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.Server == nil {
+		return errors.New("wire: GRPCPlugin.Server is nil")
+	}
+	s.RegisterService(&handlerDesc, p.Server(b))
+	return nil
+}
+
+// GRPCClient returns a *Conn (node side).
+func (p *GRPCPlugin) GRPCClient(ctx context.Context, b *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
+	return &Conn{Handler: HandlerClient{cc}, Broker: b, Exited: ctx}, nil
+}
+
+// NewGRPCServer builds the gRPC servers of both sides with the message limit.
+func NewGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessage), grpc.MaxSendMsgSize(MaxMessage))
+	return grpc.NewServer(opts...)
+}
+
+// DialOptions are the node's options for the connection to a plugin.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage))}
+}
