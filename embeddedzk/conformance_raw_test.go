@@ -140,7 +140,9 @@ func (r *rawConn) call(op int32, body []byte) (int32, *dec, error) {
 		}
 		switch {
 		case gotXid == -1:
-			r.events = append(r.events, rawEvent{Type: zk.EventType(d.int()), Path: skipState(d)})
+			typ := zk.EventType(d.int())
+			d.int() // state: always SyncConnected from a server
+			r.events = append(r.events, rawEvent{Type: typ, Path: d.str()})
 		case gotXid == xid:
 			return code, d, nil
 		case gotXid == -2:
@@ -148,11 +150,6 @@ func (r *rawConn) call(op int32, body []byte) (int32, *dec, error) {
 			return 0, nil, fmt.Errorf("op %d: reply for xid %d, want %d", op, gotXid, xid)
 		}
 	}
-}
-
-func skipState(d *dec) string {
-	d.int() // state: always SyncConnected from a server
-	return d.str()
 }
 
 // ping round-trips a ping; every notification sent before it is then in

@@ -11,6 +11,7 @@ import (
 
 func sessionCases() []conformanceCase {
 	return []conformanceCase{
+		{"session_timeout_negotiation", caseTimeoutNegotiation},
 		{"session_expiry", caseSessionExpiry},
 		{"session_reconnect", caseSessionReconnect},
 		{"session_wrong_password", caseSessionWrongPassword},
@@ -74,6 +75,21 @@ func waitReconnected(t *ct, c *zk.Conn, events <-chan zk.Event, timeout time.Dur
 			}
 		case <-deadline:
 			t.Fatalf("not reconnected within %s (disconnect seen: %v, state %v)", timeout, lost, c.State())
+		}
+	}
+}
+
+// caseTimeoutNegotiation: requested timeouts are clamped to
+// [2, 20] × tickTime (1s to 10s with the suite's 500ms tick).
+func caseTimeoutNegotiation(t *ct, tg target) {
+	for _, tc := range []struct{ ask, want int32 }{
+		{100, int32(2 * confTick.Milliseconds())},
+		{3000, 3000},
+		{60000, int32(20 * confTick.Milliseconds())},
+	} {
+		_, got := dialRaw(t, tg.addr, tc.ask, 0, nil)
+		if got.Timeout != tc.want || got.SessionID == 0 {
+			t.Errorf("asked %dms: negotiated %dms (session %#x), want %dms", tc.ask, got.Timeout, got.SessionID, tc.want)
 		}
 	}
 }

@@ -41,7 +41,7 @@ type node struct {
 	mtime    int64
 	owner    int64 // raw ephemeralOwner: session, container or TTL marker
 	version  int32
-	cversion int32
+	cversion int32 // child creates; see stat for what clients see
 	aversion int32
 	children map[string]struct{}
 }
@@ -131,9 +131,12 @@ func (n *node) stat() wire.Stat {
 	if !isEphemeralOwner(owner) {
 		owner = 0 // clients see 0 for containers and TTL nodes
 	}
+	// Like ZooKeeper's DataNode.copyStat: the stored cversion counts child
+	// creates (it names sequential children); clients see 2×creates −
+	// children, so a delete moves it too (and a fresh root shows -1).
 	return wire.Stat{
 		Czxid: n.czxid, Mzxid: n.mzxid, Ctime: n.ctime, Mtime: n.mtime,
-		Version: n.version, Cversion: n.cversion, Aversion: n.aversion,
+		Version: n.version, Cversion: 2*n.cversion - int32(len(n.children)), Aversion: n.aversion,
 		EphemeralOwner: owner, DataLength: int32(len(n.data)),
 		NumChildren: int32(len(n.children)), Pzxid: n.pzxid,
 	}
@@ -158,7 +161,8 @@ func (t *Tree) Stat(p string) (wire.Stat, bool) {
 	return n.stat(), true
 }
 
-// Exists answers exists: NoNode, NoAuth (READ on an existing node), or the Stat.
+// Exists answers exists: NoNode or the Stat. Like Apache ZooKeeper 3.8 it
+// needs no permission.
 func (t *Tree) Exists(p string, c Caller) (wire.Stat, wire.ErrCode) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return wire.Stat{}, wire.ErrBadArguments
@@ -166,9 +170,6 @@ func (t *Tree) Exists(p string, c Caller) (wire.Stat, wire.ErrCode) {
 	n := t.lookup(p)
 	if n == nil {
 		return wire.Stat{}, wire.ErrNoNode
-	}
-	if !allowed(n.acl, wire.PermRead, c) {
-		return wire.Stat{}, wire.ErrNoAuth
 	}
 	return n.stat(), wire.ErrOk
 }

@@ -65,7 +65,8 @@ func TestStatAfterCreateSetDelete(t *testing.T) {
 		t.Fatalf("after create: %+v, want %+v", st, want)
 	}
 	root, _ := h.tr.Stat("/")
-	if root.Cversion != 1 || root.Pzxid != createZxid || root.NumChildren != 2 {
+	// One create since start, two children (zookeeper, a): 2×1 − 2.
+	if root.Cversion != 0 || root.Pzxid != createZxid || root.NumChildren != 2 {
 		t.Fatalf("root after create: %+v", root)
 	}
 
@@ -91,8 +92,8 @@ func TestStatAfterCreateSetDelete(t *testing.T) {
 		t.Fatal(o.Err)
 	}
 	st, _ = h.tr.Stat("/a")
-	// A delete moves pzxid but not cversion.
-	if st.Cversion != 2 || st.Pzxid != h.zxid || st.NumChildren != 1 {
+	// A delete moves pzxid and, as Apache reports it, cversion: 2×2 creates − 1 child.
+	if st.Cversion != 3 || st.Pzxid != h.zxid || st.NumChildren != 1 {
 		t.Fatalf("after child delete: %+v", st)
 	}
 	want2 := []Trigger{{"/a/b", wire.EventNodeDeleted}, {"/a", wire.EventNodeChildrenChanged}}
@@ -389,6 +390,14 @@ func TestReads(t *testing.T) {
 	if n, _ := h.tr.AllChildrenNumber("/", anyone); int(n) != h.tr.NodeCount()-1 {
 		t.Fatalf("all children of /: %d", n)
 	}
+	for p, want := range map[string]int32{"/zookeeper": -2, "/zookeeper/config": 0} {
+		if st, _ := New().Stat(p); st.Cversion != want {
+			t.Errorf("fresh %s cversion %d, want %d", p, st.Cversion, want)
+		}
+	}
+	if st, _ := New().Stat("/"); st.Cversion != -1 {
+		t.Errorf("fresh root cversion %d, want -1", st.Cversion)
+	}
 	kids, _, _ := h.tr.Children("/", anyone)
 	if !reflect.DeepEqual(kids, []string{"a", "zookeeper"}) {
 		t.Fatalf("root children %v", kids)
@@ -477,4 +486,31 @@ func TestMemoryFor100kNodes(t *testing.T) {
 		t.Fatalf("100k nodes use %d MB of heap", used>>20)
 	}
 	runtime.KeepAlive(tr)
+}
+
+// FuzzLoad feeds arbitrary bytes to the snapshot loader: it must fail
+// cleanly or produce a tree that snapshots to the same bytes again.
+func FuzzLoad(f *testing.F) {
+	h := newHarness(&testing.T{})
+	h.mustCreate("/a", 0)
+	h.mustCreate("/a/b", wire.FlagEphemeral)
+	var buf bytes.Buffer
+	h.tr.Image().WriteTo(&buf)
+	f.Add(buf.Bytes())
+	var empty bytes.Buffer
+	New().Image().WriteTo(&empty)
+	f.Add(empty.Bytes())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, err := Load(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		var again bytes.Buffer
+		if _, err := tr.Image().WriteTo(&again); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(&again); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+	})
 }

@@ -42,7 +42,7 @@ type Server struct {
 	dataDir string
 	cmd     *exec.Cmd
 	done    chan struct{}
-	log     *bytes.Buffer
+	log     *syncBuffer // process output, for start-up failures
 }
 
 // Addr is the client address, host:port on 127.0.0.1.
@@ -129,7 +129,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if !portFree(port) {
 		t.Fatalf("apachezk: port %d was taken before the server started", port)
 	}
-	logBuf := &bytes.Buffer{}
+	logBuf := &syncBuffer{}
 	cmd := exec.Command("java",
 		"-Xmx256m", "-XX:+UseSerialGC",
 		"-Dzookeeper.extendedTypesEnabled=true",

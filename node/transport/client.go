@@ -270,7 +270,7 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 		return nil, fail(rpc.ErrBadRequest, err.Error())
 	}
 	if !req.TwoWay {
-		err = cc.w.enqueue(enc.buf)
+		err = cc.w.enqueue(enc.buf, true)
 		c.encoders.put(enc)
 		if err != nil {
 			return nil, fail(rpc.ErrConnection, err.Error())
@@ -283,12 +283,15 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 		c.calls.Put(cl)
 		return nil, fail(rpc.ErrConnection, err.Error())
 	}
-	err = cc.w.enqueue(enc.buf)
+	err = cc.w.enqueue(enc.buf, true)
 	c.encoders.put(enc)
 	if err != nil {
-		// The reader fails every pending call when the connection dies;
-		// take ours back if it has not yet.
-		cc.unregister(req.ID, cl)
+		// The connection died: take our call back, or wait for the failure
+		// its shutdown is delivering, so the call is clean for reuse.
+		if !cc.unregister(req.ID, cl) {
+			<-cl.done
+			cl.take()
+		}
 		c.calls.Put(cl)
 		return nil, fail(rpc.ErrConnection, err.Error())
 	}

@@ -46,17 +46,25 @@ func (s *slot) supervise(ctx context.Context) {
 	backoff := cfg.ReconnectMin
 	for ctx.Err() == nil {
 		cc, err := s.dial(ctx)
-		if err != nil {
-			s.setErr(err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
+		if err == nil {
+			start := time.Now()
+			s.run(ctx, cc)
+			// A connection that lived a while earns an immediate redial; one
+			// the provider drops at once must not make us spin.
+			if time.Since(start) > cfg.ReconnectMax {
+				backoff = cfg.ReconnectMin
+				continue
 			}
-			backoff = min(2*backoff, cfg.ReconnectMax)
-			continue
+		} else {
+			s.setErr(err)
 		}
-		backoff = cfg.ReconnectMin
-		s.run(ctx, cc)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		backoff = min(2*backoff, cfg.ReconnectMax)
 	}
 }
 
@@ -130,7 +138,7 @@ func newClientConn(c *Client, conn net.Conn) *clientConn {
 		c:       c,
 		conn:    conn,
 		addr:    c.addr,
-		w:       newFrameWriter(conn),
+		w:       newFrameWriter(conn, c.cfg.HeartbeatTimeout),
 		done:    make(chan struct{}),
 		pending: make(map[int64]*call),
 	}
@@ -225,7 +233,7 @@ func (cc *clientConn) sendRequest(req *protocol.Request) {
 	defer cc.c.encoders.put(enc)
 	var err error
 	if enc.buf, err = enc.AppendRequest(enc.buf[:0], req); err == nil {
-		_ = cc.w.enqueue(enc.buf)
+		_ = cc.w.enqueue(enc.buf, false)
 	}
 }
 
@@ -234,7 +242,7 @@ func (cc *clientConn) sendResponse(resp *protocol.Response) {
 	defer cc.c.encoders.put(enc)
 	var err error
 	if enc.buf, err = enc.AppendResponse(enc.buf[:0], resp); err == nil {
-		_ = cc.w.enqueue(enc.buf)
+		_ = cc.w.enqueue(enc.buf, false)
 	}
 }
 

@@ -1,10 +1,14 @@
 // Package transport carries dubbo protocol frames over long-lived TCP
 // connections: Server on the provider side, Client on the consumer side.
 //
-// Each connection has one reader goroutine that decodes frames and one
-// writer goroutine (frameWriter) that coalesces every frame queued since its
-// last write into a single write call, so many concurrent calls cost few
-// syscalls.
+// Each connection has one reader goroutine that decodes frames and a
+// frameWriter that coalesces every frame queued since its last write into a
+// single write call, so many concurrent calls cost few syscalls. When no
+// write is in progress a caller or pool worker writes the batch itself
+// (saving a goroutine hop); the reader never does, it hands its frames
+// (heartbeat answers, rejections) to the connection's writer goroutine, so
+// a consumer that stops reading cannot stall it. A write blocked for the
+// heartbeat timeout fails the connection.
 //
 // Server: the reader answers heartbeats itself and hands each request to a
 // dispatch.Dispatcher, whose pool runs the Handler; a refused request is

@@ -37,7 +37,7 @@ type serverConn struct {
 
 func newServerConn(s *Server, conn net.Conn) *serverConn {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()))
-	return &serverConn{s: s, conn: conn, w: newFrameWriter(conn), ctx: ctx, cancel: cancel}
+	return &serverConn{s: s, conn: conn, w: newFrameWriter(conn, s.cfg.HeartbeatTimeout), ctx: ctx, cancel: cancel}
 }
 
 func (c *serverConn) serve() {
@@ -110,7 +110,7 @@ func (c *serverConn) read() error {
 // event answers heartbeats right here, never behind business work.
 func (c *serverConn) event(req *protocol.Request) {
 	if req.IsHeartbeat() && req.TwoWay {
-		c.send(protocol.ResponseTo(req))
+		c.send(protocol.ResponseTo(req), false)
 	}
 }
 
@@ -125,7 +125,7 @@ func (c *serverConn) dispatch(req *protocol.Request) {
 		resp := protocol.ResponseTo(req)
 		resp.Status = protocol.StatusServerThreadpoolExhaust
 		resp.ErrorMessage = fmt.Sprintf("Server side(%s) thread pool is exhausted, detail msg:%v", hostComma(c.conn.LocalAddr()), err)
-		c.send(resp)
+		c.send(resp, false)
 	}
 }
 
@@ -140,7 +140,7 @@ func (c *serverConn) handle(req *protocol.Request) {
 			resp.ErrorMessage = fmt.Sprintf("service %s method %s returned no response", req.Path, req.Method)
 		}
 		resp.ID = req.ID
-		c.send(resp)
+		c.send(resp, true)
 	}
 }
 
@@ -158,7 +158,7 @@ func (c *serverConn) call(req *protocol.Request) (resp *protocol.Response) {
 
 // reject answers a request the reader could not decode.
 func (c *serverConn) reject(h protocol.Header, status protocol.Status, msg string) {
-	c.send(&protocol.Response{ID: h.ID, Status: status, ErrorMessage: msg})
+	c.send(&protocol.Response{ID: h.ID, Status: status, ErrorMessage: msg}, false)
 }
 
 func (c *serverConn) payloadMessage(h protocol.Header) string {
@@ -167,10 +167,11 @@ func (c *serverConn) payloadMessage(h protocol.Header) string {
 		h.BodyLen, c.s.cfg.Payload, c.conn.RemoteAddr(), c.conn.LocalAddr())
 }
 
-// send encodes resp and queues it for the writer. A response too large for
+// send encodes resp and queues it for the writer; inline lets a pool
+// worker write it itself (never the reader, which must not block). A response too large for
 // the payload limit is replaced by SERIALIZATION_ERROR, one the codec cannot
 // write by BAD_RESPONSE, as Java does.
-func (c *serverConn) send(resp *protocol.Response) {
+func (c *serverConn) send(resp *protocol.Response, inline bool) {
 	enc := c.s.encoders.get()
 	defer c.s.encoders.put(enc)
 	var err error
@@ -188,7 +189,7 @@ func (c *serverConn) send(resp *protocol.Response) {
 		}
 	}
 	// An error means the connection is gone; the consumer sees that instead.
-	_ = c.w.enqueue(enc.buf)
+	_ = c.w.enqueue(enc.buf, inline)
 }
 
 // sendReadOnly queues the oneway read-only event (flags a2, body "R").
@@ -198,7 +199,7 @@ func (c *serverConn) sendReadOnly() {
 	var err error
 	enc.buf, err = enc.AppendRequest(enc.buf[:0], protocol.ReadOnlyEvent(c.s.eventID.Add(1)))
 	if err == nil {
-		_ = c.w.enqueue(enc.buf)
+		_ = c.w.enqueue(enc.buf, false)
 	}
 }
 

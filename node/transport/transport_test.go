@@ -514,3 +514,49 @@ func TestStatusKinds(t *testing.T) {
 		}
 	}
 }
+
+func TestHeartbeatNotQueuedBehindBusinessWork(t *testing.T) {
+	pool, _ := dispatch.NewPool(dispatch.PoolConfig{Threads: 1})
+	defer pool.Close()
+	d, _ := dispatch.NewDispatcher(dispatch.All, pool)
+	s := startServer(t, "", greeter, ServerConfig{Dispatcher: d})
+	conn := rawConn(t, s.Addr().String())
+	req, err := requestFor(sleepInv(300), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ID = 1
+	frame, err := protocol.NewEncoder(0).AppendRequest(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Write(frame)
+	waitFor(t, "busy worker", func() bool { return pool.Stats().Active == 1 })
+	start := time.Now()
+	conn.Write(rawFrame(0xe2, 0, 2, []byte{0x4e}))
+	f := readFrame(t, conn)
+	if id := binary.BigEndian.Uint64(f[4:12]); f[2] != 0x22 || id != 2 {
+		t.Fatalf("first frame back % x, want the heartbeat response", f[:16])
+	}
+	if took := time.Since(start); took > 150*time.Millisecond {
+		t.Fatalf("heartbeat answered after %v, behind the busy worker", took)
+	}
+	if f := readFrame(t, conn); f[3] != 20 || binary.BigEndian.Uint64(f[4:12]) != 1 {
+		t.Fatalf("sleep response % x", f[:16])
+	}
+}
+
+func TestDialClosedPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = Dial(ctx, addr, ClientConfig{Logger: quiet, ReconnectMin: 10 * time.Millisecond})
+	if !errors.Is(err, rpc.ErrConnection) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("dial a closed port: %v", err)
+	}
+}

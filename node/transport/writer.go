@@ -17,30 +17,40 @@ const maxPending = 64 << 20
 
 var errWriterClosed = errors.New("connection closed")
 
-// frameWriter owns the write side of one connection. Any goroutine may
-// enqueue encoded frames; the writer goroutine (run) writes everything
-// queued since its last write in one call.
+// frameWriter owns the write side of one connection. Frames are appended
+// to one pending buffer and written in batches: whoever finds no write in
+// progress becomes the flusher and writes everything pending, again and
+// again until nothing is left, while other goroutines only append. A
+// caller that must not block on the socket (the reader goroutine) leaves the
+// flushing to the writer goroutine (run) instead.
 type frameWriter struct {
 	conn      net.Conn
-	wake      chan struct{} // capacity 1: "there is something to write"
+	stall     time.Duration // longest a single write may block
+	wake      chan struct{} // capacity 1: "flush what is pending"
 	lastWrite atomic.Int64  // unix nanos of the last completed write
 
 	mu       sync.Mutex
 	buf      []byte // frames waiting to be written
 	spare    []byte // the buffer being written, reused next round
+	writing  bool   // a flusher is active
 	closed   bool
 	flushing bool // closeAfterFlush was called
 	err      error
 }
 
-func newFrameWriter(conn net.Conn) *frameWriter {
-	w := &frameWriter{conn: conn, wake: make(chan struct{}, 1)}
+// newFrameWriter writes to conn; a write blocked for stall (a peer that
+// stopped reading) fails the connection.
+func newFrameWriter(conn net.Conn, stall time.Duration) *frameWriter {
+	w := &frameWriter{conn: conn, stall: stall, wake: make(chan struct{}, 1)}
 	w.lastWrite.Store(time.Now().UnixNano())
 	return w
 }
 
-// enqueue appends frame (copied) to the pending batch.
-func (w *frameWriter) enqueue(frame []byte) error {
+// enqueue appends frame (copied) to the pending batch. With inline set and
+// no write in progress the caller writes the batch itself, which saves a
+// goroutine hop per call when traffic is light; otherwise the writer
+// goroutine or the active flusher picks it up.
+func (w *frameWriter) enqueue(frame []byte, inline bool) error {
 	w.mu.Lock()
 	if w.closed || w.flushing {
 		err := w.err
@@ -56,52 +66,91 @@ func (w *frameWriter) enqueue(frame []byte) error {
 		return errWriterClosed
 	}
 	w.buf = append(w.buf, frame...)
+	if w.writing {
+		w.mu.Unlock()
+		return nil
+	}
+	if !inline {
+		w.mu.Unlock()
+		w.signal()
+		return nil
+	}
+	w.writing = true
 	w.mu.Unlock()
+	w.flush(inlineRounds)
+	return nil
+}
+
+func (w *frameWriter) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
-// run writes batches until the writer is closed or a write fails; the
-// connection's owner runs it on its own goroutine.
+// run is the writer goroutine: it flushes on request until the connection
+// closes. The connection's owner runs it.
 func (w *frameWriter) run() {
 	for range w.wake {
 		w.mu.Lock()
-		out := w.buf
-		w.buf = w.spare[:0]
-		closed, flushing := w.closed, w.flushing
-		w.mu.Unlock()
-		if closed {
+		if w.closed {
+			w.mu.Unlock()
 			return
 		}
-		if len(out) > 0 {
-			_, err := w.conn.Write(out)
-			w.lastWrite.Store(time.Now().UnixNano())
-			if err != nil {
-				w.fail(err)
-				return
+		if w.writing { // the active flusher will write it
+			w.mu.Unlock()
+			continue
+		}
+		w.writing = true
+		w.mu.Unlock()
+		w.flush(0)
+	}
+}
+
+// inlineRounds bounds the batches a caller writes for others before it
+// hands over to the writer goroutine and gets back to its own call.
+const inlineRounds = 2
+
+// flush writes pending batches until none is left, or until it wrote
+// rounds batches (0: no limit) and hands the rest to the writer goroutine.
+// w.writing is set.
+func (w *frameWriter) flush(rounds int) {
+	for n := 1; ; n++ {
+		w.mu.Lock()
+		out := w.buf
+		if len(out) > 0 && rounds > 0 && n > rounds {
+			w.writing = false
+			w.mu.Unlock()
+			w.signal()
+			return
+		}
+		if len(out) == 0 || w.closed {
+			w.writing = false
+			done := w.flushing && !w.closed
+			w.mu.Unlock()
+			if done {
+				w.fail(errWriterClosed)
 			}
+			return
+		}
+		w.buf = w.spare[:0]
+		w.spare = nil
+		w.mu.Unlock()
+
+		err := w.conn.SetWriteDeadline(time.Now().Add(w.stall))
+		if err == nil {
+			_, err = w.conn.Write(out)
+		}
+		w.lastWrite.Store(time.Now().UnixNano())
+		if err != nil {
+			w.fail(err)
+			return
 		}
 		w.mu.Lock()
 		if cap(out) <= 1<<20 { // keep a reasonable buffer, drop a huge one
 			w.spare = out[:0]
-		} else {
-			w.spare = nil
 		}
-		more := len(w.buf) > 0
 		w.mu.Unlock()
-		if flushing && !more {
-			w.fail(errWriterClosed)
-			return
-		}
-		if more {
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
-		}
 	}
 }
 
@@ -111,10 +160,7 @@ func (w *frameWriter) closeAfterFlush() {
 	w.mu.Lock()
 	w.flushing = true
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.signal()
 }
 
 // fail closes the connection at once; the first error is kept.
@@ -125,14 +171,12 @@ func (w *frameWriter) fail(err error) {
 		return
 	}
 	w.closed = true
+	w.writing = false
 	w.err = err
 	w.buf = nil
 	w.mu.Unlock()
 	w.conn.Close()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.signal()
 }
 
 // encoders hands out per-goroutine encoders with a scratch buffer, so

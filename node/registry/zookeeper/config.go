@@ -120,21 +120,8 @@ func (r *Registry) GetConfig(ctx context.Context, key string) (content string, o
 
 // PublishConfig creates or replaces the persistent node of key.
 func (r *Registry) PublishConfig(ctx context.Context, key, content string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p := r.ConfigPath(key)
-	_, err := r.conn.Set(p, []byte(content), -1)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err = r.ensurePath(parentOf(p), false); err == nil {
-			_, err = r.conn.Create(p, []byte(content), 0, r.set.acl())
-			if errors.Is(err, zk.ErrNodeExists) { // lost a race with another publisher
-				_, err = r.conn.Set(p, []byte(content), -1)
-			}
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("publish config %s: %w", key, classify(err))
+	if err := r.putPersistent(ctx, r.ConfigPath(key), []byte(content)); err != nil {
+		return fmt.Errorf("publish config %s: %w", key, err)
 	}
 	return nil
 }

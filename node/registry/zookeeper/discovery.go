@@ -165,21 +165,53 @@ func (r *Registry) PublishServiceDefinition(ctx context.Context, iface, version,
 	if err != nil {
 		return fmt.Errorf("service definition %s: %w", iface, err)
 	}
-	p := metadata.ReportPath(metadataRoot, iface, version, group, "provider", app)
+	return r.putPersistent(ctx, metadata.ReportPath(metadataRoot, iface, version, group, "provider", app), data)
+}
+
+// PublishAppMetadata stores info at /dubbo/metadata/<app>/<revision>, where
+// Java consumers look when an instance says dubbo.metadata.storage-type
+// remote.
+func (r *Registry) PublishAppMetadata(ctx context.Context, info *metadata.Info) error {
+	data, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("app metadata %s: %w", info.App, err)
+	}
+	return r.putPersistent(ctx, joinPath(metadataRoot, info.App, info.Revision), data)
+}
+
+// GetAppMetadata reads what PublishAppMetadata (or Java) stored.
+func (r *Registry) GetAppMetadata(ctx context.Context, app, revision string) (*metadata.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := joinPath(metadataRoot, app, revision)
+	data, _, err := r.conn.Get(p)
+	if err != nil {
+		return nil, fmt.Errorf("app metadata %s: %w", p, classify(err))
+	}
+	var info metadata.Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("app metadata %s: %w", p, err)
+	}
+	return &info, nil
+}
+
+// putPersistent creates or overwrites a persistent node and its parents.
+func (r *Registry) putPersistent(ctx context.Context, p string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err = r.conn.Set(p, data, -1)
+	_, err := r.conn.Set(p, data, -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err = r.ensurePath(parentOf(p), false); err == nil {
 			_, err = r.conn.Create(p, data, 0, r.set.acl())
-			if errors.Is(err, zk.ErrNodeExists) {
+			if errors.Is(err, zk.ErrNodeExists) { // lost a race with another writer
 				_, err = r.conn.Set(p, data, -1)
 			}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("service definition %s: %w", p, classify(err))
+		return fmt.Errorf("write %s: %w", p, classify(err))
 	}
 	return nil
 }

@@ -27,7 +27,13 @@ type Options struct {
 	// Dialer opens connections to ZooKeeper; tests wrap it to cut the link.
 	// Default net.DialTimeout.
 	Dialer zk.Dialer
+	// ConnectTimeout is how long the first Subscribe waits for the first
+	// session before it falls back to the cache file. Default 5s.
+	ConnectTimeout time.Duration
 }
+
+// DefaultConnectTimeout is Options.ConnectTimeout's default.
+const DefaultConnectTimeout = 5 * time.Second
 
 // settings is what the registry URL says, parsed once.
 type settings struct {

@@ -22,16 +22,27 @@
 // reconnection unfinished work is retried; when the session expires every
 // ephemeral node is re-created and every watch re-armed. A cache file keeps
 // the last lists so a consumer can start while ZooKeeper is down.
+//
+// Listeners and watch functions run on the loop: they must return quickly
+// and must not call Subscribe, Unsubscribe, Watch or WatchInstances (those
+// wait for the loop). A ctx is checked before each ZooKeeper request; a
+// request already sent ends with its reply or with the connection (after
+// one pass over the hosts when none answers).
 package zookeeper
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -44,6 +55,7 @@ import (
 type Registry struct {
 	set   settings
 	conn  *zk.Conn
+	wait  time.Duration // Options.ConnectTimeout
 	log   *slog.Logger
 	cache *registry.FileCache
 
@@ -115,6 +127,7 @@ func New(registryURL *url.URL, opts Options) (*Registry, error) {
 	}
 	r := &Registry{
 		set:       set,
+		wait:      cmp.Or(opts.ConnectTimeout, DefaultConnectTimeout),
 		log:       logger,
 		cache:     cache,
 		done:      make(chan struct{}),
@@ -213,8 +226,18 @@ func (r *Registry) Subscribe(ctx context.Context, consumer *url.URL, l registry.
 	if iface == "" || iface == "*" {
 		return fmt.Errorf("subscribe %s: need one interface (wildcard subscriptions are not supported; use Services)", consumer)
 	}
+	// Give a registry that was just created the chance to connect before
+	// falling back to the cache.
+	wctx, cancel := context.WithTimeout(ctx, r.wait)
+	_ = r.WaitConnected(wctx)
+	cancel()
 	var err error
-	if derr := r.do(ctx, func() { err = r.subscribe(consumer, l) }); derr != nil {
+	run := func() {
+		if ctx.Err() == nil { // the caller may have given up while the loop was busy
+			err = r.subscribe(consumer, l)
+		}
+	}
+	if derr := r.do(ctx, run); derr != nil {
 		return derr
 	}
 	return err
@@ -266,7 +289,11 @@ func (r *Registry) subscribe(consumer *url.URL, l registry.Listener) error {
 			r.folders[p] = f
 		}
 		if !f.loaded {
-			r.readFolder(f)
+			if r.conn.State() == zk.StateHasSession {
+				r.readFolder(f)
+			} else {
+				f.dirty = true // read on (re)connection; no point waiting for errors now
+			}
 		}
 		if f.loaded {
 			r.notify(s, f.category, f.urls, false)
@@ -291,7 +318,7 @@ func (r *Registry) subscribe(consumer *url.URL, l registry.Listener) error {
 
 func (r *Registry) folderWanted(f *folder) bool {
 	for _, s := range r.subs {
-		if s.iface == f.iface && containsString(s.categories, f.category) {
+		if s.iface == f.iface && slices.Contains(s.categories, f.category) {
 			return true
 		}
 	}
@@ -325,7 +352,7 @@ func (r *Registry) readFolder(f *folder) {
 	registry.SortURLs(urls)
 	f.urls, f.loaded, f.dirty = urls, true, false
 	for _, s := range r.subs {
-		if s.iface == f.iface && containsString(s.categories, f.category) {
+		if s.iface == f.iface && slices.Contains(s.categories, f.category) {
 			r.notify(s, f.category, f.urls, false)
 		}
 	}
@@ -450,11 +477,60 @@ func classify(err error) error {
 	return err
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// Lookup reads the URLs of one category of iface once, without watching
+// (for the console and the CLI). A missing folder gives an empty list.
+func (r *Registry) Lookup(ctx context.Context, iface, category string) ([]*url.URL, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := r.set.categoryPath(iface, category)
+	children, _, err := r.conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return []*url.URL{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lookup %s: %w", p, classify(err))
+	}
+	urls := make([]*url.URL, 0, len(children))
+	for _, name := range children {
+		if u, err := url.Decode(name); err == nil {
+			urls = append(urls, u)
 		}
 	}
-	return false
+	registry.SortURLs(urls)
+	return urls, nil
+}
+
+// Services lists the interfaces that have a registry folder under the
+// root: children of /dubbo that hold providers, consumers, routers or
+// configurators (the root also holds config, mapping and metadata).
+func (r *Registry) Services(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	names, _, err := r.conn.Children(r.set.root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list services under %s: %w", r.set.root, classify(err))
+	}
+	out := []string{}
+	for _, name := range names {
+		kids, _, err := r.conn.Children(joinPath(r.set.root, name))
+		if err != nil {
+			continue // vanished or not readable: not a service we can show
+		}
+		for _, k := range kids {
+			if k == registry.CategoryProviders || k == registry.CategoryConsumers ||
+				k == registry.CategoryRouters || k == registry.CategoryConfigurators {
+				if iface, err := neturl.QueryUnescape(name); err == nil {
+					out = append(out, iface)
+				}
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -30,11 +30,13 @@ type server struct {
 	start func(t *testing.T) string // returns host:port
 }
 
-var servers = []server{
-	{"embedded", startEmbedded},
-	{"apache", func(t *testing.T) string {
-		return apachezk.Start(t, apachezk.Options{TickTime: tick, DisableFsync: true}).Addr()
-	}},
+func servers() []server {
+	return []server{
+		{"embedded", startEmbedded},
+		{"apache", func(t *testing.T) string {
+			return apachezk.Start(t, apachezk.Options{TickTime: tick, DisableFsync: true}).Addr()
+		}},
+	}
 }
 
 func startEmbedded(t *testing.T) string {
@@ -62,7 +64,7 @@ func startEmbedded(t *testing.T) string {
 
 // forEachServer runs body once per implementation, each with its own server.
 func forEachServer(t *testing.T, body func(t *testing.T, addr string)) {
-	for _, s := range servers {
+	for _, s := range servers() {
 		t.Run(s.name, func(t *testing.T) {
 			body(t, s.start(t))
 		})
@@ -149,6 +151,17 @@ type recorder struct {
 func newRecorder() *recorder { return &recorder{ch: make(chan registry.Notification, 100)} }
 
 func (r *recorder) Notify(n registry.Notification) { r.ch <- n }
+
+// drain forgets the notifications received so far.
+func (r *recorder) drain() {
+	for {
+		select {
+		case <-r.ch:
+		default:
+			return
+		}
+	}
+}
 
 // waitFor returns the first notification of category that satisfies ok,
 // failing after timeout.

@@ -57,11 +57,11 @@ type HostServer interface {
 }
 
 const (
-	handlerService  = "dubbo.plugin.v1.Handler"
-	hostService     = "dubbo.plugin.v1.Host"
-	describeMethod  = "/" + handlerService + "/Describe"
-	invokeMethod    = "/" + handlerService + "/Invoke"
-	hostInvokeMethod= "/" + hostService + "/Invoke"
+	handlerService   = "dubbo.plugin.v1.Handler"
+	hostService      = "dubbo.plugin.v1.Host"
+	describeMethod   = "/" + handlerService + "/Describe"
+	invokeMethod     = "/" + handlerService + "/Invoke"
+	hostInvokeMethod = "/" + hostService + "/Invoke"
 )
 
 // unary builds a grpc.MethodHandler for a method taking message In; call
@@ -70,7 +70,7 @@ const (
 func unary[In any, PIn interface {
 	*In
 	proto.Message
-}](full string, call func(srv any, ctx context.Context, in PIn) (any, error)) grpc.MethodHandler {
+}](full string, call func(srv any, ctx context.Context, in PIn) (any, error)) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
 	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
 		in := PIn(new(In))
 		if err := dec(in); err != nil {
@@ -160,18 +160,18 @@ type Conn struct {
 }
 
 // GRPCPlugin is the go-plugin Plugin of a handler binary. The plugin side
-// sets Server; the node leaves it nil and gets a *Conn from Dispense.
+// sets Handler; the node leaves it nil and gets a *Conn from Dispense.
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	Server func(*plugin.GRPCBroker) HandlerServer
+	Handler func(*plugin.GRPCBroker) HandlerServer
 }
 
 // GRPCServer registers the Handler service (plugin side).
 func (p *GRPCPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
-	if p.Server == nil {
-		return errors.New("wire: GRPCPlugin.Server is nil")
+	if p.Handler == nil {
+		return errors.New("wire: GRPCPlugin.Handler is nil")
 	}
-	s.RegisterService(&handlerDesc, p.Server(b))
+	s.RegisterService(&handlerDesc, p.Handler(b))
 	return nil
 }
 

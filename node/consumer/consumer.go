@@ -1,0 +1,324 @@
+// Package consumer is the consumer role: it calls Dubbo services, ours or
+// Java's or dubbo-go's, found in the registry or at a direct URL.
+//
+// A [Reference] is one referenced service. Through the registry it is a
+// subscription to the service's providers, routers and configurators plus
+// the config-center rules (<interface>:<version>:<group>.condition-router,
+// <app>.condition-router, the provider application's tag-router and the
+// .configurators documents), feeding a dynamic directory of provider
+// invokers; each call then goes through the routers, the load balancer and
+// the cluster strategy (package cluster). With a direct url the directory
+// is that one provider. Provider invokers share one transport.Client per
+// provider address across references, and a client whose connection closes
+// leaves the candidate list at once, before the registry notices.
+//
+// [Consumer] holds the references: those of the config are created by
+// Start, others on first use by Invoke and Generic, the generic client API
+// that `dubbo call`, the HTTP gateway and plugins use. Generic sends
+// Dubbo's $invoke with Java type names, which it reads from the service
+// definition in the registry's metadata report when the caller has none.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// DefaultApplication is the application name when none is configured.
+const DefaultApplication = "dubbo-app"
+
+// Config is the consumer role's configuration. Settings left zero take the
+// provider's value, else Dubbo's default.
+type Config struct {
+	// Application is the Dubbo application name. Default "dubbo-app".
+	Application string `koanf:"application"`
+	// Registry is the registry URL (zookeeper://host:port[,host:port]).
+	// Default "": none; every reference needs a url.
+	Registry string `koanf:"registry"`
+	// CacheFile keeps the last provider lists, so the consumer starts while
+	// the registry is down. Default "": no file.
+	CacheFile string `koanf:"cache-file"`
+	// Defaults apply to every reference that does not set the value.
+	Defaults Settings `koanf:"defaults"`
+	// References are created by Start.
+	References []ReferenceConfig `koanf:"references"`
+}
+
+// Settings are the call settings of a reference or of one method.
+type Settings struct {
+	// Timeout of one attempt. Default: the provider's, else 1s.
+	Timeout time.Duration `koanf:"timeout"`
+	// Retries are the extra attempts of failover. Default: the
+	// provider's, else 2. A pointer so that 0 can be set.
+	Retries *int `koanf:"retries"`
+	// LoadBalance is random, roundrobin, leastactive, shortestresponse,
+	// consistenthash or p2c. Default: the provider's, else random.
+	LoadBalance string `koanf:"loadbalance"`
+	// Cluster is failover, failfast, failsafe, failback, forking,
+	// broadcast or available. Default failover. Reference-wide only.
+	Cluster string `koanf:"cluster"`
+	// Connections per provider address. Default 1. Reference-wide only;
+	// the first reference to reach an address decides.
+	Connections int `koanf:"connections"`
+	// Check makes Start fail when the reference has no provider. Default
+	// true (Dubbo's check). Reference-wide only.
+	Check *bool `koanf:"check"`
+	// Heartbeat of the connections. Default 60s. Reference-wide only.
+	Heartbeat time.Duration `koanf:"heartbeat"`
+}
+
+// ReferenceConfig is one referenced service.
+type ReferenceConfig struct {
+	// Interface is the Java interface name. Required.
+	Interface string `koanf:"interface"`
+	// Version and Group select the providers. Default none.
+	Version string `koanf:"version"`
+	Group   string `koanf:"group"`
+	// URL is a direct dubbo://host:port, bypassing the registry. Default "".
+	URL      string `koanf:"url"`
+	Settings `koanf:",squash"`
+	// Methods override the settings per method.
+	Methods []MethodConfig `koanf:"methods"`
+}
+
+// MethodConfig overrides the settings of one method.
+type MethodConfig struct {
+	Name string `koanf:"name"`
+	// Timeout, Retries and LoadBalance as in Settings; Default: the
+	// reference's.
+	Timeout     time.Duration `koanf:"timeout"`
+	Retries     *int          `koanf:"retries"`
+	LoadBalance string        `koanf:"loadbalance"`
+}
+
+// Registry is what a consumer needs from an interface-level registry.
+type Registry interface {
+	Register(ctx context.Context, u *url.URL) error
+	Unregister(ctx context.Context, u *url.URL) error
+	Subscribe(ctx context.Context, consumer *url.URL, l registry.Listener) error
+	Unsubscribe(ctx context.Context, consumer *url.URL) error
+}
+
+// ConfigCenter delivers rule documents; the ZooKeeper registry implements it.
+type ConfigCenter interface {
+	Watch(ctx context.Context, key string, fn zookeeper.ConfigFunc) (cancel func(), err error)
+}
+
+// MetadataReport gives the service definitions generic calls read their
+// parameter types from; the ZooKeeper registry implements it.
+type MetadataReport interface {
+	GetServiceDefinition(ctx context.Context, iface, version, group string) (*metadata.ServiceDefinition, error)
+}
+
+// Options are the parts of a consumer that do not come from the config file.
+type Options struct {
+	// Registry, if set, is used instead of connecting to Config.Registry;
+	// the consumer does not close it. If it implements ConfigCenter and
+	// MetadataReport those are used too.
+	Registry Registry
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Consumer holds the references of one application. Safe for concurrent use.
+type Consumer struct {
+	cfg     Config
+	log     *slog.Logger
+	reg     Registry       // nil: direct urls only
+	config  ConfigCenter   // nil: no dynamic rules
+	meta    MetadataReport // nil: generic calls need types
+	ownsReg func() error
+	clients *clientPool
+	host    string
+
+	mu     sync.Mutex
+	refs   map[string]*refSlot // by service key
+	closed bool
+}
+
+// refSlot lets concurrent first calls of one service wait for a single
+// Reference to be built.
+type refSlot struct {
+	ready chan struct{}
+	ref   *Reference
+	err   error
+}
+
+// ErrClosed is returned by calls on a closed Consumer.
+var ErrClosed = errors.New("consumer is closed")
+
+// New connects to the registry (when configured). References of the config
+// are created by Start.
+func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
+	if cfg.Application == "" {
+		cfg.Application = DefaultApplication
+	}
+	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), host: localIP()}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.log = c.log.With("consumer", cfg.Application)
+	c.clients = newClientPool(c.log)
+	c.reg = opts.Registry
+	if c.reg == nil && cfg.Registry != "" {
+		ru, err := url.Parse(cfg.Registry)
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: registry address: %w", cfg.Application, err)
+		}
+		if ru.Protocol() != "zookeeper" {
+			return nil, fmt.Errorf("consumer %s: registry %q: only zookeeper:// registries are supported", cfg.Application, cfg.Registry)
+		}
+		zr, err := zookeeper.New(ru, zookeeper.Options{Logger: c.log, CacheFile: cfg.CacheFile})
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
+		}
+		if err := zr.WaitConnected(ctx); err != nil && cfg.CacheFile == "" {
+			zr.Close()
+			return nil, fmt.Errorf("consumer %s: %w; is the registry running?", cfg.Application, err)
+		}
+		c.reg, c.ownsReg = zr, zr.Close
+	}
+	c.config, _ = c.reg.(ConfigCenter)
+	c.meta, _ = c.reg.(MetadataReport)
+	return c, nil
+}
+
+// Start creates the references of the config; with check (the default) it
+// fails when one has no provider.
+func (c *Consumer) Start(ctx context.Context) error {
+	for _, rc := range c.cfg.References {
+		r, err := c.Reference(ctx, rc)
+		if err != nil {
+			return err
+		}
+		check := c.cfg.Defaults.Check
+		if rc.Check != nil {
+			check = rc.Check
+		}
+		if (check == nil || *check) && !r.waitAvailable(ctx, checkWait) {
+			return &rpc.CallError{Kind: rpc.ErrNoProvider, Service: r.key,
+				Detail: "no provider available at start-up (check = true); start a provider, fix the reference, or set check = false"}
+		}
+	}
+	return nil
+}
+
+// checkWait is how long Start's check waits for a first connection, which
+// opens in the background: the dial timeout of one attempt.
+const checkWait = 3 * time.Second
+
+// waitAvailable waits until the reference has an available provider.
+func (r *Reference) waitAvailable(ctx context.Context, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for len(r.Providers()) == 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// Reference returns the reference of rc's service, creating it on first
+// use. A reference that exists already is returned as is: the first
+// configuration of a service key wins.
+func (c *Consumer) Reference(ctx context.Context, rc ReferenceConfig) (*Reference, error) {
+	if rc.Interface == "" {
+		return nil, errors.New("consumer: a reference needs an interface")
+	}
+	key := url.ServiceKey(rc.Interface, rc.Group, rc.Version)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("reference %s: %w", key, ErrClosed)
+	}
+	slot := c.refs[key]
+	if slot != nil {
+		c.mu.Unlock()
+		select {
+		case <-slot.ready:
+			return slot.ref, slot.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reference %s: %w", key, ctx.Err())
+		}
+	}
+	slot = &refSlot{ready: make(chan struct{})}
+	c.refs[key] = slot
+	c.mu.Unlock()
+
+	slot.ref, slot.err = c.newReference(ctx, key, rc)
+	if slot.err != nil {
+		c.mu.Lock()
+		delete(c.refs, key) // let a later call try again
+		c.mu.Unlock()
+	}
+	close(slot.ready)
+	return slot.ref, slot.err
+}
+
+// Invoke calls inv.Service (version and group from inv) through its
+// reference, created with the consumer's defaults on first use. Business
+// exceptions come back in the result, as from any rpc.Invoker.
+func (c *Consumer) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	r, err := c.Reference(ctx, ReferenceConfig{Interface: inv.Service, Version: inv.Version, Group: inv.Group})
+	if err != nil {
+		return nil, err
+	}
+	return r.Invoke(ctx, inv)
+}
+
+// Close closes every reference (unregistering the consumer URLs), the
+// connections and the registry session the consumer opened.
+func (c *Consumer) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	slots := c.refs
+	c.refs = nil
+	c.mu.Unlock()
+	for _, s := range slots {
+		<-s.ready
+		if s.ref != nil {
+			s.ref.close()
+		}
+	}
+	c.clients.closeAll()
+	if c.ownsReg != nil {
+		return c.ownsReg()
+	}
+	return nil
+}
+
+// localIP is the first non-loopback IPv4 address, as Java's
+// NetUtils.getLocalHost picks one, else 127.0.0.1.
+func localIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}

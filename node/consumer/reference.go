@@ -1,0 +1,461 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/cluster"
+	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
+	"github.com/dubbo-lab/dubbo/node/cluster/directory"
+	"github.com/dubbo-lab/dubbo/node/cluster/loadbalance"
+	"github.com/dubbo-lab/dubbo/node/cluster/router"
+	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// Release is the Dubbo release the consumer URL announces.
+const Release = "3.3.0"
+
+// Orders of the override rules: registry configurators first, then the
+// application's, then the service's, as Dubbo 3 applies them.
+const (
+	orderRegistryConfig = 0
+	orderAppConfig      = 1
+	orderServiceConfig  = 2
+)
+
+// Reference is one referenced service: an rpc.Invoker over its providers.
+type Reference struct {
+	c           *Consumer
+	key         string // [group/]interface[:version]
+	rc          ReferenceConfig
+	log         *slog.Logger
+	consumerURL *url.URL // registered in /dubbo/<iface>/consumers
+	subURL      *url.URL // what we subscribed with
+	dir         cluster.Directory
+	dyn         *directory.Dynamic // nil for a direct url
+	chain       router.Chain
+	invoker     *cluster.Invoker
+	release     func() // releases the direct url's client
+
+	// Watches of the config center, and the goroutine that (re)arms the
+	// provider application's tag-router watch outside the registry loop.
+	mu        sync.Mutex
+	cancels   []func()
+	tagApp    string
+	tagCancel func()
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceConfig) (*Reference, error) {
+	r := &Reference{c: c, key: key, rc: rc, log: c.log.With("reference", key)}
+	r.consumerURL = c.consumerURL(rc)
+	cl := rc.Cluster
+	if cl == "" {
+		cl = c.cfg.Defaults.Cluster
+	}
+	if rc.URL != "" {
+		if err := r.direct(); err != nil {
+			return nil, err
+		}
+	} else {
+		if c.reg == nil {
+			return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: key,
+				Detail: "no registry is configured and the reference has no url; set [registry] address or the reference's url = \"dubbo://host:port\""}
+		}
+		d, err := directory.NewDynamic(directory.Options{
+			Consumer: r.consumerURL,
+			Connect:  r.connect,
+			Release:  r.releaseInvoker,
+			Logger:   r.log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.dyn, r.dir = d, d
+		r.chain.Set("tag", router.OrderTag, router.NewTagRouter(nil))
+		d.SetRouter(&r.chain)
+	}
+	inv, err := cluster.Join(r.dir, cluster.Options{Cluster: cl, NewBalancer: loadbalance.New, Logger: r.log})
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("reference %s: %w", key, err)
+	}
+	r.invoker = inv
+	if r.dyn != nil {
+		if err := r.subscribe(ctx); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// consumerURL is the URL a Java 3.3 consumer registers (PROTOCOLS.md C.2),
+// with the call settings the directory lays over every provider URL.
+func (c *Consumer) consumerURL(rc ReferenceConfig) *url.URL {
+	params := map[string]string{
+		"application":    c.cfg.Application,
+		url.KeyCategory:  registry.CategoryConsumers,
+		"check":          "false",
+		"dubbo":          protocol.DubboVersion,
+		url.KeyInterface: rc.Interface,
+		url.KeyPID:       strconv.Itoa(os.Getpid()),
+		"release":        Release,
+		"side":           "consumer",
+		url.KeyTimestamp: strconv.FormatInt(time.Now().UnixMilli(), 10),
+	}
+	if rc.Version != "" {
+		params[url.KeyVersion] = rc.Version
+	}
+	if rc.Group != "" {
+		params[url.KeyGroup] = rc.Group
+	}
+	d := c.cfg.Defaults
+	setSettings(params, "", pick(rc.Timeout, d.Timeout), pickPtr(rc.Retries, d.Retries), pick(rc.LoadBalance, d.LoadBalance))
+	if cl := pick(rc.Cluster, d.Cluster); cl != "" {
+		params[cluster.KeyCluster] = cl
+	}
+	var methods []string
+	for _, m := range rc.Methods {
+		if m.Name == "" {
+			continue
+		}
+		methods = append(methods, m.Name)
+		setSettings(params, m.Name+".", m.Timeout, m.Retries, m.LoadBalance)
+	}
+	if len(methods) > 0 {
+		slices.Sort(methods)
+		params["methods"] = strings.Join(methods, ",")
+	}
+	return url.New("consumer", c.host, 0, rc.Interface, params)
+}
+
+func setSettings(params map[string]string, prefix string, timeout time.Duration, retries *int, lb string) {
+	if timeout > 0 {
+		params[prefix+cluster.KeyTimeout] = strconv.FormatInt(timeout.Milliseconds(), 10)
+	}
+	if retries != nil {
+		params[prefix+cluster.KeyRetries] = strconv.Itoa(*retries)
+	}
+	if lb != "" {
+		params[prefix+cluster.KeyLoadBalance] = lb
+	}
+}
+
+func pick[T comparable](v, def T) T {
+	var zero T
+	if v != zero {
+		return v
+	}
+	return def
+}
+
+func pickPtr[T any](v, def *T) *T {
+	if v != nil {
+		return v
+	}
+	return def
+}
+
+func (r *Reference) connections() int {
+	return pick(r.rc.Connections, r.c.cfg.Defaults.Connections)
+}
+
+func (r *Reference) heartbeat() time.Duration {
+	return pick(r.rc.Heartbeat, r.c.cfg.Defaults.Heartbeat)
+}
+
+// direct builds the static directory of a url reference.
+func (r *Reference) direct() error {
+	du, err := url.Parse(r.rc.URL)
+	if err != nil {
+		return fmt.Errorf("reference %s: url: %w", r.key, err)
+	}
+	if du.Protocol() != "dubbo" || du.Port() == 0 {
+		return fmt.Errorf("reference %s: url %q: want dubbo://host:port", r.key, r.rc.URL)
+	}
+	params := du.Params()
+	params[url.KeyInterface] = r.rc.Interface
+	if r.rc.Version != "" {
+		params[url.KeyVersion] = r.rc.Version
+	}
+	if r.rc.Group != "" {
+		params[url.KeyGroup] = r.rc.Group
+	}
+	pu := url.New("dubbo", du.Host(), du.Port(), r.rc.Interface, params)
+	addr := pu.Address()
+	client := r.c.clients.acquire(addr, r.connections(), r.heartbeat())
+	r.release = func() { r.c.clients.release(addr) }
+	r.dir = directory.NewStatic(r.consumerURL, nil, &providerInvoker{url: pu, client: client})
+	return nil
+}
+
+// connect makes the invoker of a provider the registry announced.
+func (r *Reference) connect(u *url.URL) (cluster.ProviderInvoker, error) {
+	conns := r.connections()
+	if conns == 0 {
+		conns = u.IntParam("connections", 0)
+	}
+	return &providerInvoker{url: u, client: r.c.clients.acquire(u.Address(), conns, r.heartbeat())}, nil
+}
+
+func (r *Reference) releaseInvoker(p cluster.ProviderInvoker) {
+	r.c.clients.release(p.URL().Address())
+}
+
+// subscribe registers the consumer URL, subscribes to the service's
+// categories and watches the config-center rules.
+func (r *Reference) subscribe(ctx context.Context) error {
+	reg := r.c.reg
+	r.subURL = r.consumerURL.Clone()
+	r.subURL.SetParam(url.KeyCategory, registry.CategoryProviders+","+registry.CategoryConfigurators+","+registry.CategoryRouters)
+	if err := reg.Register(ctx, r.consumerURL); err != nil {
+		// Registration only makes us visible; calls work without it, and
+		// the registry retries it on reconnection.
+		r.log.Warn("consumer URL not registered yet", "err", err)
+	}
+	if err := reg.Subscribe(ctx, r.subURL, registry.ListenerFunc(r.notify)); err != nil {
+		return fmt.Errorf("reference %s: subscribe: %w", r.key, err)
+	}
+	if r.c.config == nil {
+		return nil
+	}
+	svcKey := url.ColonSeparatedKey(r.rc.Interface, r.rc.Version, r.rc.Group)
+	watches := []struct {
+		key string
+		fn  func(content string, deleted bool)
+	}{
+		{svcKey + ".condition-router", r.conditionRule("service-condition", router.OrderServiceCondition)},
+		{r.c.cfg.Application + ".condition-router", r.conditionRule("app-condition", router.OrderAppCondition)},
+		{svcKey + ".configurators", r.overrideRule("service", orderServiceConfig)},
+		{r.c.cfg.Application + ".configurators", r.overrideRule("app", orderAppConfig)},
+	}
+	for _, w := range watches {
+		cancel, err := r.c.config.Watch(ctx, w.key, w.fn)
+		if err != nil {
+			return fmt.Errorf("reference %s: watch %s: %w", r.key, w.key, err)
+		}
+		r.mu.Lock()
+		r.cancels = append(r.cancels, cancel)
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// notify receives the registry's full lists; it runs on the registry loop.
+func (r *Reference) notify(n registry.Notification) {
+	switch n.Category {
+	case registry.CategoryProviders:
+		var ps []*url.URL
+		for _, u := range n.URLs {
+			if u.Protocol() == "dubbo" {
+				ps = append(ps, u)
+			}
+		}
+		r.dyn.Update(ps)
+		r.watchTags(ps)
+	case registry.CategoryRouters:
+		var rs []cluster.Router
+		for _, u := range n.URLs {
+			if u.Protocol() == "empty" {
+				continue
+			}
+			rule, err := router.ParseConditionURL(u)
+			if err != nil {
+				r.log.Warn("ignoring routers update with an invalid rule; the previous routes stay in force", "rule", u.String(), "err", err)
+				return
+			}
+			rs = append(rs, rule)
+		}
+		if len(rs) == 0 {
+			r.chain.Set("registry", router.OrderRegistry, nil)
+		} else {
+			r.chain.Set("registry", router.OrderRegistry, routers(rs))
+		}
+	case registry.CategoryConfigurators:
+		rules, err := configurator.ParseURLs(n.URLs)
+		if err != nil {
+			r.log.Warn("ignoring configurators update with an invalid override; the previous ones stay in force", "err", err)
+			return
+		}
+		r.dyn.SetConfigurator("registry", orderRegistryConfig, rules)
+	}
+}
+
+// routers applies several routers in turn.
+type routers []cluster.Router
+
+func (rs routers) Route(ps []cluster.ProviderInvoker, consumer *url.URL, inv *rpc.Invocation) []cluster.ProviderInvoker {
+	for _, rt := range rs {
+		if len(ps) == 0 {
+			break
+		}
+		ps = rt.Route(ps, consumer, inv)
+	}
+	return ps
+}
+
+// conditionRule handles one condition-router document.
+func (r *Reference) conditionRule(name string, order int) func(string, bool) {
+	return func(content string, deleted bool) {
+		if deleted || content == "" {
+			r.chain.Set(name, order, nil)
+			return
+		}
+		rule, err := router.ParseConditionRule([]byte(content))
+		if err != nil {
+			r.log.Warn("ignoring invalid condition rule; the previous one stays in force", "rule", name, "err", err)
+			return
+		}
+		r.chain.Set(name, order, rule)
+	}
+}
+
+// overrideRule handles one .configurators document.
+func (r *Reference) overrideRule(name string, order int) func(string, bool) {
+	return func(content string, deleted bool) {
+		if deleted || content == "" {
+			r.dyn.SetConfigurator(name, order, nil)
+			return
+		}
+		rules, err := configurator.Parse([]byte(content))
+		if err != nil {
+			r.log.Warn("ignoring invalid override rule; the previous one stays in force", "rule", name, "err", err)
+			return
+		}
+		r.dyn.SetConfigurator(name, order, rules)
+	}
+}
+
+// watchTags follows <provider application>.tag-router. The watch is armed
+// from a goroutine of the reference because notify runs on the registry
+// loop, which Watch waits for.
+func (r *Reference) watchTags(ps []*url.URL) {
+	if r.c.config == nil || len(ps) == 0 {
+		return
+	}
+	app := ps[0].Param("application")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if app == "" || app == r.tagApp || r.closed {
+		return
+	}
+	r.tagApp = app
+	old := r.tagCancel
+	r.tagCancel = nil
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if old != nil {
+			old()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stop, err := r.c.config.Watch(ctx, app+".tag-router", func(content string, deleted bool) {
+			if deleted || content == "" {
+				r.chain.Set("tag", router.OrderTag, router.NewTagRouter(nil))
+				return
+			}
+			rule, err := router.ParseTagRule([]byte(content))
+			if err != nil {
+				r.log.Warn("ignoring invalid tag rule; the previous one stays in force", "app", app, "err", err)
+				return
+			}
+			r.chain.Set("tag", router.OrderTag, router.NewTagRouter(rule))
+		})
+		if err != nil {
+			r.log.Warn("cannot watch the tag rule of the provider application", "app", app, "err", err)
+			return
+		}
+		r.mu.Lock()
+		if r.closed || r.tagApp != app {
+			r.mu.Unlock()
+			stop()
+			return
+		}
+		r.tagCancel = stop
+		r.mu.Unlock()
+	}()
+}
+
+// Invoke calls the service; the invocation's service, version and group
+// are the reference's.
+func (r *Reference) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	if inv.Service != r.rc.Interface || inv.Version != r.rc.Version || inv.Group != r.rc.Group {
+		cp := *inv
+		cp.Service, cp.Version, cp.Group = r.rc.Interface, r.rc.Version, r.rc.Group
+		inv = &cp
+	}
+	if r.c.cfg.Application != "" && inv.Attachments["remote.application"] == nil {
+		cp := *inv
+		cp.Attachments = cloneAttachments(inv.Attachments)
+		cp.Attachments["remote.application"] = r.c.cfg.Application
+		inv = &cp
+	}
+	return r.invoker.Invoke(ctx, inv)
+}
+
+func cloneAttachments(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Providers lists the enabled, available providers before routing.
+func (r *Reference) Providers() []cluster.ProviderInvoker {
+	if r.dyn != nil {
+		ps := r.dyn.Providers()
+		return slices.DeleteFunc(ps, func(p cluster.ProviderInvoker) bool { return !p.Available() })
+	}
+	return r.dir.List(&rpc.Invocation{Service: r.rc.Interface})
+}
+
+// ConsumerURL is the URL the reference registers.
+func (r *Reference) ConsumerURL() *url.URL { return r.consumerURL.Clone() }
+
+// close unsubscribes, unregisters and releases the connections.
+func (r *Reference) close() {
+	r.mu.Lock()
+	r.closed = true
+	cancels := append(r.cancels, r.tagCancel)
+	r.cancels, r.tagCancel = nil, nil
+	r.mu.Unlock()
+	r.wg.Wait()
+	for _, c := range cancels {
+		if c != nil {
+			c()
+		}
+	}
+	if r.subURL != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var errs []error
+		errs = append(errs, r.c.reg.Unsubscribe(ctx, r.subURL), r.c.reg.Unregister(ctx, r.consumerURL))
+		cancel()
+		if err := errors.Join(errs...); err != nil {
+			r.log.Warn("closing reference", "err", err)
+		}
+	}
+	if r.invoker != nil {
+		r.invoker.Close()
+	}
+	if r.dyn != nil {
+		r.dyn.Close()
+	}
+	if r.release != nil {
+		r.release()
+	}
+}

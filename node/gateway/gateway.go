@@ -1,0 +1,329 @@
+// Package gateway is the consumer's HTTP/JSON gateway: it turns
+//
+//	POST /invoke/<interface>/<method>?version=&group=&types=&timeout=
+//	["world", 42]
+//
+// into a generic invocation ($invoke, PROTOCOLS.md B.8) made through an
+// rpc.Invoker (the consumer), and the answer into JSON:
+//
+//	200 {"result": <value>}
+//	4xx/5xx {"error": {"kind": "timeout", "message": "..."}}
+//	500 {"error": {"kind": "exception", "class": "java.lang.RuntimeException", "message": "boom"}}
+//
+// The body is a JSON array with one element per argument (empty body: no
+// arguments). Argument Java types come from ?types=java.lang.String,int,
+// else from the TypeResolver (registry metadata), else they are inferred
+// from the JSON (generic.InferTypes); the types used are echoed in the
+// Dubbo-Param-Types response header. ?timeout= (a Go duration such as 500ms,
+// or milliseconds) bounds the whole call including retries; the provider's
+// own timeout still applies to each attempt.
+//
+// Status codes by error kind (generic.ErrorKind): bad_request 400,
+// service_not_found 404, exception 500 (the call worked, the business
+// method threw: a client must not mistake it for a result), provider and
+// connection 502, no_provider and pool_exhausted 503, timeout 504, other
+// 500. GET /healthz answers 200 {"status":"ok"}.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/dubbo-lab/dubbo/node/generic"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+// DefaultMaxBody is Dubbo's default payload limit (8 MiB); a body larger
+// than this could not be sent to a provider anyway.
+const DefaultMaxBody = 8 << 20
+
+// TypeResolver finds the Java parameter types of a method with argc
+// parameters, from the registry's metadata. consumer.Consumer implements it.
+type TypeResolver interface {
+	ParamTypes(ctx context.Context, iface, version, group, method string, argc int) ([]string, error)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Invoker makes the calls (the consumer). Required.
+	Invoker rpc.Invoker
+	// Types resolves parameter types when the request has none. Optional:
+	// nil means infer them from the JSON.
+	Types TypeResolver
+	// Logger receives one debug line per call and errors. Default slog.Default().
+	Logger *slog.Logger
+	// MaxBody limits the request body in bytes. Default DefaultMaxBody.
+	MaxBody int64
+}
+
+// Server serves the gateway. Create it with New; Handler serves requests
+// without a listener (tests, or mounting elsewhere), Start listens.
+type Server struct {
+	opts Options
+	echo *echo.Echo
+	log  *slog.Logger
+
+	http *http.Server
+	ln   net.Listener
+	done chan struct{} // closed when the serve goroutine has returned
+}
+
+// New builds the gateway's routes.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	s := &Server{opts: opts, log: opts.Logger.With("component", "gateway")}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleEchoError
+	e.POST("/invoke/:interface/:method", s.invoke)
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.echo = e
+	return s
+}
+
+// Handler returns the gateway as an http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Start listens on listen (host:port; port 0 picks one, see Addr) and
+// serves in a goroutine that Shutdown stops.
+func (s *Server) Start(listen string) error {
+	if s.ln != nil {
+		return errors.New("gateway: already started")
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("gateway: listen on %s: %w", listen, err)
+	}
+	s.ln = ln
+	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("gateway stopped serving", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	s.log.Info("gateway listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr is the address the gateway listens on ("" before Start).
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Shutdown stops accepting requests and waits, until ctx ends, for those
+// in flight.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.http == nil {
+		return nil
+	}
+	err := s.http.Shutdown(ctx)
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	}
+	return err
+}
+
+// errorBody is the JSON of every failed request.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Kind    string `json:"kind"`
+	Class   string `json:"class,omitempty"`
+	Message string `json:"message"`
+}
+
+var statusOf = map[string]int{
+	generic.KindBadRequest:      http.StatusBadRequest,
+	generic.KindServiceNotFound: http.StatusNotFound,
+	generic.KindException:       http.StatusInternalServerError,
+	generic.KindProvider:        http.StatusBadGateway,
+	generic.KindConnection:      http.StatusBadGateway,
+	generic.KindNoProvider:      http.StatusServiceUnavailable,
+	generic.KindPoolExhausted:   http.StatusServiceUnavailable,
+	generic.KindTimeout:         http.StatusGatewayTimeout,
+	generic.KindOther:           http.StatusInternalServerError,
+}
+
+func (s *Server) invoke(c echo.Context) error {
+	req := c.Request()
+	iface, method := c.Param("interface"), c.Param("method")
+	q := c.QueryParams()
+	version, group := q.Get("version"), q.Get("group")
+
+	ctx := req.Context()
+	if t := q.Get("timeout"); t != "" {
+		d, err := parseTimeout(t)
+		if err != nil {
+			return badRequest(c, err.Error())
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+
+	raws, err := s.readArgs(c)
+	if err != nil {
+		return badRequest(c, err.Error())
+	}
+	types, err := s.paramTypes(ctx, q.Has("types"), q.Get("types"), iface, version, group, method, raws)
+	if err != nil {
+		return writeError(c, err)
+	}
+	args, err := generic.Args(types, raws)
+	if err != nil {
+		return writeError(c, err)
+	}
+	c.Response().Header().Set("Dubbo-Param-Types", strings.Join(types, ","))
+
+	start := time.Now()
+	res, err := s.opts.Invoker.Invoke(ctx, generic.Invocation(iface, version, group, method, types, args))
+	s.log.Debug("gateway call", "interface", iface, "method", method, "version", version, "group", group,
+		"elapsed", time.Since(start), "err", err)
+	if err != nil {
+		return writeError(c, err)
+	}
+	if res == nil {
+		res = &rpc.Result{}
+	}
+	if res.Exception != nil {
+		return writeError(c, res.Exception)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"result": generic.ToJSON(res.Value)})
+}
+
+// readArgs reads the body: a JSON array of arguments, or nothing.
+func (s *Server) readArgs(c echo.Context) ([]json.RawMessage, error) {
+	body := http.MaxBytesReader(c.Response(), c.Request().Body, s.opts.MaxBody)
+	dec := json.NewDecoder(body)
+	var raws []json.RawMessage
+	if err := dec.Decode(&raws); err != nil {
+		var tooBig *http.MaxBytesError
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return []json.RawMessage{}, nil // no body: no arguments
+		case errors.As(err, &tooBig):
+			return nil, fmt.Errorf("request body is larger than %d bytes", tooBig.Limit)
+		case errors.As(err, &syntax):
+			return nil, fmt.Errorf("request body is not valid JSON (at byte %d: %v); send the arguments as a JSON array, e.g. [\"world\"]", syntax.Offset, err)
+		case errors.As(err, &typ):
+			return nil, fmt.Errorf("request body is a JSON %s; send the arguments as a JSON array, e.g. [\"world\"] or [] for none", typ.Value)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, errors.New("request body is not valid JSON (it ends too early); send the arguments as a JSON array, e.g. [\"world\"]")
+		}
+		return nil, fmt.Errorf("reading request body: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("request body has data after the JSON array of arguments")
+	}
+	if raws == nil { // the body was null
+		raws = []json.RawMessage{}
+	}
+	return raws, nil
+}
+
+// paramTypes picks the argument types: given, resolved from metadata, or
+// inferred. A resolver that knows the service but not the method is
+// believed (404); any other resolver failure falls back to inference.
+func (s *Server) paramTypes(ctx context.Context, given bool, list, iface, version, group, method string, raws []json.RawMessage) ([]string, error) {
+	if given {
+		return generic.ParseTypes(list)
+	}
+	if s.opts.Types != nil {
+		types, err := s.opts.Types.ParamTypes(ctx, iface, version, group, method, len(raws))
+		if err == nil {
+			return types, nil
+		}
+		if errors.Is(err, rpc.ErrServiceNotFound) {
+			return nil, err
+		}
+		s.log.Debug("gateway infers parameter types", "interface", iface, "method", method, "reason", err)
+	}
+	return generic.InferTypes(raws), nil
+}
+
+// parseTimeout accepts a Go duration ("500ms", "2s") or milliseconds, as
+// Dubbo's timeout parameter.
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		ms, merr := strconv.ParseInt(s, 10, 64)
+		if merr != nil {
+			return 0, fmt.Errorf("timeout %q: want a duration such as 500ms or 2s, or milliseconds", s)
+		}
+		d = time.Duration(ms) * time.Millisecond
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("timeout %q: must be positive", s)
+	}
+	return d, nil
+}
+
+func badRequest(c echo.Context, msg string) error {
+	return c.JSON(http.StatusBadRequest, errorBody{Error: errorDetail{Kind: generic.KindBadRequest, Message: msg}})
+}
+
+// writeError answers with the status and JSON of err's kind.
+func writeError(c echo.Context, err error) error {
+	kind := generic.ErrorKind(err)
+	detail := errorDetail{Kind: kind, Message: err.Error()}
+	var ex *rpc.Exception
+	if errors.As(err, &ex) {
+		detail.Class, detail.Message = ex.Class, ex.Message
+	}
+	return c.JSON(statusOf[kind], errorBody{Error: detail})
+}
+
+// handleEchoError renders the router's own errors (unknown path, wrong
+// method) in the gateway's error shape.
+func (s *Server) handleEchoError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, msg := http.StatusInternalServerError, err.Error()
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code, msg = he.Code, fmt.Sprint(he.Message)
+	}
+	kind := generic.KindOther
+	switch code {
+	case http.StatusNotFound:
+		kind, msg = generic.KindBadRequest, "no such endpoint; use POST /invoke/<interface>/<method> with a JSON array of arguments"
+	case http.StatusMethodNotAllowed:
+		kind = generic.KindBadRequest
+	}
+	if code >= 500 {
+		s.log.Error("gateway request failed", "path", c.Request().URL.Path, "err", err)
+	}
+	if werr := c.JSON(code, errorBody{Error: errorDetail{Kind: kind, Message: msg}}); werr != nil {
+		s.log.Debug("gateway could not write error", "err", werr)
+	}
+}

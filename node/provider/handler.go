@@ -1,0 +1,233 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/transport"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// Handle implements transport.Handler: it routes one request to its
+// exporter as Java's DubboProtocol does and answers it.
+func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.Response {
+	resp := protocol.ResponseTo(req)
+	version := req.Attachment(url.KeyVersion)
+	if version == "" {
+		version = req.Version
+	}
+	group := req.Attachment(url.KeyGroup)
+	key := url.ServiceKey(req.Path, group, version)
+	e := p.lookup(key)
+	if e == nil {
+		// Java answers an unexported service with SERVICE_ERROR and this
+		// wording, which consumers (ours included) recognise as "not found".
+		resp.Status = protocol.StatusServiceError
+		resp.ErrorMessage = fmt.Sprintf("Not found exported service: %s:%d in %v, may be version or group mismatch; "+
+			"check the interface, version and group of the reference (consumer %s, provider %s)",
+			key, p.port, p.keys(), peer(ctx), p.Addr())
+		return resp
+	}
+	if e.token != "" && req.Attachment("token") != e.token {
+		// Java's TokenFilter throws, which the exchange layer turns into
+		// SERVICE_ERROR with the message.
+		resp.Status = protocol.StatusServiceError
+		resp.ErrorMessage = fmt.Sprintf("Invalid token! Forbid invoke remote service %s method %s() from consumer %s to provider %s: "+
+			"the consumer must send the token published in the provider URL (subscribe through the registry, or set it)",
+			e.svc.Interface, req.Method, peer(ctx), p.Addr())
+		return resp
+	}
+	types, err := protocol.ParseDescriptor(req.ParamDesc)
+	if err != nil || len(types) != len(req.Args) {
+		resp.Status = protocol.StatusBadRequest
+		resp.ErrorMessage = fmt.Sprintf("service %s method %s: parameter descriptor %q does not match %d arguments",
+			key, req.Method, req.ParamDesc, len(req.Args))
+		return resp
+	}
+	if t := timeoutOf(req); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+
+	switch req.Method {
+	case protocol.MethodEcho:
+		if len(req.Args) != 1 {
+			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
+				Message: fmt.Sprintf("$echo of %s takes one argument, got %d", key, len(req.Args))}
+			return resp
+		}
+		resp.Value = req.Args[0]
+		return resp
+	case protocol.MethodInvoke, protocol.MethodInvokeAsync:
+		method, gtypes, args, err := genericArgs(req.Args)
+		if err != nil {
+			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
+				Message: fmt.Sprintf("generic call of %s: %v", key, err)}
+			return resp
+		}
+		p.invoke(ctx, resp, e, method, gtypes, args, req.Attachments, true)
+		return resp
+	}
+	p.invoke(ctx, resp, e, req.Method, types, req.Args, req.Attachments, false)
+	return resp
+}
+
+// invoke runs one method of e and fills resp.
+func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *exporter, name string, types []string,
+	args []any, att map[string]any, generic bool) {
+	m, ok := e.method(name, types)
+	if !ok {
+		resp.Exception = &protocol.Exception{Class: "java.lang.UnsupportedOperationException",
+			Message: fmt.Sprintf("cannot find method [%s] of service [%s]; it has %v", name, e.key, e.methodNames())}
+		return
+	}
+	if len(args) != len(m.ParamTypes) {
+		resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
+			Message: fmt.Sprintf("method %s of service %s takes %d arguments (%s), got %d",
+				m.Name, e.key, len(m.ParamTypes), strings.Join(m.ParamTypes, ", "), len(args))}
+		return
+	}
+	conv := make([]any, len(args))
+	for i, a := range args {
+		v, err := toJava(a, m.ParamTypes[i])
+		if err != nil {
+			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
+				Message: fmt.Sprintf("method %s of service %s, argument %d: %v", m.Name, e.key, i, err)}
+			return
+		}
+		conv[i] = v
+	}
+	inv := &rpc.Invocation{
+		Service:     e.svc.Interface,
+		Version:     e.svc.Version,
+		Group:       e.svc.Group,
+		Method:      m.Name,
+		ParamTypes:  m.ParamTypes,
+		Args:        conv,
+		Attachments: att,
+	}
+	end := p.stats.begin(e.key, m.Name)
+	res, err := safeInvoke(ctx, e.svc.Invoker, inv)
+	var ex *rpc.Exception
+	switch {
+	case errors.As(err, &ex):
+		end(true)
+		resp.Exception = &protocol.Exception{Class: exceptionClass(ex), Message: ex.Message}
+	case err != nil:
+		end(true)
+		// Not a business exception: the service itself failed (a plugin
+		// crashed, a deadline passed). SERVICE_ERROR lets consumers fail over.
+		resp.Status = protocol.StatusServiceError
+		resp.ErrorMessage = fmt.Sprintf("Failed to invoke service %s method %s on provider %s: %v", e.key, m.Name, p.Addr(), err)
+	case res == nil:
+		end(false)
+	case res.Exception != nil:
+		end(true)
+		resp.Exception = &protocol.Exception{Class: exceptionClass(res.Exception), Message: res.Exception.Message}
+	default:
+		end(false)
+		v := returnValue(res.Value, m.ReturnType)
+		if generic {
+			v = generalize(v)
+		}
+		resp.Value = v
+		resp.Attachments = stringAttachments(res.Attachments)
+	}
+}
+
+// safeInvoke turns a panic in a service into an error, so it is counted
+// and answered like any other failure.
+func safeInvoke(ctx context.Context, inv rpc.Invoker, call *rpc.Invocation) (res *rpc.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("service panicked: %v", r)
+		}
+	}()
+	return inv.Invoke(ctx, call)
+}
+
+func exceptionClass(ex *rpc.Exception) string {
+	if ex.Class == "" {
+		return "java.lang.RuntimeException"
+	}
+	return ex.Class
+}
+
+// lookup finds the exporter of a service key, the MetadataService included.
+func (p *Provider) lookup(key string) *exporter {
+	if key == p.metadata.exporter.key {
+		return p.metadata.exporter
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.exporters[key]
+}
+
+func (e *exporter) methodNames() []string {
+	out := make([]string, 0, len(e.methods))
+	for n := range e.methods {
+		out = append(out, n)
+	}
+	sortStrings(out)
+	return out
+}
+
+// genericArgs unpacks $invoke(String method, String[] types, Object[] args).
+func genericArgs(args []any) (method string, types []string, values []any, err error) {
+	if len(args) != 3 {
+		return "", nil, nil, fmt.Errorf("$invoke takes (method, types, args), got %d arguments", len(args))
+	}
+	method, ok := args[0].(string)
+	if !ok || method == "" {
+		return "", nil, nil, fmt.Errorf("$invoke: the method name is %T, want a string", args[0])
+	}
+	types, err = stringList(args[1])
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("$invoke %s: parameter types: %w", method, err)
+	}
+	values, err = anyList(args[2])
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("$invoke %s: arguments: %w", method, err)
+	}
+	if len(types) != len(values) && len(types) != 0 {
+		return "", nil, nil, fmt.Errorf("$invoke %s: %d parameter types for %d arguments", method, len(types), len(values))
+	}
+	return method, types, values, nil
+}
+
+// timeoutOf reads the consumer's timeout attachment (milliseconds).
+func timeoutOf(req *protocol.Request) time.Duration {
+	if ms, err := strconv.ParseInt(req.Attachment("timeout"), 10, 64); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return 0
+}
+
+// peer names the consumer of a request in messages.
+func peer(ctx context.Context) string {
+	if a := transport.Peer(ctx); a != nil {
+		return a.String()
+	}
+	return "unknown"
+}
+
+// stringAttachments keeps the attachments Java can read (String → String).
+func stringAttachments(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}

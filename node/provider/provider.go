@@ -1,0 +1,518 @@
+// Package provider is the provider role: it serves in-process services over
+// the dubbo protocol and publishes them in the registry the way Apache
+// Dubbo 3 does, so Java, dubbo-go and our own consumers find and call them.
+//
+// Start opens the dubbo server and the registry session; Export adds a
+// [Service] (and Unexport removes it) while the provider runs, because
+// handler plugins come and go. For every exported service the provider
+//
+//   - registers the interface-level provider URL under
+//     /dubbo/<interface>/providers (register mode interface or all);
+//   - registers the application instance under /services/<app>, the
+//     interface → application mapping and the service definition
+//     (register mode instance or all), and serves Dubbo's MetadataService so
+//     a Dubbo 3 consumer in application-first mode can read the MetadataInfo.
+//
+// Requests are routed like Java's DubboProtocol: by path, version and group
+// attachments, with the token check, $echo and generic $invoke handled here
+// before the service's Invoker runs. Shutdown is Dubbo's graceful shutdown:
+// unregister everything first, then tell consumers the server is read-only
+// and let in-flight calls finish, then close.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/dispatch"
+	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
+	"github.com/dubbo-lab/dubbo/node/transport"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// Register modes (Dubbo 3's register-mode).
+const (
+	RegisterInterface = "interface"
+	RegisterInstance  = "instance"
+	RegisterAll       = "all"
+)
+
+// Defaults that are not Dubbo's transport defaults (those live in transport
+// and dispatch).
+const (
+	DefaultPort            = 20880
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultApplication     = "dubbo-app"
+)
+
+// Config is the provider role's configuration. The zero value is valid and
+// means Dubbo's defaults.
+type Config struct {
+	// Application is the Dubbo application name. Default "dubbo-app".
+	Application string `koanf:"application"`
+	// Registry is the registry URL (zookeeper://host:port[,host:port]).
+	// Default "": no registry; consumers must use direct URLs.
+	Registry string `koanf:"registry"`
+	// RegisterMode is interface, instance or all. Default all (Dubbo 3):
+	// both the /dubbo/<interface>/providers URLs and the /services/<app>
+	// instance with its mapping and metadata.
+	RegisterMode string `koanf:"register-mode"`
+	// Protocol is the dubbo server.
+	Protocol ProtocolConfig `koanf:"protocol"`
+	// Token makes callers present a token: "true" or "default" means a
+	// random UUID per service (published in the provider URL), any other
+	// value is used as is. Default "": no token.
+	Token string `koanf:"token"`
+	// Weight is the load-balancing weight written in every provider URL.
+	// Default 0: not written, so consumers use Dubbo's 100.
+	Weight int `koanf:"weight"`
+	// ShutdownTimeout bounds how long Shutdown waits for in-flight calls.
+	// Default 10s (Dubbo's shutdown.timeout).
+	ShutdownTimeout time.Duration `koanf:"shutdown-timeout"`
+}
+
+// ProtocolConfig is the dubbo server of a provider ([protocol] in dubbo.toml).
+type ProtocolConfig struct {
+	// Host is the address to bind and to register. Default "": the first
+	// non-loopback IPv4 address of the machine, else 127.0.0.1. "0.0.0.0"
+	// binds every interface and registers the machine's address with
+	// anyhost=true.
+	Host string `koanf:"host"`
+	// Port to listen on. Default 20880; -1 picks a free port (Dubbo's
+	// convention), which tests use.
+	Port int `koanf:"port"`
+	// Payload is the largest request accepted, in bytes. Default 8 MiB.
+	Payload int `koanf:"payload"`
+	// Dispatcher is all, direct, message, execution or connection. Default all.
+	Dispatcher string `koanf:"dispatcher"`
+	// ThreadPool is fixed, cached, limited or eager. Default fixed.
+	ThreadPool string `koanf:"threadpool"`
+	// Threads is the business pool size. Default 200.
+	Threads int `koanf:"threads"`
+	// Queues is how many calls may wait for a worker. Default 0: none, a
+	// call that finds every worker busy is refused with status 100.
+	Queues int `koanf:"queues"`
+	// Heartbeat is Dubbo's heartbeat; connections silent for three of them
+	// are closed. Default 60s.
+	Heartbeat time.Duration `koanf:"heartbeat"`
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Application == "" {
+		c.Application = DefaultApplication
+	}
+	switch c.RegisterMode {
+	case "":
+		c.RegisterMode = RegisterAll
+	case RegisterInterface, RegisterInstance, RegisterAll:
+	default:
+		return c, fmt.Errorf("provider: register-mode %q: use interface, instance or all", c.RegisterMode)
+	}
+	if c.Protocol.Port == 0 {
+		c.Protocol.Port = DefaultPort
+	}
+	if c.Protocol.Heartbeat <= 0 {
+		c.Protocol.Heartbeat = transport.DefaultHeartbeat
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return c, nil
+}
+
+// Registry is what the provider needs from an interface-level registry.
+type Registry interface {
+	Register(ctx context.Context, u *url.URL) error
+	Unregister(ctx context.Context, u *url.URL) error
+}
+
+// InstanceRegistry is what the provider needs for application-level
+// discovery; the ZooKeeper registry implements it.
+type InstanceRegistry interface {
+	RegisterInstance(ctx context.Context, in *metadata.Instance) error
+	UnregisterInstance(ctx context.Context, app, id string) error
+	AddMapping(ctx context.Context, iface, app string) error
+	PublishServiceDefinition(ctx context.Context, iface, version, group, app string, def *metadata.ServiceDefinition) error
+}
+
+// Options are the parts of a provider that do not come from the config file.
+type Options struct {
+	// Registry, if set, is used instead of connecting to Config.Registry;
+	// the provider does not close it. If it also implements
+	// InstanceRegistry, instances are registered too.
+	Registry Registry
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Provider is a running provider. Its methods are safe for concurrent use.
+type Provider struct {
+	cfg      Config
+	log      *slog.Logger
+	server   *transport.Server
+	pool     *dispatch.Pool
+	disp     *dispatch.Dispatcher
+	host     string // registered address
+	port     int
+	anyhost  bool
+	stats    *Stats
+	reg      Registry
+	instReg  InstanceRegistry // nil: no application-level registration
+	ownsReg  func() error     // closes a registry we created
+	metadata *metadataService
+
+	// regMu serialises registry work (export, unexport, shutdown) so that
+	// the instance node always reflects the last exported set.
+	regMu sync.Mutex
+
+	mu        sync.RWMutex
+	exporters map[string]*exporter // by service key
+	shutdown  bool
+}
+
+// Start opens the dubbo server and, when a registry is configured, the
+// registry session. Services are added with Export.
+func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter)}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	p.stats = newStats()
+
+	bindHost, regHost, anyhost := hosts(cfg.Protocol.Host)
+	port := cfg.Protocol.Port
+	if port < 0 {
+		port = 0
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: listen on %s:%d: %w; pick a free [protocol] port or -1 for any",
+			cfg.Application, bindHost, port, err)
+	}
+	p.port = ln.Addr().(*net.TCPAddr).Port
+	p.host, p.anyhost = regHost, anyhost
+	where := net.JoinHostPort(regHost, strconv.Itoa(p.port))
+	p.pool, err = dispatch.NewPool(dispatch.PoolConfig{
+		Type: cfg.Protocol.ThreadPool, Threads: cfg.Protocol.Threads, Queues: cfg.Protocol.Queues,
+		Name: "DubboServerHandler-" + where, Where: "dubbo://" + where,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("provider %s: %w", cfg.Application, err)
+	}
+	if p.disp, err = dispatch.NewDispatcher(cfg.Protocol.Dispatcher, p.pool); err != nil {
+		ln.Close()
+		p.pool.Close()
+		return nil, fmt.Errorf("provider %s: %w", cfg.Application, err)
+	}
+	p.metadata = newMetadataService(cfg.Application)
+	p.server, err = transport.Serve(ln, p, transport.ServerConfig{
+		Payload:          cfg.Protocol.Payload,
+		HeartbeatTimeout: 3 * cfg.Protocol.Heartbeat,
+		Dispatcher:       p.disp,
+		Logger:           p.log,
+	})
+	if err != nil {
+		ln.Close()
+		p.closePool()
+		return nil, fmt.Errorf("provider %s: %w", cfg.Application, err)
+	}
+	if err := p.connectRegistry(ctx, opts); err != nil {
+		p.server.Close()
+		p.closePool()
+		return nil, err
+	}
+	p.log = p.log.With("provider", where, "application", cfg.Application)
+	p.log.Info("provider started", "registry", cfg.Registry, "register_mode", cfg.RegisterMode)
+	return p, nil
+}
+
+func (p *Provider) connectRegistry(ctx context.Context, opts Options) error {
+	p.reg = opts.Registry
+	if p.reg == nil && p.cfg.Registry != "" {
+		ru, err := url.Parse(p.cfg.Registry)
+		if err != nil {
+			return fmt.Errorf("provider %s: registry address: %w", p.cfg.Application, err)
+		}
+		if ru.Protocol() != "zookeeper" {
+			return fmt.Errorf("provider %s: registry %q: only zookeeper:// registries are supported", p.cfg.Application, p.cfg.Registry)
+		}
+		zr, err := zookeeper.New(ru, zookeeper.Options{Logger: p.log})
+		if err != nil {
+			return fmt.Errorf("provider %s: %w", p.cfg.Application, err)
+		}
+		if err := zr.WaitConnected(ctx); err != nil {
+			zr.Close()
+			return fmt.Errorf("provider %s: %w; is the registry running?", p.cfg.Application, err)
+		}
+		p.reg, p.ownsReg = zr, zr.Close
+	}
+	if ir, ok := p.reg.(InstanceRegistry); ok && p.cfg.RegisterMode != RegisterInterface {
+		p.instReg = ir
+	}
+	return nil
+}
+
+// hosts decides the address to bind and the one to register.
+func hosts(configured string) (bind, register string, anyhost bool) {
+	switch configured {
+	case "":
+		h := localIP()
+		return h, h, false
+	case "0.0.0.0", "::":
+		return configured, localIP(), true
+	}
+	return configured, configured, false
+}
+
+// localIP is the first non-loopback IPv4 address, as Java's
+// NetUtils.getLocalHost picks one, else 127.0.0.1.
+func localIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// Addr is the registered host:port of the dubbo server.
+func (p *Provider) Addr() string { return net.JoinHostPort(p.host, strconv.Itoa(p.port)) }
+
+// Port is the port the dubbo server listens on.
+func (p *Provider) Port() int { return p.port }
+
+// Stats returns the per service and method counters.
+func (p *Provider) Stats() *Stats { return p.stats }
+
+// Server returns the dubbo server, for its connection and pool statistics.
+func (p *Provider) Server() *transport.Server { return p.server }
+
+// URLs lists the provider URLs of the exported services, sorted.
+func (p *Provider) URLs() []*url.URL {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]*url.URL, 0, len(p.exporters))
+	for _, e := range p.exporters {
+		out = append(out, e.url)
+	}
+	sortURLs(out)
+	return out
+}
+
+// ErrShutdown is returned by Export after Shutdown or Close.
+var ErrShutdown = errors.New("provider is shutting down")
+
+// Export starts serving svc and publishes it in the registry. Exporting a
+// service key that is already exported replaces it (a plugin restarted).
+// A registry that cannot be reached is reported but the service is served;
+// the registry retries the registration when it comes back.
+func (p *Provider) Export(ctx context.Context, svc Service) error {
+	e, err := p.newExporter(svc)
+	if err != nil {
+		return err
+	}
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	p.mu.Lock()
+	if p.shutdown {
+		p.mu.Unlock()
+		return fmt.Errorf("export %s: %w", e.key, ErrShutdown)
+	}
+	old := p.exporters[e.key]
+	p.exporters[e.key] = e
+	p.mu.Unlock()
+
+	var errs []error
+	if old != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance && !old.url.Equal(e.url) {
+		if err := p.reg.Unregister(ctx, old.url); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
+		if err := p.reg.Register(ctx, e.url); err != nil {
+			errs = append(errs, fmt.Errorf("register %s: %w", e.key, err))
+		}
+	}
+	if p.instReg != nil {
+		if err := p.instReg.AddMapping(ctx, svc.Interface, p.cfg.Application); err != nil {
+			errs = append(errs, fmt.Errorf("mapping %s: %w", svc.Interface, err))
+		}
+		if err := p.instReg.PublishServiceDefinition(ctx, svc.Interface, svc.Version, svc.Group, p.cfg.Application, e.definition()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := p.refreshInstance(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	p.log.Info("service exported", "service", e.key, "methods", len(svc.Methods))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("export %s: %w", e.key, err)
+	}
+	return nil
+}
+
+// Unexport stops serving the service and removes it from the registry.
+// Calls in flight finish; new ones get "not found".
+func (p *Provider) Unexport(ctx context.Context, iface, version, group string) error {
+	key := url.ServiceKey(iface, group, version)
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	p.mu.Lock()
+	e := p.exporters[key]
+	delete(p.exporters, key)
+	p.mu.Unlock()
+	if e == nil {
+		return fmt.Errorf("unexport %s: not exported; exported are %v", key, p.keys())
+	}
+	var errs []error
+	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
+		if err := p.reg.Unregister(ctx, e.url); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := p.refreshInstance(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	p.log.Info("service unexported", "service", key)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("unexport %s: %w", key, err)
+	}
+	return nil
+}
+
+// refreshInstance recomputes the MetadataInfo and (re-)registers the
+// instance with its new revision, or removes it when nothing is exported.
+// regMu is held.
+func (p *Provider) refreshInstance(ctx context.Context) error {
+	urls := p.URLs()
+	info := metadata.NewInfo(p.cfg.Application, urls)
+	p.metadata.set(info)
+	if p.instReg == nil {
+		return nil
+	}
+	id := p.Addr()
+	if len(urls) == 0 {
+		return p.instReg.UnregisterInstance(ctx, p.cfg.Application, id)
+	}
+	in, err := metadata.NewInstance(metadata.InstanceSpec{
+		App:                   p.cfg.Application,
+		Host:                  p.host,
+		Port:                  p.port,
+		Revision:              info.Revision,
+		MetadataServiceParams: metadata.DefaultMetadataServiceParams(p.port, Release),
+		Metadata:              map[string]string{metadata.KeyTimestamp: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+		TimeMillis:            time.Now().UnixMilli(),
+	})
+	if err != nil {
+		return err
+	}
+	return p.instReg.RegisterInstance(ctx, in)
+}
+
+// Shutdown is Dubbo's graceful shutdown (the SIGTERM path): unregister
+// every URL and the instance first, so consumers stop choosing this
+// provider; then send the read-only event and let in-flight calls finish
+// for up to ShutdownTimeout (or ctx); then close the server and the
+// registry session. It returns the first error but always finishes.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	p.regMu.Lock()
+	p.mu.Lock()
+	already := p.shutdown
+	p.shutdown = true
+	var urls []*url.URL
+	for _, e := range p.exporters {
+		urls = append(urls, e.url)
+	}
+	p.mu.Unlock()
+	if already {
+		p.regMu.Unlock()
+		return nil
+	}
+	var errs []error
+	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
+		for _, u := range urls {
+			if err := p.reg.Unregister(ctx, u); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if p.instReg != nil && len(urls) > 0 {
+		if err := p.instReg.UnregisterInstance(ctx, p.cfg.Application, p.Addr()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.regMu.Unlock()
+
+	sctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := p.server.Shutdown(sctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := p.closePool(); err != nil {
+		errs = append(errs, err)
+	}
+	if p.ownsReg != nil {
+		errs = append(errs, p.ownsReg())
+	}
+	p.log.Info("provider shut down")
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("provider %s shutdown: %w", p.Addr(), err)
+	}
+	return nil
+}
+
+// Close stops at once: connections are closed, calls in flight are lost,
+// and the registry session ends (its ephemeral nodes go with it).
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	already := p.shutdown
+	p.shutdown = true
+	p.mu.Unlock()
+	if already {
+		return nil
+	}
+	p.server.Close()
+	p.closePool()
+	if p.ownsReg != nil {
+		return p.ownsReg()
+	}
+	return nil
+}
+
+func (p *Provider) closePool() error {
+	p.disp.Close()
+	p.pool.Close()
+	return nil
+}
+
+func (p *Provider) keys() []string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]string, 0, len(p.exporters))
+	for k := range p.exporters {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
+
+var _ transport.Handler = (*Provider)(nil)
+
+// protocolVersion is what we write in the dubbo URL parameter.
+const protocolVersion = protocol.DubboVersion

@@ -1,0 +1,295 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/provider/providertest"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/transport"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func startProvider(t *testing.T, cfg provider.Config) *provider.Provider {
+	t.Helper()
+	cfg.Protocol.Host = "127.0.0.1"
+	cfg.Protocol.Port = -1
+	if cfg.Application == "" {
+		cfg.Application = "greeter-app"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := provider.Start(ctx, cfg, provider.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := p.Export(ctx, providertest.Greeter(nil)); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func dial(t *testing.T, addr string) *transport.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := transport.Dial(ctx, addr, transport.ClientConfig{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func greeterCall(method string, types []string, args ...any) *rpc.Invocation {
+	return &rpc.Invocation{Service: providertest.GreeterInterface, Version: providertest.GreeterVersion,
+		Method: method, ParamTypes: types, Args: args}
+}
+
+func TestProviderServesGreeter(t *testing.T) {
+	p := startProvider(t, provider.Config{})
+	c := dial(t, p.Addr())
+	ctx := context.Background()
+
+	tests := []struct {
+		name string
+		inv  *rpc.Invocation
+		want any
+	}{
+		{"sayHello", greeterCall("sayHello", []string{"java.lang.String"}, "world"), "Hello, world"},
+		{"add", greeterCall("add", []string{"int", "int"}, int32(2), int32(40)), int32(42)},
+		{"sleep", greeterCall("sleep", []string{"int"}, int32(5)), "slept"},
+		{"echo", greeterCall("$echo", []string{"java.lang.Object"}, "ping"), "ping"},
+		{"generic sayHello", greeterCall("$invoke", []string{"java.lang.String", "java.lang.String[]", "java.lang.Object[]"},
+			"sayHello", []string{"java.lang.String"}, []any{"generic"}), "Hello, generic"},
+		{"generic add with longs", greeterCall("$invoke", []string{"java.lang.String", "java.lang.String[]", "java.lang.Object[]"},
+			"add", []string{"int", "int"}, []any{int64(1), int64(2)}), int32(3)},
+		{"generic without types", greeterCall("$invoke", []string{"java.lang.String", "java.lang.String[]", "java.lang.Object[]"},
+			"add", []string{}, []any{int64(5), int64(6)}), int32(11)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := c.Invoke(ctx, tc.inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Exception != nil {
+				t.Fatalf("exception: %v", res.Exception)
+			}
+			if res.Value != tc.want {
+				t.Fatalf("got %#v (%T), want %#v (%T)", res.Value, res.Value, tc.want, tc.want)
+			}
+		})
+	}
+
+	t.Run("echoMap", func(t *testing.T) {
+		res, err := c.Invoke(ctx, greeterCall("echoMap", []string{"java.util.Map"}, map[string]any{"k": "v", "n": int32(1)}))
+		if err != nil || res.Exception != nil {
+			t.Fatal(err, res)
+		}
+		m, ok := res.Value.(map[any]any)
+		if !ok || m["k"] != "v" || m["n"] != int32(1) || len(m) != 2 {
+			t.Fatalf("got %#v", res.Value)
+		}
+	})
+	t.Run("fail", func(t *testing.T) {
+		res, err := c.Invoke(ctx, greeterCall("fail", []string{"java.lang.String"}, "boom"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Exception == nil || res.Exception.Message != "boom" || res.Exception.Class != "java.lang.IllegalStateException" {
+			t.Fatalf("got %#v", res.Exception)
+		}
+	})
+	t.Run("unknown method", func(t *testing.T) {
+		res, err := c.Invoke(ctx, greeterCall("nope", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Exception == nil || !strings.Contains(res.Exception.Message, "cannot find method [nope] of service [org.example.Greeter:1.0.0]") {
+			t.Fatalf("got %#v", res.Exception)
+		}
+	})
+	t.Run("unknown service", func(t *testing.T) {
+		inv := greeterCall("sayHello", []string{"java.lang.String"}, "x")
+		inv.Version = "2.0.0"
+		_, err := c.Invoke(ctx, inv)
+		if !errors.Is(err, rpc.ErrServiceNotFound) || !strings.Contains(err.Error(), "org.example.Greeter:2.0.0") ||
+			!strings.Contains(err.Error(), "[org.example.Greeter:1.0.0]") {
+			t.Fatalf("got %v", err)
+		}
+	})
+
+	st := p.Stats().Snapshot()
+	var add provider.MethodStats
+	for _, s := range st {
+		if s.Method == "add" {
+			add = s
+		}
+	}
+	if add.Calls != 3 || add.Failures != 0 || add.Active != 0 {
+		t.Fatalf("add stats %+v", add)
+	}
+}
+
+func TestProviderToken(t *testing.T) {
+	p := startProvider(t, provider.Config{Token: "true"})
+	token := p.URLs()[0].Param("token")
+	if len(token) != 36 {
+		t.Fatalf("token %q is not a UUID", token)
+	}
+	c := dial(t, p.Addr())
+	inv := greeterCall("sayHello", []string{"java.lang.String"}, "t")
+	_, err := c.Invoke(context.Background(), inv)
+	if err == nil || !strings.Contains(err.Error(), "Invalid token!") || !strings.Contains(err.Error(), "org.example.Greeter") {
+		t.Fatalf("without token: %v", err)
+	}
+	inv.SetAttachment("token", token)
+	res, err := c.Invoke(context.Background(), inv)
+	if err != nil || res.Value != "Hello, t" {
+		t.Fatalf("with token: %v %v", res, err)
+	}
+}
+
+func TestProviderURL(t *testing.T) {
+	p := startProvider(t, provider.Config{Application: "demo", Weight: 50})
+	u := p.URLs()[0]
+	want := map[string]string{
+		"anyhost": "false", "application": "demo", "deprecated": "false", "dubbo": "2.0.2", "dynamic": "true",
+		"generic": "false", "interface": "org.example.Greeter", "methods": "add,echoMap,fail,sayHello,sleep",
+		"release": provider.Release, "serialization": "hessian2", "prefer.serialization": "hessian2", "side": "provider",
+		"version": "1.0.0", "weight": "50", "service-name-mapping": "true",
+	}
+	for k, v := range want {
+		if got := u.Param(k); got != v {
+			t.Errorf("%s = %q, want %q (url %s)", k, got, v, u)
+		}
+	}
+	if u.Protocol() != "dubbo" || u.Address() != p.Addr() || u.Path() != "org.example.Greeter" || u.Param("pid") == "" || u.Param("timestamp") == "" {
+		t.Errorf("url %s", u)
+	}
+}
+
+// startZK runs our embedded ZooKeeper server for one test.
+func startZK(t *testing.T) string {
+	t.Helper()
+	srv, err := embeddedzk.New(embeddedzk.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		srv.Close()
+		<-done
+	})
+	return srv.Addr().String()
+}
+
+func zkConn(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Printf(string, ...any) {}
+
+func TestProviderRegistersAndShutsDown(t *testing.T) {
+	zkAddr := startZK(t)
+	p := startProvider(t, provider.Config{Application: "greeter-app", Registry: "zookeeper://" + zkAddr})
+	zc := zkConn(t, zkAddr)
+
+	children, _, err := zc.Children("/dubbo/org.example.Greeter/providers")
+	if err != nil || len(children) != 1 {
+		t.Fatalf("providers %v %v", children, err)
+	}
+	u, err := url.Decode(children[0])
+	if err != nil || !u.Equal(p.URLs()[0]) {
+		t.Fatalf("registered %v, want %v (%v)", u, p.URLs()[0], err)
+	}
+	mapping, _, err := zc.Get("/dubbo/mapping/org.example.Greeter")
+	if err != nil || string(mapping) != "greeter-app" {
+		t.Fatalf("mapping %q %v", mapping, err)
+	}
+	inst, _, err := zc.Get("/services/greeter-app/" + p.Addr())
+	if err != nil || !strings.Contains(string(inst), `"dubbo.metadata.revision`) {
+		t.Fatalf("instance %s %v", inst, err)
+	}
+	def, _, err := zc.Get("/dubbo/metadata/org.example.Greeter/1.0.0/provider/greeter-app")
+	if err != nil || !strings.Contains(string(def), `"parameterTypes":["int","int"]`) {
+		t.Fatalf("definition %s %v", def, err)
+	}
+
+	// The MetadataService answers with a MetadataInfo object.
+	c := dial(t, p.Addr())
+	res, err := c.Invoke(context.Background(), &rpc.Invocation{Service: provider.MetadataServiceInterface,
+		Version: provider.MetadataServiceVersion, Group: "greeter-app", Method: "getMetadataInfo",
+		ParamTypes: []string{"java.lang.String"}, Args: []any{""}})
+	if err != nil || res.Exception != nil {
+		t.Fatal(err, res)
+	}
+	info, ok := res.Value.(map[string]any)
+	if !ok || info["_class"] != "org.apache.dubbo.metadata.MetadataInfo" || info["app"] != "greeter-app" {
+		t.Fatalf("metadata info %#v", res.Value)
+	}
+	services, _ := info["services"].(map[any]any)
+	si, _ := services["org.example.Greeter:1.0.0:dubbo"].(map[string]any)
+	if si["_class"] != "org.apache.dubbo.metadata.MetadataInfo$ServiceInfo" || si["port"] != int32(p.Port()) || si["name"] != "org.example.Greeter" {
+		t.Fatalf("service info %#v in %#v", si, services)
+	}
+
+	// Unexport and export again at runtime.
+	ctx := context.Background()
+	if err := p.Unexport(ctx, "org.example.Greeter", "1.0.0", ""); err != nil {
+		t.Fatal(err)
+	}
+	if children, _, _ := zc.Children("/dubbo/org.example.Greeter/providers"); len(children) != 0 {
+		t.Fatalf("after unexport: %v", children)
+	}
+	if ok, _, _ := zc.Exists("/services/greeter-app/" + p.Addr()); ok {
+		t.Fatal("instance left after the last service was unexported")
+	}
+	if err := p.Export(ctx, providertest.Greeter(nil)); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if children, _, _ := zc.Children("/dubbo/org.example.Greeter/providers"); len(children) != 0 {
+		t.Fatalf("after shutdown: %v", children)
+	}
+	if ok, _, _ := zc.Exists("/services/greeter-app/" + p.Addr()); ok {
+		t.Fatal("instance left after shutdown")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+	if err := p.Export(ctx, providertest.Greeter(nil)); !errors.Is(err, provider.ErrShutdown) {
+		t.Fatalf("export after shutdown: %v", err)
+	}
+}

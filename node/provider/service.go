@@ -1,0 +1,206 @@
+package provider
+
+import (
+	"crypto/rand"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// Release is the Dubbo release we register as: Java consumers read it to
+// decide which protocol features a provider has, and we speak 3.3's.
+const Release = "3.3.0"
+
+// Service is one interface a provider serves.
+type Service struct {
+	// Interface is the Java interface name, e.g. org.example.Greeter. Required.
+	Interface string
+	// Version and Group select among implementations. Default none.
+	Version, Group string
+	// Methods describe the interface; calls of other methods are refused.
+	Methods []Method
+	// Invoker runs the calls. It receives the invocation with arguments
+	// converted to the declared Java types (int → int32, long → int64,
+	// Map → map[string]any when the keys are strings) and returns the
+	// value, a *rpc.Exception result, or an error: an *rpc.Exception error
+	// is a business exception, any other error a failure of the service
+	// (answered with SERVICE_ERROR, so consumers fail over). Required.
+	Invoker rpc.Invoker
+	// Params are extra parameters for the provider URL (timeout, weight...).
+	Params map[string]string
+}
+
+// Method is one method of a Service.
+type Method struct {
+	Name string
+	// ParamTypes are Java type names: "java.lang.String", "int", "java.util.Map".
+	ParamTypes []string
+	// ReturnType is a Java type name; "void" or "" for none. Return values
+	// are converted to it (a Go int returned for "int" is sent as a Java int).
+	ReturnType string
+}
+
+// exporter is one exported service: what the request router looks up.
+type exporter struct {
+	key     string // [group/]interface[:version]
+	svc     Service
+	url     *url.URL
+	token   string // "" = none
+	methods map[string][]Method
+}
+
+func (p *Provider) newExporter(svc Service) (*exporter, error) {
+	if svc.Interface == "" || svc.Invoker == nil {
+		return nil, fmt.Errorf("provider: service needs an Interface and an Invoker (got interface %q)", svc.Interface)
+	}
+	e := &exporter{
+		key:     url.ServiceKey(svc.Interface, svc.Group, svc.Version),
+		svc:     svc,
+		methods: make(map[string][]Method, len(svc.Methods)),
+	}
+	for _, m := range svc.Methods {
+		if m.Name == "" {
+			return nil, fmt.Errorf("provider: service %s has a method without a name", e.key)
+		}
+		if _, err := protocol.Descriptor(m.ParamTypes); err != nil {
+			return nil, fmt.Errorf("provider: service %s method %s: %w", e.key, m.Name, err)
+		}
+		e.methods[m.Name] = append(e.methods[m.Name], m)
+	}
+	switch strings.ToLower(p.cfg.Token) {
+	case "":
+	case "true", "default":
+		e.token = newUUID()
+	default:
+		e.token = p.cfg.Token
+	}
+	e.url = p.providerURL(e)
+	return e, nil
+}
+
+// providerURL builds the URL a Java 3.3 provider registers (PROTOCOLS.md C.2).
+func (p *Provider) providerURL(e *exporter) *url.URL {
+	names := make([]string, 0, len(e.methods))
+	for n := range e.methods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	params := map[string]string{
+		"anyhost":              strconv.FormatBool(p.anyhost),
+		"application":          p.cfg.Application,
+		"deprecated":           "false",
+		"dubbo":                protocolVersion,
+		"dynamic":              "true",
+		"generic":              "false",
+		url.KeyInterface:       e.svc.Interface,
+		"methods":              strings.Join(names, ","),
+		url.KeyPID:             strconv.Itoa(os.Getpid()),
+		"release":              Release,
+		"serialization":        "hessian2",
+		"prefer.serialization": "hessian2",
+		"side":                 "provider",
+		url.KeyTimestamp:       strconv.FormatInt(time.Now().UnixMilli(), 10),
+	}
+	if p.cfg.RegisterMode != RegisterInterface {
+		params["service-name-mapping"] = "true"
+	}
+	if e.svc.Version != "" {
+		params[url.KeyVersion] = e.svc.Version
+	}
+	if e.svc.Group != "" {
+		params[url.KeyGroup] = e.svc.Group
+	}
+	if e.token != "" {
+		params["token"] = e.token
+	}
+	if p.cfg.Weight > 0 {
+		params["weight"] = strconv.Itoa(p.cfg.Weight)
+	}
+	if p.cfg.Protocol.Dispatcher != "" {
+		params["dispatcher"] = p.cfg.Protocol.Dispatcher
+	}
+	if p.cfg.Protocol.ThreadPool != "" {
+		params["threadpool"] = p.cfg.Protocol.ThreadPool
+	}
+	if p.cfg.Protocol.Threads > 0 {
+		params["threads"] = strconv.Itoa(p.cfg.Protocol.Threads)
+	}
+	for k, v := range e.svc.Params {
+		params[k] = v
+	}
+	return url.New("dubbo", p.host, p.port, e.svc.Interface, params)
+}
+
+// definition is the service definition published to the metadata report,
+// which generic callers read for parameter types.
+func (e *exporter) definition() *metadata.ServiceDefinition {
+	d := &metadata.ServiceDefinition{
+		CanonicalName: e.svc.Interface,
+		Types:         []metadata.TypeDefinition{},
+		Annotations:   []string{},
+		Parameters:    e.url.Params(),
+	}
+	var types []string
+	for _, m := range e.svc.Methods {
+		ret := m.ReturnType
+		if ret == "" {
+			ret = "void"
+		}
+		d.Methods = append(d.Methods, metadata.MethodDefinition{
+			Name:           m.Name,
+			ParameterTypes: append([]string{}, m.ParamTypes...),
+			ReturnType:     ret,
+			Parameters:     []metadata.TypeDefinition{},
+			Annotations:    []string{},
+		})
+		for _, t := range append(slices.Clone(m.ParamTypes), ret) {
+			if !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		d.Types = append(d.Types, metadata.TypeDefinition{Type: t})
+	}
+	return d
+}
+
+// method finds the method a request names: by name, and by parameter types
+// when the name is overloaded.
+func (e *exporter) method(name string, types []string) (Method, bool) {
+	ms := e.methods[name]
+	if len(ms) == 1 {
+		return ms[0], true
+	}
+	for _, m := range ms {
+		if slices.Equal(m.ParamTypes, types) {
+			return m, true
+		}
+	}
+	return Method{}, false
+}
+
+// newUUID is a random (version 4) UUID, Dubbo's token when token=true.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func sortURLs(us []*url.URL) {
+	sort.Slice(us, func(i, j int) bool { return us[i].String() < us[j].String() })
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,115 @@
+package registry
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+func TestMatch(t *testing.T) {
+	const (
+		cons = "consumer://10.0.0.1/org.example.Greeter?interface=org.example.Greeter&category=providers,configurators,routers"
+		prov = "dubbo://10.0.0.2:20880/org.example.Greeter?interface=org.example.Greeter"
+	)
+	tests := []struct {
+		name           string
+		consumer, prov string
+		want           bool
+	}{
+		{"same, no version", cons, prov, true},
+		{"version wanted, none offered", cons + "&version=1.0.0", prov, false},
+		{"same version", cons + "&version=1.0.0", prov + "&version=1.0.0", true},
+		{"other version", cons + "&version=1.0.0", prov + "&version=2.0.0", false},
+		{"any version", cons + "&version=*", prov + "&version=2.0.0", true},
+		{"other interface", cons, "dubbo://h:1/org.example.Other?interface=org.example.Other", false},
+		{"group", cons + "&group=a", prov + "&group=a", true},
+		{"group list", cons + "&group=a,b", prov + "&group=b", true},
+		{"group missing", cons + "&group=a", prov, false},
+		{"any group", cons + "&group=*", prov + "&group=x", true},
+		{"disabled provider", cons, prov + "&enabled=false", false},
+		{"disabled, consumer wants all", cons + "&enabled=*", prov + "&enabled=false", true},
+		{"category not subscribed", "consumer://h/org.example.Greeter?interface=org.example.Greeter&category=routers", prov, false},
+		{"route", cons, "condition://0.0.0.0/org.example.Greeter?category=routers&rule=x", true},
+		{"default categories", "consumer://h/org.example.Greeter?interface=org.example.Greeter", "override://0.0.0.0/org.example.Greeter?category=configurators", true},
+		{"classifier", cons + "&classifier=a", prov + "&classifier=b", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Match(url.MustParse(tt.consumer), url.MustParse(tt.prov)); got != tt.want {
+				t.Errorf("Match = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFileCacheRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "cache.json")
+	c, err := OpenFileCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := url.MustParse("dubbo://10.0.0.2:20880/org.example.Greeter?interface=org.example.Greeter&version=1.0.0")
+	if err := c.Put("org.example.Greeter:1.0.0", CategoryProviders, []*url.URL{p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put("org.example.Greeter:1.0.0", CategoryRouters, nil); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenFileCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists, ok := again.Get("org.example.Greeter:1.0.0")
+	if !ok || len(lists[CategoryProviders]) != 1 || !lists[CategoryProviders][0].Equal(p) || len(lists[CategoryRouters]) != 0 {
+		t.Fatalf("cached lists %v %v", lists, ok)
+	}
+	if _, ok := again.Get("other"); ok {
+		t.Error("unknown key found")
+	}
+	// A corrupt file is reported and ignored.
+	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := OpenFileCache(path)
+	if err == nil {
+		t.Error("corrupt cache not reported")
+	}
+	if _, ok := bad.Get("org.example.Greeter:1.0.0"); ok {
+		t.Error("corrupt cache gave entries")
+	}
+}
+
+func TestMemoryFullLists(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	var got []Notification
+	sub := url.MustParse("consumer://h/org.example.Greeter?interface=org.example.Greeter&version=1.0.0&category=providers,routers")
+	if err := m.Subscribe(ctx, sub, ListenerFunc(func(n Notification) { got = append(got, n) })); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(got[0].URLs) != 0 || len(got[1].URLs) != 0 {
+		t.Fatalf("initial notifications %+v", got)
+	}
+	a := url.MustParse("dubbo://h:1/org.example.Greeter?interface=org.example.Greeter&version=1.0.0")
+	b := url.MustParse("dubbo://h:2/org.example.Greeter?interface=org.example.Greeter&version=1.0.0")
+	for _, u := range []*url.URL{a, b} {
+		if err := m.Register(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Unregister(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 {
+		t.Fatalf("%d notifications, want 5: %+v", len(got), got)
+	}
+	if n := got[3]; n.Category != CategoryProviders || len(n.URLs) != 2 {
+		t.Errorf("after two registrations: %+v", n)
+	}
+	if n := got[4]; len(n.URLs) != 1 || !n.URLs[0].Equal(b) {
+		t.Errorf("after unregister: %+v", n)
+	}
+}

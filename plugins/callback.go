@@ -1,0 +1,56 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
+)
+
+// hostServer answers the calls a plugin's handlers make through the node
+// (sdk.Client) with the owner's invoker.
+type hostServer struct {
+	name    string
+	log     *slog.Logger
+	invoker rpc.Invoker
+}
+
+func (h *hostServer) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
+	inv, err := wire.DecodeCall(in.GetValue())
+	if err != nil {
+		h.log.Warn("plugin sent a call that cannot be decoded", "err", err)
+		return reply(nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
+	}
+	return reply(h.invoke(ctx, inv))
+}
+
+func (h *hostServer) invoke(ctx context.Context, inv *rpc.Invocation) (res *rpc.Result, err error) {
+	if h.invoker == nil {
+		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
+			Detail: "the node gives plugin " + h.name + " no services to call (plugins.Config.Host is nil)"}
+	}
+	// The owner's invoker runs on a gRPC server goroutine, where a panic
+	// would take the node down.
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("host invoker panicked on a plugin callback", "service", inv.Service, "method", inv.Method, "panic", r)
+			res, err = nil, &rpc.CallError{Kind: rpc.ErrProvider, Service: inv.Service, Method: inv.Method, Detail: fmt.Sprint("panic: ", r)}
+		}
+	}()
+	return h.invoker.Invoke(ctx, inv)
+}
+
+func reply(res *rpc.Result, callErr error) (*wrapperspb.BytesValue, error) {
+	b, err := wire.EncodeReply(res, callErr)
+	if err != nil {
+		b, err = wire.EncodeReply(nil, &rpc.CallError{Kind: rpc.ErrProvider, Detail: "the result cannot be encoded: " + err.Error()})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return wrapperspb.Bytes(b), nil
+}

@@ -1,0 +1,22 @@
+// Package plugins runs Dubbo handler plugins: business code built as
+// separate binaries (hashicorp/go-plugin over gRPC, mutual TLS on) so that a
+// crash in it never takes the node down. It has two entry points, one per
+// side of the process boundary:
+//
+//   - In the node, Start launches one plugin binary, checks its handshake,
+//     asks it what it serves and returns a *Plugin, an rpc.Invoker for those
+//     services; Supervisor keeps one running, restarting it with backoff and
+//     telling its owner through OnUp and OnDown when its services come and go.
+//   - In the plugin, handler authors call sdk.Serve (package plugins/sdk)
+//     with plain Go types whose methods become Dubbo methods.
+//
+// Arguments and results cross the boundary hessian2-encoded, so the Java
+// types a Dubbo caller sent (int vs long, List, Map, POJO class names) reach
+// the handler and come back unchanged. A handler can call other services
+// through the node (sdk.Client); the node answers those calls with the
+// Config.Host invoker over the go-plugin broker.
+//
+// A plugin's stdout, stderr and slog output go to the node's logger, tagged
+// with the plugin's name. When the plugin process dies, calls in flight
+// fail at once with an error wrapping rpc.ErrConnection.
+package plugins

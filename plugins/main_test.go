@@ -1,0 +1,210 @@
+package plugins_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/dubbo-go-hessian2/java_exception"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/plugins"
+	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
+	"github.com/dubbo-lab/dubbo/plugins/sdk"
+)
+
+// The test binary is also the plugin: started with modeEnv set, TestMain
+// becomes the plugin process of that mode instead of running tests, the way
+// go-plugin's own tests re-execute themselves.
+const modeEnv = "DUBBO_PLUGINS_TEST_MODE"
+
+func TestMain(m *testing.M) {
+	mode := os.Getenv(modeEnv)
+	if mode == "" {
+		os.Exit(m.Run())
+	}
+	if err := runPlugin(mode); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// User is the POJO of the test service.
+type User struct {
+	Name string
+	Age  int32
+	Tags []string
+}
+
+func (User) JavaClassName() string { return "org.example.User" }
+
+// Greeter is the example service of DESIGN.md plus methods that exercise
+// types, panics, callbacks and logging.
+type Greeter struct{}
+
+func (Greeter) SayHello(_ context.Context, name string) (string, error) { return "Hello, " + name, nil }
+
+func (Greeter) Add(_ context.Context, a, b int32) (int32, error) { return a + b, nil }
+
+func (Greeter) EchoMap(_ context.Context, m map[string]any) (map[string]any, error) { return m, nil }
+
+func (Greeter) Fail(_ context.Context, msg string) error { return errors.New(msg) }
+
+func (Greeter) Sleep(ctx context.Context, ms int32) (string, error) {
+	select {
+	case <-time.After(time.Duration(ms) * time.Millisecond):
+		return "slept", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (Greeter) Echo(_ context.Context, v any) (any, error) { return v, nil }
+
+func (Greeter) EchoUser(_ context.Context, u *User) (*User, error) {
+	if u == nil {
+		return nil, nil
+	}
+	u.Age++
+	return u, nil
+}
+
+func (Greeter) AddLong(_ context.Context, a, b int64) (int64, error) { return a + b, nil }
+
+func (Greeter) Illegal(_ context.Context, msg string) error {
+	return fmt.Errorf("wrapped: %w", java_exception.NewIllegalStateException(msg))
+}
+
+func (Greeter) Panic(_ context.Context, msg string) (string, error) { panic(msg) }
+
+// Relay calls org.example.Echo through the node.
+func (Greeter) Relay(ctx context.Context, msg string) (string, error) {
+	v, err := sdk.Client(ctx).Call(ctx, "org.example.Echo:1.0.0", "echo", []string{"java.lang.String"}, msg)
+	if err != nil {
+		return "", err
+	}
+	s, _ := v.(string)
+	return s + " via " + sdk.Attachments(ctx)["who"].(string), nil
+}
+
+// Log writes msg to slog, stdout and stderr.
+func (Greeter) Log(_ context.Context, msg string) error {
+	slog.Info(msg, "where", "slog")
+	fmt.Println(msg + " on stdout")
+	fmt.Fprintln(os.Stderr, msg+" on stderr")
+	return nil
+}
+
+func greeterService() sdk.Service {
+	return sdk.Service{Interface: "org.example.Greeter", Version: "1.0.0", Handler: Greeter{}}
+}
+
+func runPlugin(mode string) error {
+	switch mode {
+	case "greeter":
+		return sdk.Serve(greeterService())
+	case "exit":
+		fmt.Fprintln(os.Stderr, "cannot open config: no such file")
+		os.Exit(3)
+	case "notplugin":
+		fmt.Println("hello, I am an ordinary program")
+		time.Sleep(10 * time.Second)
+	case "wrongcookie":
+		hs := wire.Handshake
+		hs.MagicCookieValue = "some-other-host"
+		plugin.Serve(&plugin.ServeConfig{HandshakeConfig: hs, Plugins: plugin.PluginSet{}})
+	case "noservices", "badtype", "ghost", "garbage":
+		d, err := sdk.NewDispatcher(greeterService())
+		if err != nil {
+			return err
+		}
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig: wire.Handshake,
+			Plugins: plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{
+				Handler: func(*plugin.GRPCBroker) wire.HandlerServer { return &liar{mode: mode, d: d} },
+			}},
+			GRPCServer: wire.NewGRPCServer,
+		})
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
+	}
+	return nil
+}
+
+// liar is a plugin that does not play by the rules, in one way per mode.
+type liar struct {
+	mode string
+	d    *sdk.Dispatcher
+}
+
+func (l *liar) Describe(context.Context, *wrapperspb.UInt32Value) (*wrapperspb.BytesValue, error) {
+	methods := []wire.Method{{Name: "sayHello", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"}}
+	desc := wire.Description{Services: []wire.Service{{Interface: "org.example.Greeter", Version: "1.0.0", Methods: methods}}}
+	switch l.mode {
+	case "noservices":
+		desc.Services[0].Interface = ""
+	case "badtype":
+		desc.Services[0].Methods[0].ParamTypes = []string{"java.lang.String;DROP"}
+	case "ghost":
+		desc.Services[0].Methods = append(methods, wire.Method{Name: "ghost", ParamTypes: []string{}, ReturnType: "void"})
+	}
+	b, err := json.Marshal(desc)
+	return wrapperspb.Bytes(b), err
+}
+
+func (l *liar) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
+	if l.mode == "garbage" {
+		return wrapperspb.Bytes([]byte("\x4f\xff\x00garbage")), nil
+	}
+	inv, err := wire.DecodeCall(in.Value)
+	if err != nil {
+		return nil, err
+	}
+	b, err := wire.EncodeReply(l.d.Invoke(ctx, inv))
+	return wrapperspb.Bytes(b), err
+}
+
+// startConfig is the Config that starts this test binary in mode.
+func startConfig(t testing.TB, mode string) plugins.Config {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plugins.Config{Path: exe, Name: mode, Env: []string{modeEnv + "=" + mode}, Logger: testLogger(t), StartTimeout: 10 * time.Second}
+}
+
+// testLogger sends records to t.Log, so plugin output shows with -v, and
+// drops those that arrive after the test (go-plugin's stdio goroutine is
+// not waited for by Kill).
+func testLogger(t testing.TB) *slog.Logger {
+	w := &tWriter{t: t}
+	t.Cleanup(func() { w.done.Store(true) })
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct {
+	t    testing.TB
+	done atomic.Bool
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	if !w.done.Load() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func greeterCall(method string, types []string, args ...any) *rpc.Invocation {
+	return &rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Method: method, ParamTypes: types, Args: args}
+}

@@ -1,0 +1,339 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
+)
+
+// ServiceDesc is one service a plugin serves, as it described it.
+type ServiceDesc struct {
+	Interface string
+	Version   string // "" when none
+	Group     string // "" when none
+	Methods   []MethodDesc
+}
+
+// Key is Dubbo's service key, [group/]interface[:version].
+func (s ServiceDesc) Key() string { return wire.ServiceKey(s.Interface, s.Version, s.Group) }
+
+// MethodDesc is one method with its Java signature, e.g. sayHello with
+// ParamTypes [java.lang.String] and ReturnType java.lang.String.
+type MethodDesc struct {
+	Name       string
+	ParamTypes []string
+	ReturnType string // "void" when the method returns nothing
+}
+
+// Plugin is one running plugin process. It is an rpc.Invoker for the
+// services it described; it is safe for concurrent use.
+type Plugin struct {
+	cfg      Config
+	log      *slog.Logger
+	client   *plugin.Client
+	cmd      *exec.Cmd
+	conn     *wire.Conn
+	services []ServiceDesc
+	methods  map[string]map[string]*MethodDesc // service key → method name
+
+	// out and errs are the plugin's stdout and stderr (both the raw
+	// process stream and the one go-plugin forwards over gRPC).
+	out, errs, rawErrs *lineLogger
+
+	stopProc  context.CancelFunc // kills the process (exec.CommandContext)
+	done      chan struct{}      // closed once the process has exited
+	exitErr   error              // why; written before done is closed
+	closing   atomic.Bool
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the exit watcher and the callback server
+}
+
+// Start launches the plugin binary cfg.Path, checks its handshake and asks
+// what it serves. ctx bounds the start only (with cfg.StartTimeout); call
+// Close to stop the plugin. A binary that is not a handler plugin, exits,
+// or describes its services wrongly is refused with an error saying why,
+// quoting the last lines of its stderr.
+func Start(ctx context.Context, cfg Config) (*Plugin, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Path == "" {
+		return nil, errors.New("plugins: Config.Path is empty")
+	}
+	if fi, err := os.Stat(cfg.Path); err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", cfg.Name, err)
+	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("plugin %s: %s is not an executable file", cfg.Name, cfg.Path)
+	}
+	log := cfg.Logger.With("plugin", cfg.Name)
+	procCtx, stopProc := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(procCtx, cfg.Path, cfg.Args...)
+	cmd.Env = slices.Clone(cfg.Env)
+	p := &Plugin{
+		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc,
+		done:    make(chan struct{}),
+		out:     newLineLogger(log, "stdout", slog.LevelInfo),
+		errs:    newLineLogger(log, "stderr", slog.LevelWarn),
+		rawErrs: newLineLogger(log, "stderr", slog.LevelWarn),
+	}
+	timeout := cfg.StartTimeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	p.client = plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  wire.Handshake,
+		Plugins:          plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{}},
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		// go-plugin's own log is off: it would parse the plugin's stderr
+		// itself and panics on some malformed JSON lines. rawErrs does it.
+		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
+		Stderr:          p.rawErrs,
+		SyncStdout:      p.out,
+		SyncStderr:      p.errs,
+		StartTimeout:    timeout,
+		GRPCDialOptions: wire.DialOptions(),
+	})
+
+	// A ctx canceled during the handshake kills the process, which ends it.
+	stop := context.AfterFunc(ctx, stopProc)
+	err := p.start(ctx)
+	if !stop() && err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("plugin %s (%s) refused: %w%s", cfg.Name, cfg.Path, err, p.stderrHint())
+	}
+	log.Info("plugin started", "pid", p.Pid(), "services", len(p.services))
+	return p, nil
+}
+
+func (p *Plugin) start(ctx context.Context) error {
+	cp, err := p.client.Client()
+	if err != nil {
+		return fmt.Errorf("handshake failed: %w", err)
+	}
+	raw, err := cp.Dispense(wire.PluginName)
+	if err != nil {
+		return fmt.Errorf("handshake failed: %w", err)
+	}
+	p.conn = raw.(*wire.Conn)
+
+	p.wg.Add(2)
+	go p.watchExit()
+	// The Host service for this plugin's callbacks lives until the broker
+	// closes, which Close does.
+	id := p.conn.Broker.NextId()
+	go func() {
+		defer p.wg.Done()
+		p.conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
+			s := wire.NewGRPCServer(opts)
+			wire.RegisterHost(s, &hostServer{name: p.cfg.Name, log: p.log, invoker: p.cfg.Host})
+			return s
+		})
+	}()
+
+	dctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
+	defer cancel()
+	b, err := p.conn.Handler.Describe(dctx, id)
+	if err != nil {
+		return fmt.Errorf("Describe failed: %w", err)
+	}
+	d, err := wire.ParseDescription(b)
+	if err != nil {
+		return fmt.Errorf("bad description of its services: %w", err)
+	}
+	p.methods = make(map[string]map[string]*MethodDesc, len(d.Services))
+	for _, s := range d.Services {
+		sd := ServiceDesc{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group}
+		for _, m := range s.Methods {
+			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType})
+		}
+		ms := make(map[string]*MethodDesc, len(sd.Methods))
+		for i := range sd.Methods {
+			ms[sd.Methods[i].Name] = &sd.Methods[i]
+		}
+		p.methods[sd.Key()] = ms
+		p.services = append(p.services, sd)
+	}
+	return nil
+}
+
+// watchExit records why the process ended and fails new calls from then on.
+func (p *Plugin) watchExit() {
+	defer p.wg.Done()
+	<-p.conn.Exited.Done()
+	// go-plugin cancels Exited after cmd.Wait returned, so ProcessState is set.
+	why := "process exited"
+	if st := p.cmd.ProcessState; st != nil {
+		why = "process exited (" + st.String() + ")"
+	}
+	p.exitErr = errors.New(why)
+	p.out.Flush()
+	p.errs.Flush()
+	p.rawErrs.Flush()
+	close(p.done)
+	if p.closing.Load() {
+		p.log.Info("plugin stopped")
+	} else {
+		p.log.Error("plugin died", "reason", why)
+	}
+}
+
+// Services returns what the plugin serves.
+func (p *Plugin) Services() []ServiceDesc { return slices.Clone(p.services) }
+
+// Name is Config.Name.
+func (p *Plugin) Name() string { return p.cfg.Name }
+
+// Pid is the plugin's process id.
+func (p *Plugin) Pid() int {
+	if p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Done is closed when the plugin process has exited, for any reason.
+func (p *Plugin) Done() <-chan struct{} { return p.done }
+
+// Err says why the process exited; nil while it runs.
+func (p *Plugin) Err() error {
+	select {
+	case <-p.done:
+		return p.exitErr
+	default:
+		return nil
+	}
+}
+
+// Close stops the plugin: it asks the process to exit, kills it after 2s,
+// and waits for it and for the goroutines serving it.
+func (p *Plugin) Close() error {
+	p.closeOnce.Do(func() {
+		p.closing.Store(true)
+		p.client.Kill()
+		p.stopProc()
+		p.wg.Wait()
+	})
+	return nil
+}
+
+// Invoke calls the plugin. Calls to services or methods it did not describe
+// fail with rpc.ErrServiceNotFound without reaching it; when the process is
+// gone or dies during the call, the error wraps rpc.ErrConnection at once.
+// Generic calls ($invoke) and echo ($echo) are served too.
+func (p *Plugin) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	select {
+	case <-p.done:
+		return nil, p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" is down: "+p.exitErr.Error())
+	default:
+	}
+	switch inv.Method {
+	case "$echo":
+		if len(inv.Args) == 1 {
+			return &rpc.Result{Value: inv.Args[0]}, nil
+		}
+	case "$invoke", "$invokeAsync":
+		return p.invokeGeneric(ctx, inv)
+	}
+	if err := p.check(inv); err != nil {
+		return nil, err
+	}
+	call, err := wire.EncodeCall(inv)
+	if err != nil {
+		return nil, p.callError(inv, rpc.ErrBadRequest, err.Error())
+	}
+	reply, err := p.conn.Handler.Invoke(ctx, call)
+	if err != nil {
+		return nil, p.transportError(ctx, inv, err)
+	}
+	res, err := wire.DecodeReply(reply)
+	var ce *rpc.CallError
+	switch {
+	case errors.As(err, &ce):
+		ce.Service, ce.Method = inv.Service, inv.Method
+		if errors.Is(ce, rpc.ErrServiceNotFound) {
+			p.log.Warn("plugin described a method it does not serve", "service", inv.Service, "method", inv.Method, "detail", ce.Detail)
+			ce.Detail = "plugin " + p.cfg.Name + " described it but cannot serve it: " + ce.Detail
+		}
+		return nil, ce
+	case err != nil:
+		p.log.Warn("plugin sent a reply that cannot be decoded", "service", inv.Service, "method", inv.Method, "err", err)
+		return nil, p.callError(inv, rpc.ErrProvider, "plugin "+p.cfg.Name+" sent a reply that cannot be decoded: "+err.Error())
+	}
+	return res, nil
+}
+
+// check refuses calls the plugin did not say it serves.
+func (p *Plugin) check(inv *rpc.Invocation) error {
+	key := wire.ServiceKey(inv.Service, inv.Version, inv.Group)
+	ms := p.methods[key]
+	if ms == nil {
+		keys := make([]string, 0, len(p.services))
+		for _, s := range p.services {
+			keys = append(keys, s.Key())
+		}
+		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (it serves %s)", p.cfg.Name, key, strings.Join(keys, ", ")))
+	}
+	if ms[inv.Method] == nil {
+		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key, inv.Method))
+	}
+	return nil
+}
+
+// transportError classifies a failed gRPC call to the plugin.
+func (p *Plugin) transportError(ctx context.Context, inv *rpc.Invocation, err error) error {
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return p.callError(inv, rpc.ErrTimeout, "plugin "+p.cfg.Name+" did not answer in time")
+		}
+		return fmt.Errorf("%s.%s: %w", inv.Service, inv.Method, ctx.Err())
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Canceled:
+		// The connection broke: almost always the process died. Give the
+		// exit watcher a moment so the error can say how.
+		select {
+		case <-p.done:
+			return p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" died during the call: "+p.exitErr.Error())
+		case <-time.After(50 * time.Millisecond):
+		}
+		return p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+": "+status.Convert(err).Message())
+	case codes.ResourceExhausted:
+		return p.callError(inv, rpc.ErrBadRequest, "plugin "+p.cfg.Name+": "+status.Convert(err).Message())
+	}
+	return p.callError(inv, rpc.ErrProvider, "plugin "+p.cfg.Name+": "+status.Convert(err).Message())
+}
+
+func (p *Plugin) callError(inv *rpc.Invocation, kind error, detail string) error {
+	return &rpc.CallError{Kind: kind, Service: inv.Service, Method: inv.Method, Detail: detail}
+}
+
+// stderrHint quotes the plugin's last stderr lines for a refused start.
+func (p *Plugin) stderrHint() string {
+	p.rawErrs.Flush()
+	tail := p.rawErrs.Tail()
+	if len(tail) == 0 {
+		return ""
+	}
+	return "; its stderr ended with: " + strings.Join(tail, " | ")
+}

@@ -1,0 +1,104 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
+)
+
+type callKey struct{}
+
+// callInfo is what Serve puts in the context of each handler call.
+type callInfo struct {
+	caller      *Caller
+	attachments map[string]any
+}
+
+// Attachments returns the attachments the caller sent with this call (nil
+// outside a call). Treat the map as read-only.
+func Attachments(ctx context.Context) map[string]any {
+	ci, _ := ctx.Value(callKey{}).(*callInfo)
+	if ci == nil {
+		return nil
+	}
+	return ci.attachments
+}
+
+// Client returns the Caller that reaches other Dubbo services through the
+// node that launched this plugin. Outside a call served by Serve (for
+// instance in a Dispatcher test) it returns a Caller whose calls fail.
+func Client(ctx context.Context) *Caller {
+	ci, _ := ctx.Value(callKey{}).(*callInfo)
+	if ci == nil || ci.caller == nil {
+		return &Caller{}
+	}
+	return ci.caller
+}
+
+// WithClient returns a context whose Client is c; for tests that call a
+// Dispatcher directly with a fake node.
+func WithClient(ctx context.Context, inv rpc.Invoker) context.Context {
+	ci := &callInfo{caller: &Caller{invoker: inv}}
+	if old, _ := ctx.Value(callKey{}).(*callInfo); old != nil {
+		ci.attachments = old.attachments
+	}
+	return context.WithValue(ctx, callKey{}, ci)
+}
+
+// Caller calls Dubbo services through the node: the node's consumer side
+// picks the provider, applies timeouts and retries, and answers.
+type Caller struct {
+	host    *wire.HostClient // set in a plugin
+	invoker rpc.Invoker      // set by WithClient
+}
+
+var errNoNode = errors.New("no node to call through: Client is only usable inside a call served by sdk.Serve")
+
+// Invoke makes one call; it is an rpc.Invoker. A business exception comes
+// back in the Result; failures of the call itself as errors wrapping the
+// rpc.Err* categories.
+func (c *Caller) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	switch {
+	case c.invoker != nil:
+		return c.invoker.Invoke(ctx, inv)
+	case c.host == nil:
+		return nil, &rpc.CallError{Kind: rpc.ErrConnection, Service: inv.Service, Method: inv.Method, Detail: errNoNode.Error()}
+	}
+	call, err := wire.EncodeCall(inv)
+	if err != nil {
+		return nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Service: inv.Service, Method: inv.Method, Detail: err.Error()}
+	}
+	reply, err := c.host.Invoke(ctx, call)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &rpc.CallError{Kind: rpc.ErrTimeout, Service: inv.Service, Method: inv.Method, Detail: ctx.Err().Error()}
+		}
+		return nil, &rpc.CallError{Kind: rpc.ErrConnection, Service: inv.Service, Method: inv.Method, Detail: "node: " + err.Error()}
+	}
+	res, err := wire.DecodeReply(reply)
+	if ce, ok := err.(*rpc.CallError); ok {
+		ce.Service, ce.Method = inv.Service, inv.Method
+	} else if err != nil {
+		return nil, &rpc.CallError{Kind: rpc.ErrProvider, Service: inv.Service, Method: inv.Method, Detail: err.Error()}
+	}
+	return res, err
+}
+
+// Call calls method of service, given as Dubbo's service key
+// [group/]interface[:version], with args of the Java types paramTypes, and
+// returns the value. A business exception is returned as the error, a
+// *rpc.Exception, so returning it from a handler passes it on unchanged.
+func (c *Caller) Call(ctx context.Context, service, method string, paramTypes []string, args ...any) (any, error) {
+	iface, version, group := wire.ParseServiceKey(service)
+	inv := &rpc.Invocation{Service: iface, Version: version, Group: group, Method: method, ParamTypes: paramTypes, Args: args}
+	res, err := c.Invoke(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	if res.Exception != nil {
+		return nil, res.Exception
+	}
+	return res.Value, nil
+}
