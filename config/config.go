@@ -23,6 +23,8 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/node/consumer"
+	"github.com/dubbo-lab/dubbo/node/provider"
 )
 
 // File is everything one dubbo.toml can say. A role ignores the sections it
@@ -33,6 +35,28 @@ type File struct {
 	DataDir     string      `koanf:"data-dir"`
 	Application Application `koanf:"application"`
 	Registry    Registry    `koanf:"registry"`
+	// Protocol is a provider's dubbo server; replicas take the following ports.
+	Protocol provider.ProtocolConfig `koanf:"protocol"`
+	Provider Provider                `koanf:"provider"`
+	Consumer Consumer                `koanf:"consumer"`
+}
+
+// Provider is the [provider] section: the provider role and its plugins.
+type Provider struct {
+	provider.Config `koanf:",squash"`
+	// Plugins are handler plugin binaries whose services this node exports.
+	Plugins []string `koanf:"plugins"`
+	// Replicas is how many provider instances `dubbo up` starts, on
+	// consecutive ports from protocol.port. Default 1.
+	Replicas int `koanf:"replicas"`
+}
+
+// Consumer is the [consumer] section: references, consumer plugins and the
+// HTTP/JSON gateway.
+type Consumer struct {
+	consumer.Config `koanf:",squash"`
+	// Plugins are consumer-side plugin binaries (business code that only calls).
+	Plugins []string `koanf:"plugins"`
 }
 
 // Application names this node to the registry and the monitor.
@@ -130,6 +154,14 @@ func (f *File) applyDefaults() {
 		f.Registry.Server.DataDir = filepath.Join(f.DataDir, "registry")
 	}
 	f.Registry.Server = f.Registry.Server.WithDefaults()
+	if f.Provider.Replicas == 0 {
+		f.Provider.Replicas = 1
+	}
+	// The role configs take the shared sections, so each role package
+	// sees one complete Config.
+	f.Provider.Application, f.Consumer.Application = f.Application.Name, f.Application.Name
+	f.Provider.Registry, f.Consumer.Registry = f.Registry.Address, f.Registry.Address
+	f.Provider.Protocol = f.Protocol
 }
 
 // rawBytes lets koanf parse bytes we already read, so errors can point at lines.
@@ -225,8 +257,14 @@ func knownKeys(t reflect.Type, prefix string) map[string]struct{} {
 		if tag == "" || tag == "-" {
 			continue
 		}
-		key := prefix + tag
 		ft := f.Type
+		if tag == ",squash" {
+			for k := range knownKeys(ft, prefix) {
+				out[k] = struct{}{}
+			}
+			continue
+		}
+		key := prefix + tag
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}

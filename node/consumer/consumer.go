@@ -42,10 +42,12 @@ const DefaultApplication = "dubbo-app"
 // provider's value, else Dubbo's default.
 type Config struct {
 	// Application is the Dubbo application name. Default "dubbo-app".
-	Application string `koanf:"application"`
+	// In dubbo.toml it comes from [application] name.
+	Application string `koanf:"-"`
 	// Registry is the registry URL (zookeeper://host:port[,host:port]).
-	// Default "": none; every reference needs a url.
-	Registry string `koanf:"registry"`
+	// Default "": none; every reference needs a url. In dubbo.toml it
+	// comes from [registry] address.
+	Registry string `koanf:"-"`
 	// CacheFile keeps the last provider lists, so the consumer starts while
 	// the registry is down. Default "": no file.
 	CacheFile string `koanf:"cache-file"`

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,29 +168,37 @@ func progress(opts Options, start time.Time, done, failed *atomic.Int64, stop <-
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	lastN, lastT := int64(0), start
-	line := func(now time.Time) {
+	// line shows the rate over the last interval while running, and the
+	// average over the whole run at the end.
+	line := func(now time.Time, final bool) {
 		n := done.Load()
+		from, base := lastT, lastN
+		if final {
+			from, base = start, 0
+		}
 		rate := 0.0
-		if dt := now.Sub(lastT).Seconds(); dt > 0 {
-			rate = float64(n-lastN) / dt
+		if dt := now.Sub(from).Seconds(); dt > 0 {
+			rate = float64(n-base) / dt
 		}
 		lastN, lastT = n, now
-		target := ""
+		count := strconv.FormatInt(n, 10)
 		if opts.Calls > 0 {
-			target = fmt.Sprintf("/%d", opts.Calls)
-		} else if opts.Duration > 0 {
-			target = fmt.Sprintf(" of %s", opts.Duration)
+			count += "/" + strconv.FormatInt(opts.Calls, 10)
+		}
+		elapsed := now.Sub(start).Round(100 * time.Millisecond).String()
+		if opts.Duration > 0 {
+			elapsed += "/" + opts.Duration.String()
 		}
 		// Trailing spaces erase what a longer previous line left behind.
-		_, _ = fmt.Fprintf(opts.Progress, "\rcalls %d%s  errors %d  %.0f calls/s  %s%s    ",
-			n, target, failed.Load(), rate, now.Sub(start).Round(100*time.Millisecond), "")
+		_, _ = fmt.Fprintf(opts.Progress, "\rcalls %s  errors %d  %.0f calls/s  %s    ",
+			count, failed.Load(), rate, elapsed)
 	}
 	for {
 		select {
 		case now := <-tick.C:
-			line(now)
+			line(now, false)
 		case <-stop:
-			line(time.Now())
+			line(time.Now(), true)
 			_, _ = io.WriteString(opts.Progress, "\n")
 			return
 		}

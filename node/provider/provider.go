@@ -57,16 +57,18 @@ const (
 // means Dubbo's defaults.
 type Config struct {
 	// Application is the Dubbo application name. Default "dubbo-app".
-	Application string `koanf:"application"`
+	// In dubbo.toml it comes from [application] name.
+	Application string `koanf:"-"`
 	// Registry is the registry URL (zookeeper://host:port[,host:port]).
-	// Default "": no registry; consumers must use direct URLs.
-	Registry string `koanf:"registry"`
+	// Default "": no registry; consumers must use direct URLs. In
+	// dubbo.toml it comes from [registry] address.
+	Registry string `koanf:"-"`
 	// RegisterMode is interface, instance or all. Default all (Dubbo 3):
 	// both the /dubbo/<interface>/providers URLs and the /services/<app>
 	// instance with its mapping and metadata.
 	RegisterMode string `koanf:"register-mode"`
-	// Protocol is the dubbo server.
-	Protocol ProtocolConfig `koanf:"protocol"`
+	// Protocol is the dubbo server; in dubbo.toml the [protocol] section.
+	Protocol ProtocolConfig `koanf:"-"`
 	// Token makes callers present a token: "true" or "default" means a
 	// random UUID per service (published in the provider URL), any other
 	// value is used as is. Default "": no token.

@@ -1,0 +1,298 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+func TestHistogramBuckets(t *testing.T) {
+	prev := -1
+	for v := uint64(0); v < 1<<24; v = v*33/32 + 1 {
+		i := bucketOf(v)
+		if i < prev {
+			t.Fatalf("bucketOf(%d) = %d < bucketOf of a smaller value %d", v, i, prev)
+		}
+		prev = i
+		got := bucketValue(i)
+		diff := max(got, v) - min(got, v)
+		if diff*256 > v+256 {
+			t.Fatalf("value %d reported as %d: error %d above half a bucket", v, got, diff)
+		}
+	}
+	if got := bucketOf(1 << 50); got != numBuckets-1 {
+		t.Fatalf("huge value in bucket %d, want the last (%d)", got, numBuckets-1)
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	us := time.Microsecond
+	tests := []struct {
+		name          string
+		values        func(record func(time.Duration))
+		p50, p99, max time.Duration
+	}{
+		{"uniform 1..10000us", func(r func(time.Duration)) {
+			for i := 1; i <= 10000; i++ {
+				r(time.Duration(i) * us)
+			}
+		}, 5000 * us, 9900 * us, 10000 * us},
+		{"constant", func(r func(time.Duration)) {
+			for range 1000 {
+				r(250 * us)
+			}
+		}, 250 * us, 250 * us, 250 * us},
+		{"bimodal 98% fast 2% slow", func(r func(time.Duration)) {
+			for i := range 1000 {
+				if i%50 == 0 {
+					r(50 * time.Millisecond)
+				} else {
+					r(100 * us)
+				}
+			}
+		}, 100 * us, 50 * time.Millisecond, 50 * time.Millisecond},
+		{"one value", func(r func(time.Duration)) { r(3 * time.Second) }, 3 * time.Second, 3 * time.Second, 3 * time.Second},
+		{"sub-microsecond exact", func(r func(time.Duration)) {
+			for i := range 100 {
+				r(time.Duration(i+1) * time.Nanosecond)
+			}
+		}, 50, 99, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Spread over two histograms to exercise merge too.
+			var a, b, h histogram
+			n := 0
+			tt.values(func(d time.Duration) {
+				if n%2 == 0 {
+					a.record(d)
+				} else {
+					b.record(d)
+				}
+				n++
+			})
+			h.merge(&a)
+			h.merge(&b)
+			for _, c := range []struct {
+				name      string
+				got, want time.Duration
+			}{{"p50", h.quantile(0.5), tt.p50}, {"p99", h.quantile(0.99), tt.p99}, {"max", time.Duration(h.max), tt.max}} {
+				if d := (c.got - c.want).Abs(); d*256 > c.want+256 {
+					t.Errorf("%s = %v, want %v within 0.4%%", c.name, c.got, c.want)
+				}
+			}
+		})
+	}
+	var empty histogram
+	if q := empty.quantile(0.99); q != 0 {
+		t.Errorf("empty p99 = %v", q)
+	}
+}
+
+func TestRunCountExact(t *testing.T) {
+	for _, tt := range []struct {
+		conc  int
+		calls int64
+	}{{1, 1}, {1, 100}, {7, 1000}, {16, 5}, {0, 10}} {
+		t.Run(fmt.Sprintf("c%d_n%d", tt.conc, tt.calls), func(t *testing.T) {
+			var made atomic.Int64
+			s := Run(context.Background(), Options{Concurrency: tt.conc, Calls: tt.calls}, func(context.Context) (string, error) {
+				made.Add(1)
+				return "127.0.0.1:20880", nil
+			})
+			if s.Calls != tt.calls || made.Load() != tt.calls || s.Errors != 0 {
+				t.Fatalf("summary %+v, call function ran %d times; want %d calls", s, made.Load(), tt.calls)
+			}
+			if s.ByProvider["127.0.0.1:20880"] != tt.calls || s.QPS <= 0 {
+				t.Fatalf("summary %+v", s)
+			}
+		})
+	}
+}
+
+func TestRunDuration(t *testing.T) {
+	const d = 100 * time.Millisecond
+	start := time.Now()
+	s := Run(context.Background(), Options{Concurrency: 3, Duration: d}, func(context.Context) (string, error) {
+		time.Sleep(time.Millisecond)
+		return "", nil
+	})
+	took := time.Since(start)
+	if took < d || took > d+time.Second {
+		t.Fatalf("run took %v, want about %v", took, d)
+	}
+	if s.Calls == 0 || s.Errors != 0 || s.P50us < 1000 || s.MaxUs < s.P99us || s.P99us < s.P50us {
+		t.Fatalf("summary %+v", s)
+	}
+	if len(s.ByProvider) != 0 {
+		t.Fatalf("by_provider %v for calls without a provider", s.ByProvider)
+	}
+}
+
+// TestRunDurationFinishesInFlight: calls still running when the duration
+// ends complete normally and are counted as successes.
+func TestRunDurationFinishesInFlight(t *testing.T) {
+	s := Run(context.Background(), Options{Concurrency: 2, Duration: 10 * time.Millisecond}, func(ctx context.Context) (string, error) {
+		select {
+		case <-time.After(50 * time.Millisecond):
+			return "p", nil
+		case <-ctx.Done():
+			return "p", ctx.Err()
+		}
+	})
+	if s.Calls != 2 || s.Errors != 0 {
+		t.Fatalf("summary %+v, want 2 successful calls", s)
+	}
+}
+
+func TestRunErrorsByKind(t *testing.T) {
+	results := []error{
+		nil,
+		&rpc.CallError{Kind: rpc.ErrNoProvider, Service: "s", Method: "m"},
+		&rpc.CallError{Kind: rpc.ErrTimeout, Service: "s", Method: "m"},
+		&rpc.Exception{Class: "java.lang.RuntimeException", Message: "boom"},
+		fmt.Errorf("x: %w", rpc.ErrConnection),
+		errors.New("strange"),
+		rpc.ErrServiceNotFound, rpc.ErrPoolExhausted, rpc.ErrBadRequest, rpc.ErrProvider,
+	}
+	const rounds = 30
+	var i atomic.Int64
+	s := Run(context.Background(), Options{Concurrency: 4, Calls: rounds * int64(len(results))}, func(context.Context) (string, error) {
+		n := i.Add(1) - 1
+		err := results[n%int64(len(results))]
+		provider := "127.0.0.1:20880"
+		if n%2 == 1 {
+			provider = "127.0.0.1:20881"
+		}
+		if errors.Is(err, rpc.ErrNoProvider) {
+			provider = ""
+		}
+		return provider, err
+	})
+	want := map[string]int64{"no_provider": rounds, "timeout": rounds, "exception": rounds, "connection": rounds,
+		"other": rounds, "service_not_found": rounds, "pool_exhausted": rounds, "bad_request": rounds, "provider": rounds}
+	if fmt.Sprint(s.ErrorsByKind) != fmt.Sprint(want) || s.Errors != 9*rounds || s.Calls != 10*rounds {
+		t.Fatalf("summary %+v\nwant errors_by_kind %v", s, want)
+	}
+	if s.ByProvider["127.0.0.1:20880"]+s.ByProvider["127.0.0.1:20881"] != 9*rounds || len(s.ByProvider) != 2 {
+		t.Fatalf("by_provider %v", s.ByProvider)
+	}
+}
+
+func TestRunConcurrency(t *testing.T) {
+	for _, conc := range []int{1, 3, 8} {
+		t.Run(fmt.Sprint(conc), func(t *testing.T) {
+			var inFlight, peak atomic.Int64
+			s := Run(context.Background(), Options{Concurrency: conc, Calls: int64(conc * 4)}, func(context.Context) (string, error) {
+				n := inFlight.Add(1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				time.Sleep(10 * time.Millisecond)
+				inFlight.Add(-1)
+				return "", nil
+			})
+			if peak.Load() > int64(conc) {
+				t.Fatalf("%d calls in flight with concurrency %d", peak.Load(), conc)
+			}
+			if peak.Load() < int64(conc) {
+				t.Fatalf("only %d calls in flight with concurrency %d", peak.Load(), conc)
+			}
+			if s.Calls != int64(conc*4) {
+				t.Fatalf("summary %+v", s)
+			}
+		})
+	}
+}
+
+// TestRunCancel: cancelling ctx stops the run and the calls it cut short
+// are not reported as failures.
+func TestRunCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	s := Run(ctx, Options{Concurrency: 4}, func(ctx context.Context) (string, error) {
+		<-ctx.Done()
+		return "", fmt.Errorf("%w: %w", rpc.ErrTimeout, ctx.Err())
+	})
+	if s.Calls != 0 || s.Errors != 0 {
+		t.Fatalf("summary %+v, want nothing counted", s)
+	}
+}
+
+func TestSummaryJSON(t *testing.T) {
+	tests := []struct {
+		s    Summary
+		want string
+	}{
+		{Summary{}, `{"calls":0,"errors":0,"qps":0,"p50_us":0,"p99_us":0,"max_us":0,"errors_by_kind":null,"by_provider":null}`},
+		{
+			Summary{Calls: 1000, Errors: 3, QPS: 2500.5, P50us: 310, P99us: 1200, MaxUs: 5400,
+				ErrorsByKind: map[string]int64{"timeout": 2, "exception": 1},
+				ByProvider:   map[string]int64{"127.0.0.1:20880": 600, "127.0.0.1:20881": 400}, Elapsed: time.Second},
+			`{"calls":1000,"errors":3,"qps":2500.5,"p50_us":310,"p99_us":1200,"max_us":5400,` +
+				`"errors_by_kind":{"exception":1,"timeout":2},"by_provider":{"127.0.0.1:20880":600,"127.0.0.1:20881":400}}`,
+		},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.s)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("json = %s, %v\nwant %s", b, err, tt.want)
+		}
+	}
+	// What Run returns always has both maps, so they print as {}.
+	s := Run(context.Background(), Options{Calls: 1}, func(context.Context) (string, error) { return "", nil })
+	b, _ := json.Marshal(s)
+	if !strings.HasSuffix(string(b), `"errors_by_kind":{},"by_provider":{}}`) {
+		t.Errorf("json = %s", b)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestProgress(t *testing.T) {
+	var out syncBuffer
+	Run(context.Background(), Options{Concurrency: 2, Calls: 20, Progress: &out, ProgressInterval: 5 * time.Millisecond},
+		func(context.Context) (string, error) {
+			time.Sleep(2 * time.Millisecond)
+			return "", nil
+		})
+	got := out.String()
+	if !strings.HasPrefix(got, "\rcalls ") || !strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != 1 {
+		t.Fatalf("progress output %q", got)
+	}
+	last := got[strings.LastIndex(got, "\r"):]
+	if !strings.Contains(last, "calls 20/20  errors 0") {
+		t.Fatalf("last progress line %q", last)
+	}
+	if strings.Count(got, "\r") < 2 {
+		t.Fatalf("progress line was not updated while running: %q", got)
+	}
+}
