@@ -6,19 +6,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dubbo-lab/dubbo/config"
-	"github.com/dubbo-lab/dubbo/embeddedzk"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -55,7 +55,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set registry.server.listen=127.0.0.1:2182 (repeatable)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 
-	root.AddCommand(newUpCommand(&g), newRunCommand(&g), newVersionCommand())
+	root.AddCommand(newUpCommand(&g), newRunCommand(&g), newCallCommand(&g), newVersionCommand())
 	return root
 }
 
@@ -80,14 +80,14 @@ func (g *globalFlags) load(cmd *cobra.Command) (*config.File, *slog.Logger, erro
 func newUpCommand(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "up",
-		Short: "Start every role of the config file in one process (registry for now)",
+		Short: "Start every role of the config file in one process: registry, providers, consumer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, logger, err := g.load(cmd)
 			if err != nil {
 				return err
 			}
-			return runRoles(cmd.Context(), cmd.OutOrStdout(), logger, cfg, []string{"registry"})
+			return runRoles(cmd.Context(), cmd.OutOrStdout(), logger, cfg, upRoles(cfg), cfg.Provider.Replicas)
 		},
 	}
 }
@@ -95,25 +95,24 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 func newRunCommand(g *globalFlags) *cobra.Command {
 	var role string
 	cmd := &cobra.Command{
-		Use:   "run --role=registry",
+		Use:   "run --role=registry|provider|consumer",
 		Short: "Run one role of the config file",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch role {
-			case "registry":
-			case "":
-				return errors.New("run: --role is required (registry)")
-			default:
-				return fmt.Errorf("run: unknown role %q (known: registry)", role)
+			if role == "" {
+				return fmt.Errorf("run: --role is required (%s)", strings.Join(knownRoles, ", "))
+			}
+			if !slices.Contains(knownRoles, role) {
+				return fmt.Errorf("run: unknown role %q (known: %s)", role, strings.Join(knownRoles, ", "))
 			}
 			cfg, logger, err := g.load(cmd)
 			if err != nil {
 				return err
 			}
-			return runRoles(cmd.Context(), cmd.OutOrStdout(), logger, cfg, []string{role})
+			return runRoles(cmd.Context(), cmd.OutOrStdout(), logger, cfg, []string{role}, 1)
 		},
 	}
-	cmd.Flags().StringVar(&role, "role", "", "the role to run: registry")
+	cmd.Flags().StringVar(&role, "role", "", "the role to run: "+strings.Join(knownRoles, ", "))
 	return cmd
 }
 
@@ -132,40 +131,3 @@ func newVersionCommand() *cobra.Command {
 	}
 }
 
-// runRoles starts the named roles, prints where each one listens and blocks
-// until ctx ends (Ctrl-C, SIGTERM) or a role fails; then it stops them all.
-func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *config.File, roles []string) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, len(roles))
-	var closers []func() error
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			if err := closers[i](); err != nil {
-				logger.Warn("shutdown", "err", err)
-			}
-		}
-	}()
-	for _, role := range roles {
-		switch role {
-		case "registry":
-			srv, err := embeddedzk.New(cfg.Registry.Server, logger.With("role", "registry"))
-			if err != nil {
-				return fmt.Errorf("registry: %w", err)
-			}
-			closers = append(closers, srv.Close)
-			go func() { errc <- srv.Serve(ctx) }()
-			fmt.Fprintf(out, "registry   zookeeper://%s   (data %s)\n", srv.Addr(), cfg.Registry.Server.DataDir)
-		}
-	}
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-		return nil
-	case err := <-errc:
-		if err != nil {
-			return err
-		}
-		return nil
-	}
-}

@@ -57,6 +57,13 @@ type Consumer struct {
 	consumer.Config `koanf:",squash"`
 	// Plugins are consumer-side plugin binaries (business code that only calls).
 	Plugins []string `koanf:"plugins"`
+	Gateway Gateway  `koanf:"gateway"`
+}
+
+// Gateway is the consumer's HTTP/JSON gateway.
+type Gateway struct {
+	// Listen is the gateway's address; "" turns it off. Default "".
+	Listen string `koanf:"listen"`
 }
 
 // Application names this node to the registry and the monitor.

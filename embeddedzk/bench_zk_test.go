@@ -29,17 +29,22 @@ import (
 // benchTick is the tickTime of benchmark servers (Apache's default).
 const benchTick = 2 * time.Second
 
-// startBenchTargets starts both servers for the whole benchmark function,
-// Apache first so the two do not start at once.
+// startBenchTargets starts both servers for the whole benchmark function.
+// The embedded registry runs as its own process (`dubbo run
+// --role=registry`), like Apache: in-process it would skip the cross-process
+// wake-ups that dominate latency on a busy machine. fsync is on for both.
 func startBenchTargets(b *testing.B) []target {
 	b.Helper()
+	reg := newRegistryProcess(b, buildDubbo(b))
+	reg.start(b)
 	return []target{
 		{name: "apache", addr: apachezk.Start(b, apachezk.Options{TickTime: benchTick}).Addr()},
-		{name: "embedded", addr: startEmbedded(b, benchTick).String()}, // fsync on: the default
+		{name: "embedded", addr: reg.addr},
 	}
 }
 
-var payload100 = []byte(strings.Repeat("p", 100))
+// payload100 is the 100-byte znode data every benchmark writes.
+func payload100() []byte { return []byte(strings.Repeat("p", 100)) }
 
 // BenchmarkRegistry measures get, set and create of 100-byte znodes with 1
 // and 16 concurrent go-zookeeper clients; fsync is on for both servers.
@@ -68,11 +73,12 @@ func BenchmarkRegistry(b *testing.B) {
 // client i, iteration n.
 func benchOp(b *testing.B, op, base string, conns []*zk.Conn) func(i, n int) error {
 	acl := zk.WorldACL(zk.PermAll)
+	data := payload100()
 	if _, err := conns[0].Create(base, nil, 0, acl); err != nil {
 		b.Fatalf("create %s: %v", base, err)
 	}
 	for i := range conns {
-		if _, err := conns[0].Create(fmt.Sprintf("%s/%d", base, i), payload100, 0, acl); err != nil {
+		if _, err := conns[0].Create(fmt.Sprintf("%s/%d", base, i), data, 0, acl); err != nil {
 			b.Fatalf("create: %v", err)
 		}
 	}
@@ -84,12 +90,12 @@ func benchOp(b *testing.B, op, base string, conns []*zk.Conn) func(i, n int) err
 		}
 	case "set":
 		return func(i, _ int) error {
-			_, err := conns[i].Set(fmt.Sprintf("%s/%d", base, i), payload100, -1)
+			_, err := conns[i].Set(fmt.Sprintf("%s/%d", base, i), data, -1)
 			return err
 		}
 	default:
 		return func(i, n int) error {
-			_, err := conns[i].Create(fmt.Sprintf("%s/%d/%d", base, i, n), payload100, 0, acl)
+			_, err := conns[i].Create(fmt.Sprintf("%s/%d/%d", base, i, n), data, 0, acl)
 			return err
 		}
 	}
@@ -148,7 +154,8 @@ func BenchmarkWatchLatency(b *testing.B) {
 		b.Run(tg.name, func(b *testing.B) {
 			watcher, writer := benchConnect(b, tg), benchConnect(b, tg)
 			p := fmt.Sprintf("/bench-watch-%d", time.Now().UnixNano())
-			if _, err := writer.Create(p, payload100, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			data := payload100()
+			if _, err := writer.Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
 				b.Fatal(err)
 			}
 			lat := make([]time.Duration, 0, b.N)
@@ -164,7 +171,7 @@ func BenchmarkWatchLatency(b *testing.B) {
 					arrived <- time.Now()
 				}()
 				start := time.Now()
-				if _, err := writer.Set(p, payload100, -1); err != nil {
+				if _, err := writer.Set(p, data, -1); err != nil {
 					b.Fatal(err)
 				}
 				select {
@@ -276,6 +283,7 @@ func createMany(b *testing.B, tg target, n, workers int) {
 		conns[i] = benchConnect(b, tg)
 	}
 	acl := zk.WorldACL(zk.PermAll)
+	data := payload100()
 	const parents = 100 // keep child lists short, as a registry's are
 	for i := range parents {
 		if _, err := conns[0].Create(fmt.Sprintf("/mem%d", i), nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -296,7 +304,7 @@ func createMany(b *testing.B, tg target, n, workers int) {
 				if k >= n || time.Now().After(deadline) {
 					return
 				}
-				if _, err := c.Create(fmt.Sprintf("/mem%d/n%07d", k%parents, k), payload100, 0, acl); err != nil {
+				if _, err := c.Create(fmt.Sprintf("/mem%d/n%07d", k%parents, k), data, 0, acl); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}

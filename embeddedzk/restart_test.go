@@ -73,7 +73,7 @@ func TestRestart(t *testing.T) {
 }
 
 // buildDubbo builds the dubbo binary from the repository root.
-func buildDubbo(t *testing.T) string {
+func buildDubbo(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "dubbo")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -93,7 +93,7 @@ type registryProcess struct {
 	out                         *lockedBuffer
 }
 
-func newRegistryProcess(t *testing.T, bin string) *registryProcess {
+func newRegistryProcess(t testing.TB, bin string) *registryProcess {
 	port, err := apachezk.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func newRegistryProcess(t *testing.T, bin string) *registryProcess {
 
 func (r *registryProcess) target() target { return target{name: "embedded", addr: r.addr} }
 
-func (r *registryProcess) start(t *testing.T) {
+func (r *registryProcess) start(t testing.TB) {
 	t.Helper()
 	r.out = &lockedBuffer{}
 	r.cmd = exec.Command(r.bin, "run", "--role=registry",
@@ -150,7 +150,7 @@ func (r *registryProcess) start(t *testing.T) {
 }
 
 // kill9 sends SIGKILL and waits until the process is gone.
-func (r *registryProcess) kill9(t *testing.T) {
+func (r *registryProcess) kill9(t testing.TB) {
 	t.Helper()
 	if err := r.cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill -9 dubbo: %v", err)

@@ -150,7 +150,7 @@ func Load(r io.Reader) (*Tree, error) {
 		return nil, fmt.Errorf("%w: header", ErrBadSnapshot)
 	}
 	t := New()
-	t.nodes = make(map[string]*node, nodeCount)
+	t.nodes = make(map[string]*node, min(nodeCount, 1<<16)) // the count is not trusted yet
 	t.dataSize = 0
 	for i := int64(0); i < nodeCount; i++ {
 		if d, err = next(); err != nil {

@@ -141,16 +141,18 @@ func TestRunDuration(t *testing.T) {
 // TestRunDurationFinishesInFlight: calls still running when the duration
 // ends complete normally and are counted as successes.
 func TestRunDurationFinishesInFlight(t *testing.T) {
-	s := Run(context.Background(), Options{Concurrency: 2, Duration: 10 * time.Millisecond}, func(ctx context.Context) (string, error) {
+	var started atomic.Int64
+	s := Run(context.Background(), Options{Concurrency: 2, Duration: 30 * time.Millisecond}, func(ctx context.Context) (string, error) {
+		started.Add(1)
 		select {
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(80 * time.Millisecond):
 			return "p", nil
 		case <-ctx.Done():
 			return "p", ctx.Err()
 		}
 	})
-	if s.Calls != 2 || s.Errors != 0 {
-		t.Fatalf("summary %+v, want 2 successful calls", s)
+	if started.Load() == 0 || s.Calls != started.Load() || s.Errors != 0 || s.P50us < 80000 {
+		t.Fatalf("summary %+v after %d calls started, want them all counted as successes", s, started.Load())
 	}
 }
 
@@ -192,6 +194,11 @@ func TestRunConcurrency(t *testing.T) {
 	for _, conc := range []int{1, 3, 8} {
 		t.Run(fmt.Sprint(conc), func(t *testing.T) {
 			var inFlight, peak atomic.Int64
+			// Calls wait until conc of them are in flight together (or give
+			// up after a while), so reaching the limit does not depend on
+			// how fast goroutines start on a loaded machine.
+			full := make(chan struct{})
+			var once sync.Once
 			s := Run(context.Background(), Options{Concurrency: conc, Calls: int64(conc * 4)}, func(context.Context) (string, error) {
 				n := inFlight.Add(1)
 				for {
@@ -200,7 +207,14 @@ func TestRunConcurrency(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(10 * time.Millisecond)
+				if n == int64(conc) {
+					once.Do(func() { close(full) })
+				}
+				select {
+				case <-full:
+				case <-time.After(2 * time.Second):
+				}
+				time.Sleep(time.Millisecond)
 				inFlight.Add(-1)
 				return "", nil
 			})

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/config"
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/node/consumer"
+	"github.com/dubbo-lab/dubbo/node/gateway"
+	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/plugins"
+)
+
+// Roles a node can run; `dubbo up` runs those its config describes.
+const (
+	roleRegistry = "registry"
+	roleProvider = "provider"
+	roleConsumer = "consumer"
+)
+
+var knownRoles = []string{roleRegistry, roleProvider, roleConsumer}
+
+// upRoles are the roles `dubbo up` starts for cfg: the registry, the
+// providers when plugins are configured, and a consumer when references or
+// consumer plugins are.
+func upRoles(cfg *config.File) []string {
+	roles := []string{roleRegistry}
+	if len(cfg.Provider.Plugins) > 0 {
+		roles = append(roles, roleProvider)
+	}
+	if len(cfg.Consumer.References) > 0 || len(cfg.Consumer.Plugins) > 0 {
+		roles = append(roles, roleConsumer)
+	}
+	return roles
+}
+
+// node is the set of running roles and how to stop them, in reverse order.
+type node struct {
+	log     *slog.Logger
+	out     io.Writer
+	errc    chan error
+	stops   []func(context.Context) error
+	plugins sync.WaitGroup
+}
+
+func (n *node) onStop(f func(context.Context) error) { n.stops = append(n.stops, f) }
+
+// stop runs the stop functions last-started first; each gets what is left
+// of ctx.
+func (n *node) stop(ctx context.Context) {
+	for i := len(n.stops) - 1; i >= 0; i-- {
+		if err := n.stops[i](ctx); err != nil {
+			n.log.Warn("shutdown", "err", err)
+		}
+	}
+	n.plugins.Wait()
+}
+
+// runRoles starts the roles, prints where each listens, and blocks until
+// ctx ends (Ctrl-C, SIGTERM) or a role fails; then stops them all.
+func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *config.File, roles []string, replicas int) error {
+	n := &node{log: logger, out: out, errc: make(chan error, 8)}
+	// Plugins and background loops live until the node stops.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	var startErr error
+	for _, role := range roles {
+		var err error
+		switch role {
+		case roleRegistry:
+			err = n.startRegistry(runCtx, cfg)
+		case roleProvider:
+			err = n.startProviders(runCtx, cfg, replicas)
+		case roleConsumer:
+			err = n.startConsumer(runCtx, cfg)
+		}
+		if err != nil {
+			startErr = err
+			break
+		}
+	}
+	if startErr == nil {
+		fmt.Fprintln(out, "ready; Ctrl-C stops everything")
+		select {
+		case <-ctx.Done():
+			logger.Info("shutting down")
+		case startErr = <-n.errc:
+		}
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.Provider.ShutdownTimeout+5*time.Second)
+	defer cancel()
+	n.onStop(func(context.Context) error { cancelRun(); return nil })
+	n.stop(stopCtx)
+	return startErr
+}
+
+func (n *node) startRegistry(ctx context.Context, cfg *config.File) error {
+	srv, err := embeddedzk.New(cfg.Registry.Server, n.log.With("role", roleRegistry))
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	go func() {
+		if err := srv.Serve(ctx); err != nil {
+			n.errc <- fmt.Errorf("registry: %w", err)
+		}
+	}()
+	n.onStop(func(context.Context) error { return srv.Close() })
+	fmt.Fprintf(n.out, "registry   zookeeper://%s   data %s\n", srv.Addr(), cfg.Registry.Server.DataDir)
+	return nil
+}
+
+// startProviders starts replicas providers on consecutive ports, each with
+// its own process of every configured plugin, exporting what the plugin
+// says it serves for as long as the plugin is up.
+func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas int) error {
+	if len(cfg.Provider.Plugins) == 0 {
+		return errors.New("provider: no plugins configured (provider.plugins = [\"path/to/handler\"])")
+	}
+	for i := 0; i < replicas; i++ {
+		pc := cfg.Provider.Config
+		if pc.Protocol.Port > 0 {
+			pc.Protocol.Port += i
+		}
+		log := n.log.With("role", roleProvider, "replica", i+1)
+		p, err := provider.Start(ctx, pc, provider.Options{Logger: log})
+		if err != nil {
+			return fmt.Errorf("provider %d: %w", i+1, err)
+		}
+		n.onStop(func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
+		fmt.Fprintf(n.out, "provider   dubbo://%s   plugins %v\n", p.Addr(), cfg.Provider.Plugins)
+		for _, path := range cfg.Provider.Plugins {
+			n.superviseProviderPlugin(ctx, p, path, log)
+		}
+	}
+	return nil
+}
+
+func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider, path string, log *slog.Logger) {
+	name := filepath.Base(path)
+	var sup *plugins.Supervisor // set before Run, so before OnUp can fire
+	var mu sync.Mutex
+	var exported []plugins.ServiceDesc
+	cfg := plugins.SupervisorConfig{
+		Config: plugins.Config{Path: path, Name: name, Logger: log},
+		OnUp: func(_ *plugins.Plugin, services []plugins.ServiceDesc) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, sd := range services {
+				if err := p.Export(ctx, serviceOf(sd, sup)); err != nil {
+					log.Error("export plugin service", "plugin", name, "service", sd.Key(), "err", err)
+					continue
+				}
+				exported = append(exported, sd)
+			}
+		},
+		OnDown: func(_ *plugins.Plugin, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, sd := range exported {
+				if uerr := p.Unexport(context.WithoutCancel(ctx), sd.Interface, sd.Version, sd.Group); uerr != nil {
+					log.Warn("unexport plugin service", "plugin", name, "service", sd.Key(), "err", uerr)
+				}
+			}
+			exported = nil
+			if ctx.Err() == nil {
+				log.Warn("plugin down; its services are unregistered until it is back", "plugin", name, "err", err)
+			}
+		},
+	}
+	sup = plugins.NewSupervisor(cfg)
+	n.plugins.Add(1)
+	go func() {
+		defer n.plugins.Done()
+		if err := sup.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("plugin supervisor stopped", "plugin", name, "err", err)
+		}
+	}()
+}
+
+// serviceOf turns what a plugin described into a provider service whose
+// calls go to the plugin.
+func serviceOf(sd plugins.ServiceDesc, inv *plugins.Supervisor) provider.Service {
+	methods := make([]provider.Method, len(sd.Methods))
+	for i, m := range sd.Methods {
+		methods[i] = provider.Method{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType}
+	}
+	return provider.Service{Interface: sd.Interface, Version: sd.Version, Group: sd.Group, Methods: methods, Invoker: inv}
+}
+
+// startConsumer starts the consumer with its references, the HTTP/JSON
+// gateway and the consumer-side plugins, whose calls go through it.
+func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
+	log := n.log.With("role", roleConsumer)
+	cons, err := consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	n.onStop(func(context.Context) error { return cons.Close() })
+	if err := cons.Start(ctx); err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	if listen := cfg.Consumer.Gateway.Listen; listen != "" {
+		gw := gateway.New(gateway.Options{Invoker: cons, Types: cons, Logger: log})
+		if err := gw.Start(listen); err != nil {
+			return fmt.Errorf("consumer gateway: %w", err)
+		}
+		n.onStop(gw.Shutdown)
+		fmt.Fprintf(n.out, "gateway    http://%s/invoke/<interface>/<method>\n", gw.Addr())
+	}
+	for _, path := range cfg.Consumer.Plugins {
+		name := filepath.Base(path)
+		sup := plugins.NewSupervisor(plugins.SupervisorConfig{Config: plugins.Config{Path: path, Name: name, Logger: log, Host: cons}})
+		n.plugins.Add(1)
+		go func() {
+			defer n.plugins.Done()
+			if err := sup.Run(ctx); err != nil && ctx.Err() == nil {
+				log.Error("plugin supervisor stopped", "plugin", name, "err", err)
+			}
+		}()
+		fmt.Fprintf(n.out, "consumer   plugin %s\n", name)
+	}
+	return nil
+}
