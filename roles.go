@@ -60,7 +60,6 @@ func (n *node) stop(ctx context.Context) {
 			n.log.Warn("shutdown", "err", err)
 		}
 	}
-	n.plugins.Wait()
 }
 
 // runRoles starts the roles, prints where each listens, and blocks until
@@ -96,8 +95,9 @@ func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *conf
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.Provider.ShutdownTimeout+5*time.Second)
 	defer cancel()
-	n.onStop(func(context.Context) error { cancelRun(); return nil })
 	n.stop(stopCtx)
+	cancelRun()
+	n.plugins.Wait()
 	return startErr
 }
 
@@ -161,6 +161,9 @@ func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider
 			}
 		},
 		OnDown: func(_ *plugins.Plugin, err error) {
+			if ctx.Err() != nil {
+				return // the node is stopping; the provider's Shutdown unregistered everything
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			for _, sd := range exported {
@@ -169,9 +172,7 @@ func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider
 				}
 			}
 			exported = nil
-			if ctx.Err() == nil {
-				log.Warn("plugin down; its services are unregistered until it is back", "plugin", name, "err", err)
-			}
+			log.Warn("plugin down; its services are unregistered until it is back", "plugin", name, "err", err)
 		},
 	}
 	sup = plugins.NewSupervisor(cfg)
