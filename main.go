@@ -51,11 +51,20 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.configPath, "config", "c", "", "config file (default dubbo.toml in the current directory, if present)")
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set registry.server.listen=127.0.0.1:2182 (repeatable)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 
-	root.AddCommand(newUpCommand(&g), newRunCommand(&g), newCallCommand(&g), newVersionCommand())
+	for _, cmd := range []*cobra.Command{newUpCommand(&g), newRunCommand(&g), newCallCommand(&g), newBenchCommand(&g)} {
+		// -c is the config file everywhere but in bench, where it is the
+		// concurrency (DESIGN.md's contract); there the file is --config.
+		short := "c"
+		if cmd.Name() == "bench" {
+			short = ""
+		}
+		cmd.Flags().StringVarP(&g.configPath, "config", short, "", "config file (default dubbo.toml in the current directory, if present)")
+		root.AddCommand(cmd)
+	}
+	root.AddCommand(newVersionCommand())
 	return root
 }
 

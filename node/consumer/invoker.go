@@ -103,6 +103,9 @@ func (p *providerInvoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc
 		inv = &cp
 	}
 	res, err := p.client.Invoke(ctx, inv)
+	if res != nil {
+		res.Provider = p.url.Address()
+	}
 	if err != nil && isTokenRefusal(err) {
 		// The transport files Java's SERVICE_ERROR "Invalid token!" as a
 		// provider error; it is a refused request that no retry will fix.

@@ -189,7 +189,7 @@ runtime: true
 conditions:
   - arguments[0] = 102 => port = %d
 `, a.port(t))
-	const settle = 500 * time.Millisecond // allowed for the rule to reach the consumer
+	const settle = time.Second // allowed for the rule to reach the consumer (tens of ms here)
 
 	// Half the calls are sayHello("102"), the rule's subject.
 	l := startLoad(t, c, workers, 20*time.Second, func(w, i int) string {
@@ -201,12 +201,12 @@ conditions:
 	time.Sleep(700 * time.Millisecond)
 	publishedAt := l.now()
 	createAll(t, zc, rulePath, []byte(rule))
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2 * time.Second)
 	deletedAt := l.now()
 	if err := zc.Delete(rulePath, -1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 	calls := l.calls()
 
 	is102 := func(r callRec) bool { return r.arg == "102" }

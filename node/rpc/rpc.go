@@ -52,6 +52,9 @@ type Result struct {
 	Exception *Exception
 	// Attachments the provider sent back.
 	Attachments map[string]any
+	// Provider is the host:port that answered, set by the consumer (not
+	// sent on the wire), so callers can tell which provider served them.
+	Provider string
 }
 
 // Exception is a business exception travelling as a Java Throwable.

@@ -1,0 +1,121 @@
+package wire
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+func TestCallRoundTrip(t *testing.T) {
+	when := time.UnixMilli(1700000000123)
+	tests := []*rpc.Invocation{
+		{Service: "org.example.Greeter", Method: "noArgs"},
+		{Service: "org.example.Greeter", Version: "1.0.0", Group: "g", Method: "sayHello",
+			ParamTypes: []string{"java.lang.String"}, Args: []any{"world"},
+			Attachments: map[string]any{"timeout": "1000", "n": int32(3)}},
+		{Service: "s", Method: "m", ParamTypes: []string{"int", "long", "double", "boolean", "byte[]"},
+			Args: []any{int32(-7), int64(1) << 40, 2.5, true, []byte{0, 1, 2}}},
+		{Service: "s", Method: "m", ParamTypes: []string{"java.util.List", "java.util.Map", "java.lang.Object", "java.util.Date"},
+			Args: []any{[]any{"a", int32(1), nil}, map[any]any{"k": int64(2)}, nil, when}},
+		{Service: "s", Method: "m", ParamTypes: []string{"org.example.User"},
+			Args: []any{map[string]any{"_class": "org.example.User", "name": "ann", "age": int32(3)}}},
+		{Service: "s", Method: "m", Attachments: map[string]any{"_class": "not a POJO"}},
+	}
+	for _, inv := range tests {
+		b, err := EncodeCall(inv)
+		if err != nil {
+			t.Fatalf("%s: %v", inv.Method, err)
+		}
+		got, err := DecodeCall(b)
+		if err != nil {
+			t.Fatalf("%+v: %v", inv, err)
+		}
+		if !reflect.DeepEqual(got, inv) {
+			t.Errorf("round trip\n got %#v\nwant %#v", got, inv)
+		}
+	}
+}
+
+func TestReplyRoundTrip(t *testing.T) {
+	values := []any{nil, "s", int32(1), int64(1), 1.5, false, []byte("b"), []any{int32(1)},
+		map[any]any{"k": "v"}, map[string]any{"_class": "org.example.User", "name": "x"}}
+	for _, v := range values {
+		b, err := EncodeReply(&rpc.Result{Value: v, Attachments: map[string]any{"a": "b"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := DecodeReply(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Value, v) || res.Attachments["a"] != "b" {
+			t.Errorf("value %#v came back as %#v (%v)", v, res.Value, res.Attachments)
+		}
+	}
+
+	ex := &rpc.Exception{Class: "java.lang.IllegalStateException", Message: "no"}
+	for _, in := range []struct {
+		res *rpc.Result
+		err error
+	}{{&rpc.Result{Exception: ex}, nil}, {nil, ex}} {
+		b, _ := EncodeReply(in.res, in.err)
+		res, err := DecodeReply(b)
+		if err != nil || !reflect.DeepEqual(res.Exception, ex) {
+			t.Errorf("exception came back as %+v, %v", res, err)
+		}
+	}
+
+	for _, k := range kinds {
+		b, _ := EncodeReply(nil, &rpc.CallError{Kind: k.err, Service: "s", Method: "m", Detail: "why"})
+		_, err := DecodeReply(b)
+		var ce *rpc.CallError
+		if !errors.As(err, &ce) || !errors.Is(err, k.err) || ce.Detail != "why" {
+			t.Errorf("%s came back as %v", k.name, err)
+		}
+	}
+	b, _ := EncodeReply(nil, errors.New("plain"))
+	if _, err := DecodeReply(b); !errors.Is(err, rpc.ErrProvider) || !strings.Contains(err.Error(), "plain") {
+		t.Errorf("plain error came back as %v", err)
+	}
+}
+
+func TestCorrupt(t *testing.T) {
+	good, _ := EncodeCall(&rpc.Invocation{Service: "s", Method: "m", Args: []any{"x"}})
+	for _, b := range [][]byte{nil, {0x4f, 0xff}, []byte("garbage"), good[:len(good)-3], {0x91, 0x90}} {
+		if _, err := DecodeReply(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeReply(%q) = %v, want ErrCorrupt", b, err)
+		}
+		if _, err := DecodeCall(b); err == nil {
+			t.Errorf("DecodeCall(%q) succeeded", b)
+		}
+	}
+}
+
+func FuzzDecodeCall(f *testing.F) {
+	b, _ := EncodeCall(&rpc.Invocation{Service: "s", Version: "1", Method: "m", ParamTypes: []string{"int"}, Args: []any{int32(1)},
+		Attachments: map[string]any{"k": "v"}})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		inv, err := DecodeCall(b)
+		if err != nil {
+			return
+		}
+		if _, err := EncodeCall(inv); err != nil {
+			t.Fatalf("decoded call does not encode: %v", err)
+		}
+	})
+}
+
+func FuzzDecodeReply(f *testing.F) {
+	b, _ := EncodeReply(&rpc.Result{Value: []any{"a", int64(1)}}, nil)
+	f.Add(b)
+	b, _ = EncodeReply(nil, &rpc.Exception{Class: "c", Message: "m"})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = DecodeReply(b)
+	})
+}

@@ -1,0 +1,51 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseDescription(t *testing.T) {
+	tests := []struct{ json, err string }{
+		{`{"services":[{"interface":"org.example.Greeter","version":"1.0.0","methods":[{"name":"sayHello","paramTypes":["java.lang.String"],"returnType":"java.lang.String"}]}]}`, ""},
+		{`{"services":[{"interface":"a.B$C","methods":[{"name":"m","paramTypes":["int[]","java.util.List[][]"],"returnType":"void"}]}]}`, ""},
+		{`not json`, "not valid JSON"},
+		{`{"services":[]}`, "no services"},
+		{`{"services":[{"interface":"","methods":[]}]}`, "not a Java class name"},
+		{`{"services":[{"interface":"a..b","methods":[]}]}`, "not a Java class name"},
+		{`{"services":[{"interface":"a.B","methods":[]}]}`, "has no methods"},
+		{`{"services":[{"interface":"a.B","methods":[{"name":"1m","returnType":"int"}]}]}`, "not a Java identifier"},
+		{`{"services":[{"interface":"a.B","methods":[{"name":"m","paramTypes":["void"],"returnType":"int"}]}]}`, "is not a Java type"},
+		{`{"services":[{"interface":"a.B","methods":[{"name":"m","paramTypes":["java.lang.String;"],"returnType":"int"}]}]}`, "is not a Java type"},
+		{`{"services":[{"interface":"a.B","methods":[{"name":"m","returnType":""}]}]}`, "return type"},
+		{`{"services":[{"interface":"a.B","methods":[{"name":"m","returnType":"int"},{"name":"m","returnType":"int"}]}]}`, "described twice"},
+		{`{"services":[{"interface":"a.B","version":"0.0.0","methods":[{"name":"m","returnType":"int"}]},{"interface":"a.B","methods":[{"name":"m","returnType":"int"}]}]}`, "described twice"},
+	}
+	for _, tt := range tests {
+		_, err := ParseDescription([]byte(tt.json))
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s: %v", tt.json, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%s: err = %v, want %q", tt.json, err, tt.err)
+		}
+	}
+}
+
+func TestServiceKey(t *testing.T) {
+	tests := []struct{ iface, version, group, key string }{
+		{"a.B", "", "", "a.B"},
+		{"a.B", "0.0.0", "", "a.B"},
+		{"a.B", "1.0.0", "", "a.B:1.0.0"},
+		{"a.B", "1.0.0", "g", "g/a.B:1.0.0"},
+	}
+	for _, tt := range tests {
+		if k := ServiceKey(tt.iface, tt.version, tt.group); k != tt.key {
+			t.Errorf("ServiceKey(%q,%q,%q) = %q, want %q", tt.iface, tt.version, tt.group, k, tt.key)
+		}
+		i, v, g := ParseServiceKey(tt.key)
+		if i != tt.iface || v != NormalVersion(tt.version) || g != tt.group {
+			t.Errorf("ParseServiceKey(%q) = %q %q %q", tt.key, i, v, g)
+		}
+	}
+}
