@@ -162,6 +162,9 @@ func sigterm(t *testing.T, zc *zk.Conn, p *providerProc) time.Duration {
 		if ev.Type != zk.EventNodeDeleted {
 			t.Fatalf("watch on %s: got %v, want the node deleted", path, ev)
 		}
+		if ok, _, err := zc.Exists(path); err != nil || ok {
+			t.Fatalf("provider node %s after its deletion event: exists %v, %v", path, ok, err)
+		}
 		return took
 	case <-time.After(10 * time.Second):
 		t.Fatalf("provider node %s still there 10s after SIGTERM", path)
