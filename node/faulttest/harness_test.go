@@ -241,8 +241,6 @@ func newConsumer(t *testing.T, zkAddr string, want int, lb string) (*consumer.Co
 	defer cancel()
 	ref := consumer.ReferenceConfig{Interface: providertest.GreeterInterface, Version: providertest.GreeterVersion}
 	ref.LoadBalance = lb
-	zero := 0
-	ref.Retries = &zero
 	c, err := consumer.New(ctx, consumer.Config{Application: "faulttest-consumer", Registry: "zookeeper://" + zkAddr,
 		References: []consumer.ReferenceConfig{ref}}, consumer.Options{Logger: quietLogger()})
 	if err != nil {

@@ -95,7 +95,7 @@ func runProvider() int {
 		start := time.Now()
 		sctx, scancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer scancel()
-		if err := p.Close(); err != nil {
+		if err := p.Shutdown(sctx); err != nil {
 			fmt.Fprintln(os.Stderr, "shutdown:", err)
 			return 1
 		}
