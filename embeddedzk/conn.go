@@ -20,6 +20,9 @@ const (
 	handshakeTimeout = 5 * time.Second
 	// maxQueuedBytes closes a connection whose client stops reading.
 	maxQueuedBytes = 64 << 20
+	// maxClientFrame is the largest frame Java clients accept by default
+	// (jute.maxbuffer); we never send more, whatever max-packet-size says.
+	maxClientFrame = 0xfffff
 )
 
 // outFrame is one frame waiting for the writer. It is written only once the
@@ -110,10 +113,10 @@ func (c *conn) isClosed() bool {
 // accept are replaced by a MarshallingError reply (xid kept) so a client
 // never receives a frame it must drop the connection for.
 func (c *conn) enqueue(f outFrame) {
-	if len(f.b)-4 > c.s.cfg.MaxPacketSize && len(f.b) >= 8 {
+	if limit := min(c.s.cfg.MaxPacketSize, maxClientFrame); len(f.b)-4 > limit && len(f.b) >= 8 {
 		xid := int32(uint32(f.b[4])<<24 | uint32(f.b[5])<<16 | uint32(f.b[6])<<8 | uint32(f.b[7]))
 		c.s.logger.Warn("reply larger than the packet limit, sending an error instead",
-			"remote", c.remote, "bytes", len(f.b)-4, "limit", c.s.cfg.MaxPacketSize)
+			"remote", c.remote, "bytes", len(f.b)-4, "limit", limit)
 		f.b = wire.AppendFrame(nil, &wire.ReplyHeader{Xid: xid, Zxid: f.tag, Err: wire.ErrMarshallingError})
 	}
 	c.qmu.Lock()

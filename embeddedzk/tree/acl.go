@@ -100,8 +100,7 @@ func fixACL(acl []wire.ACL, c Caller) ([]wire.ACL, bool) {
 				return nil, false
 			}
 		case a.ID.Scheme == "digest":
-			user, hash, ok := strings.Cut(a.ID.ID, ":")
-			_ = user
+			_, hash, ok := strings.Cut(a.ID.ID, ":")
 			if !ok || hash == "" || strings.Contains(hash, ":") {
 				return nil, false
 			}
