@@ -93,7 +93,7 @@ func caseMntr(t *ct, tg target) {
 	p := casePath(t)
 	mustCreate(t, c, p, nil, zk.FlagPersistent)
 	out := fourLetter(t, tg, "mntr")
-	line := regexp.MustCompile(`^zk_[a-z0-9_]+\t\S.*$`)
+	line := regexp.MustCompile(`^zk_[^\s]+\t\S.*$`)
 	values := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		if !line.MatchString(l) {

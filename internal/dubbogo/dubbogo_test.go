@@ -115,7 +115,7 @@ func TestProviderAndConsumerThroughApacheZooKeeper(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"interface": "org.example.Greeter", "version": "1.0.0", "side": "provider",
-		"application": "dgprovider", "serialization": "hessian2",
+		"application": "dgprovider",
 	} {
 		if got := q.Get(key); got != want {
 			t.Errorf("provider URL %s=%q, want %q", key, got, want)
@@ -141,6 +141,10 @@ func TestProviderAndConsumerThroughApacheZooKeeper(t *testing.T) {
 		t.Errorf("provider node is persistent, want ephemeral")
 	}
 
+	if testing.Verbose() {
+		logTree(t, conn, "/")
+	}
+
 	results, err := dubbogo.RunConsumer(t, dubbogo.ConsumerOptions{Registry: registry})
 	if err != nil {
 		t.Error(err)
@@ -163,6 +167,33 @@ func TestProviderAndConsumerThroughApacheZooKeeper(t *testing.T) {
 		t.Errorf("provider node still there after graceful shutdown: %q", left)
 	}
 	t.Logf("SIGTERM to exit, node gone: %s", time.Since(start))
+}
+
+// logTree logs every node with its kind and data size, to show what a
+// dubbo-go process writes to ZooKeeper (run with -v).
+func logTree(t *testing.T, conn *zk.Conn, path string) {
+	t.Helper()
+	data, stat, err := conn.Get(path)
+	if err != nil {
+		t.Logf("%s: %v", path, err)
+		return
+	}
+	kind := "persistent"
+	if stat.EphemeralOwner != 0 {
+		kind = "ephemeral"
+	}
+	name, _ := url.QueryUnescape(path)
+	t.Logf("tree: %s (%s, %d bytes data)", name, kind, len(data))
+	names, _, err := conn.Children(path)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if path == "/" && n == "zookeeper" {
+			continue
+		}
+		logTree(t, conn, strings.TrimSuffix(path, "/")+"/"+n)
+	}
 }
 
 // Without a registry: the consumer calls the provider by direct URL.

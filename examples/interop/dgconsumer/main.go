@@ -99,13 +99,19 @@ func main() {
 		os.Exit(2)
 	}
 
+	enc := json.NewEncoder(out)
 	conn, err := connect(*registryAddr, *direct, *app, *version, *group, *retries, *sessionTimeout, *logLevel)
 	if err != nil {
+		// Still one line per planned call, so that a test sees each fail.
 		fmt.Fprintln(os.Stderr, "dgconsumer:", err)
+		for i := 0; i < *n; i++ {
+			for _, c := range plan {
+				_ = enc.Encode(callResult{Method: c.method, Error: err.Error()})
+			}
+		}
 		os.Exit(1)
 	}
 
-	enc := json.NewEncoder(out)
 	allOK := true
 	waitUntil := time.Time{}
 	if *registryAddr != "" {
@@ -156,8 +162,9 @@ func selectCalls(which string, sleepMS int32) ([]call, error) {
 	return plan, nil
 }
 
-// connect builds the client and the reference. dubbo-go panics inside
-// Dial on some bad URLs; that becomes an error.
+// connect builds the client and the reference. dubbo-go dials a direct URL
+// inside Dial and panics (nil pointer) when nobody listens there; that
+// becomes an error.
 func connect(registryAddr, direct, app, version, group string, retries int,
 	sessionTimeout time.Duration, logLevel string) (conn *client.Connection, err error) {
 	defer func() {
@@ -279,4 +286,3 @@ func jsonable(v any) any {
 		return v
 	}
 }
-
