@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/apachezk"
 )
 
@@ -226,14 +224,13 @@ func BenchmarkStartup(b *testing.B) {
 }
 
 // BenchmarkMemory100k creates 100,000 znodes of 100 bytes and reports the
-// server's resident memory (VmRSS) and, for the in-process embedded server,
-// the Go heap after GC. The work is done once per target; later b.N rounds
-// re-report the same figures. ns/op is the mean time per create. fsync is
-// off: this measures memory, not the disk. The embedded RSS includes the
-// test process's own go-zookeeper clients.
+// server process's resident memory (VmRSS): Apache's JVM and `dubbo run
+// --role=registry`, each measured alone. The work is done once per target;
+// later b.N rounds re-report the same figures. ns/op is the mean time per
+// create. fsync is off: this measures memory, not the disk.
 func BenchmarkMemory100k(b *testing.B) {
 	const nodes, workers = 100_000, 64
-	type result struct{ nsPerCreate, rssMB, heapMB float64 }
+	type result struct{ nsPerCreate, rssMB float64 }
 	results := map[string]result{}
 	for _, name := range []string{"apache", "embedded"} {
 		b.Run(name, func(b *testing.B) {
@@ -245,32 +242,24 @@ func BenchmarkMemory100k(b *testing.B) {
 					srv := apachezk.Start(b, apachezk.Options{TickTime: benchTick, DisableFsync: true})
 					addr, pid = srv.Addr(), srv.PID()
 				} else {
-					off := false
-					addr, pid = startEmbeddedConfig(b, embeddedzk.Config{TickTime: benchTick, Fsync: &off}).String(), os.Getpid()
+					reg := newRegistryProcess(b, buildDubbo(b))
+					reg.extra = []string{"--set", "registry.server.fsync=false"}
+					reg.start(b)
+					addr, pid = reg.addr, reg.cmd.Process.Pid
 				}
 				tg := target{name: name, addr: addr}
 				start := time.Now()
 				createMany(b, tg, nodes, workers)
 				elapsed := time.Since(start)
-				var heap float64
-				if name == "embedded" {
-					runtime.GC()
-					var ms runtime.MemStats
-					runtime.ReadMemStats(&ms)
-					heap = float64(ms.HeapAlloc) / (1 << 20)
-				}
 				rss, err := vmRSS(pid)
 				if err != nil {
 					b.Fatal(err)
 				}
-				r = result{float64(elapsed.Nanoseconds()) / nodes, rss, heap}
+				r = result{float64(elapsed.Nanoseconds()) / nodes, rss}
 				results[name] = r
 			}
 			b.ReportMetric(r.nsPerCreate, "ns/op")
 			b.ReportMetric(r.rssMB, "rss_MB")
-			if name == "embedded" {
-				b.ReportMetric(r.heapMB, "heap_MB")
-			}
 		})
 	}
 }

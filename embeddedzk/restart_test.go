@@ -88,6 +88,7 @@ func buildDubbo(t testing.TB) string {
 // dir, restartable.
 type registryProcess struct {
 	bin, dataDir, workDir, addr string
+	extra                       []string // more --set flags
 	cmd                         *exec.Cmd
 	done                        chan struct{}
 	out                         *lockedBuffer
@@ -115,6 +116,7 @@ func (r *registryProcess) start(t testing.TB) {
 		"--set", "registry.server.listen="+r.addr,
 		"--set", "registry.server.data-dir="+r.dataDir,
 		"--set", "registry.server.tick-time=500ms")
+	r.cmd.Args = append(r.cmd.Args, r.extra...)
 	r.cmd.Dir = r.workDir
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := r.cmd.Start(); err != nil {

@@ -329,3 +329,19 @@ func exceptionOf(err error) *rpc.Exception {
 
 // description is what Describe answers.
 func (d *Dispatcher) description() *wire.Description { return &d.desc }
+
+// Signatures returns the Java signatures served for a service, given as
+// [group/]interface[:version], by Dubbo method name; nil if it is not
+// served. Handler tests use it to check the Java types derived for them.
+func (d *Dispatcher) Signatures(service string) map[string]Signature {
+	iface, version, group := wire.ParseServiceKey(service)
+	svc := d.services[wire.ServiceKey(iface, version, group)]
+	if svc == nil {
+		return nil
+	}
+	out := make(map[string]Signature, len(svc.methods))
+	for _, m := range svc.methods {
+		out[m.name] = m.javaSig
+	}
+	return out
+}
