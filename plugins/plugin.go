@@ -84,7 +84,9 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	log := cfg.Logger.With("plugin", cfg.Name)
 	procCtx, stopProc := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(procCtx, cfg.Path, cfg.Args...)
-	cmd.Env = slices.Clone(cfg.Env)
+	// Built here rather than by go-plugin, which would put the node's
+	// environment after cfg.Env and so override it.
+	cmd.Env = append(os.Environ(), cfg.Env...)
 	p := &Plugin{
 		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc,
 		done:    make(chan struct{}),
@@ -102,6 +104,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		SkipHostEnv:      true,
 		// go-plugin's own log is off: it would parse the plugin's stderr
 		// itself and panics on some malformed JSON lines. rawErrs does it.
 		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),

@@ -29,16 +29,18 @@
 // Arguments are converted to the parameter types (a long that fits into an
 // int32 parameter, a Map into map[string]any or into a struct by field
 // name); a value that does not fit fails the call with
-// java.lang.IllegalArgumentException. A returned error becomes a
-// java.lang.RuntimeException carrying its message, or the class of the
-// first error in its chain that has a JavaClassName() string method (the
-// dubbo-go-hessian2 java_exception types have one, and so does
-// *rpc.Exception through its Class); a panic becomes an exception too and
-// the plugin keeps serving.
+// java.lang.IllegalArgumentException. A returned error becomes a Dubbo
+// exception carrying its message, of class java.lang.RuntimeException
+// unless its chain holds a *rpc.Exception (its Class is used) or an error
+// with a JavaClassName() string method, like the dubbo-go-hessian2
+// java_exception types. A panic becomes a java.lang.RuntimeException too,
+// and the plugin keeps serving.
 //
 // Inside a call, Client(ctx) calls other Dubbo services through the node,
-// and Attachments(ctx) holds the attachments the caller sent. log/slog's
-// default logger writes to the node's log, tagged with the plugin's name.
+// and Attachments(ctx) holds the attachments the caller sent. Serve points
+// log/slog's default logger at the node's log, where records keep their
+// level and attributes and are tagged with the plugin's name; anything
+// printed to stdout or stderr lands there too.
 //
 // NewDispatcher serves the same handlers in-process, which is how handler
 // tests can call them without a node.
