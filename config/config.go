@@ -169,6 +169,9 @@ func (f *File) applyDefaults() {
 	f.Provider.Application, f.Consumer.Application = f.Application.Name, f.Application.Name
 	f.Provider.Registry, f.Consumer.Registry = f.Registry.Address, f.Registry.Address
 	f.Provider.Protocol = f.Protocol
+	if f.Consumer.CacheFile == "" {
+		f.Consumer.CacheFile = filepath.Join(f.DataDir, "cache", "consumer-"+f.Application.Name+".json")
+	}
 }
 
 // rawBytes lets koanf parse bytes we already read, so errors can point at lines.

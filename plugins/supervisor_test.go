@@ -155,8 +155,9 @@ func TestSupervisorBackoff(t *testing.T) {
 	if len(starts) < 5 {
 		t.Fatalf("%d failed starts logged, want several", len(starts))
 	}
-	for i := 2; i < len(starts); i++ {
-		if gap := starts[i].Sub(starts[i-1]); gap < 150*time.Millisecond {
+	// Waits: 50ms, 100ms, then 200ms from the third retry on.
+	for i := 3; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < 190*time.Millisecond {
 			t.Errorf("retry %d came %v after the previous one; backoff should have reached 200ms", i, gap)
 		}
 	}
