@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,18 @@ func TestShippedConfigLoads(t *testing.T) {
 	}
 	if f.Registry.Server.Listen != "127.0.0.1:2181" || f.Application.Name != "demo" {
 		t.Errorf("unexpected values from dubbo.toml: %+v", f)
+	}
+}
+
+// Every key the config accepts is documented in the README's reference.
+func TestReadmeDocumentsEveryKey(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range knownKeys(reflect.TypeOf(File{}), "") {
+		if !strings.Contains(string(readme), "| `"+key+"` |") {
+			t.Errorf("README.md's configuration reference lacks %s", key)
+		}
 	}
 }

@@ -172,10 +172,24 @@ func modulePath(gomod []byte) string {
 	return ""
 }
 
+// Registration modes of ProviderOptions.RegisterMode and
+// ConsumerOptions.RegisterMode (dgprovider's and dgconsumer's -register-mode).
+const (
+	RegisterInterface = "interface" // registry.WithRegisterInterface()
+	RegisterInstance  = "instance"  // dubbo-go's default: application level only
+	RegisterAll       = "all"       // registry.WithRegisterServiceAndInterface()
+)
+
 // ProviderOptions configure dgprovider. Zero values mean the defaults noted.
 type ProviderOptions struct {
 	// Registry is a registry URL, zookeeper://host:port. "" = no registry.
 	Registry string
+	// RegisterMode is what the provider writes to the registry:
+	// RegisterInterface (the default) the classic
+	// /dubbo/<interface>/providers node, RegisterInstance (dubbo-go's own
+	// default) only the application-level /services/<app>/<host:port>
+	// node, RegisterAll both. READY waits for all of them.
+	RegisterMode string
 	// IP to bind and register. Default 127.0.0.1.
 	IP string
 	// Port of the dubbo protocol. Default: a free port.
@@ -295,6 +309,9 @@ func StartProvider(t testing.TB, opts ProviderOptions) *Process {
 	if opts.SessionTimeout > 0 {
 		args = append(args, "-session-timeout", opts.SessionTimeout.String())
 	}
+	if opts.RegisterMode != "" {
+		args = append(args, "-register-mode", opts.RegisterMode)
+	}
 	args = append(args, opts.Args...)
 
 	cmd := exec.Command(bins.Provider, args...)
@@ -336,6 +353,9 @@ func StartProvider(t testing.TB, opts ProviderOptions) *Process {
 type ConsumerOptions struct {
 	// Registry is a registry URL, zookeeper://host:port.
 	Registry string
+	// RegisterMode is how the consumer registers and discovers providers;
+	// default RegisterInterface (subscribes to /dubbo/<interface>/providers).
+	RegisterMode string
 	// URL is a direct provider address, dubbo://host:port.
 	URL string
 	// Calls is "all" (default) or a comma-separated list of sayHello, add,
@@ -407,6 +427,9 @@ func RunConsumer(t testing.TB, opts ConsumerOptions) ([]CallResult, error) {
 	}
 	if opts.Group != "" {
 		args = append(args, "-group", opts.Group)
+	}
+	if opts.RegisterMode != "" {
+		args = append(args, "-register-mode", opts.RegisterMode)
 	}
 	args = append(args, opts.Args...)
 

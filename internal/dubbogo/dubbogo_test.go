@@ -220,3 +220,67 @@ func TestConsumerDirectToClosedPort(t *testing.T) {
 	}
 	t.Logf("error reported: %s", results[0].Error)
 }
+
+// Each registration mode writes its own nodes: interface the provider URL
+// under /dubbo/<interface>/providers, instance (dubbo-go's default) only
+// the application instance /services/<app>/<host:port>, all both. One
+// ZooKeeper, one provider per mode with its own application name.
+func TestRegisterModes(t *testing.T) {
+	dubbogo.Build(t)
+	srv := apachezk.Start(t, apachezk.Options{})
+	registry := "zookeeper://" + srv.Addr()
+	conn, _, err := zk.Connect([]string{srv.Addr()}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	for _, tc := range []struct {
+		mode                   string
+		wantProvider, wantInst bool
+	}{
+		{dubbogo.RegisterInterface, true, false},
+		{dubbogo.RegisterInstance, false, true},
+		{dubbogo.RegisterAll, true, true},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			app := "dgprovider-" + tc.mode
+			p := dubbogo.StartProvider(t, dubbogo.ProviderOptions{Registry: registry, RegisterMode: tc.mode, App: app})
+			defer p.Stop(15 * time.Second)
+
+			gotProvider := false
+			if ok, _, _ := conn.Exists(providersDir); ok {
+				for _, u := range children(t, conn, providersDir) {
+					if strings.HasPrefix(u, "dubbo://"+p.Addr+"/") {
+						gotProvider = true
+						t.Logf("provider node: %s", u)
+					}
+				}
+			}
+			instance := "/services/" + app + "/" + p.Addr
+			gotInst, _, err := conn.Exists(instance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotInst {
+				data, stat, err := conn.Get(instance)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stat.EphemeralOwner == 0 {
+					t.Errorf("%s is persistent, want ephemeral", instance)
+				}
+				if !strings.Contains(string(data), `"address":"127.0.0.1"`) {
+					t.Errorf("%s data %s lacks the address", instance, data)
+				}
+				t.Logf("instance node %s: %s", instance, data)
+			}
+			if gotProvider != tc.wantProvider {
+				t.Errorf("provider node under %s for %s: %v, want %v", providersDir, p.Addr, gotProvider, tc.wantProvider)
+			}
+			if gotInst != tc.wantInst {
+				t.Errorf("instance node %s: %v, want %v", instance, gotInst, tc.wantInst)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ const (
 	DefaultConnectTimeout = 3 * time.Second
 	DefaultReconnectMin   = 100 * time.Millisecond
 	DefaultReconnectMax   = 2 * time.Second // Java retries every 2s
+	DefaultLiveness       = 200 * time.Millisecond
 )
 
 // ClientConfig configures a Client. The zero value uses the defaults.
@@ -35,6 +36,14 @@ type ClientConfig struct {
 	// HeartbeatTimeout: a connection from which nothing was read for this
 	// long is dropped and redialled. Default 3 × Heartbeat.
 	HeartbeatTimeout time.Duration
+	// Liveness: when a call has been outstanding this long and nothing was
+	// read since it was sent, or a call timed out that way, the client sends
+	// a heartbeat at once; if that stays unanswered for half of Liveness the
+	// connection counts as frozen, and the client reports itself not
+	// Available until any frame arrives. Default 200ms; negative turns the
+	// watch off (timed-out calls still probe). A stopped (SIGSTOP) provider
+	// keeps accepting bytes, so only silence can tell it from a slow one.
+	Liveness time.Duration
 	// ConnectTimeout bounds one dial. Default 3s.
 	ConnectTimeout time.Duration
 	// ReconnectMin and ReconnectMax bound the exponential backoff between
@@ -84,6 +93,9 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	}
 	if cfg.HeartbeatTimeout <= 0 {
 		cfg.HeartbeatTimeout = 3 * cfg.Heartbeat
+	}
+	if cfg.Liveness == 0 {
+		cfg.Liveness = DefaultLiveness
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
@@ -146,11 +158,12 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 // Address is the provider's host:port.
 func (c *Client) Address() string { return c.addr }
 
-// Available reports whether a new call can be sent: some connection is up
-// and the provider has not announced read-only on it.
+// Available reports whether a new call can be sent: some connection is up,
+// the provider has not announced read-only on it and it is not frozen
+// (see ClientConfig.Liveness).
 func (c *Client) Available() bool {
 	for _, s := range c.slots {
-		if cc := s.cur.Load(); cc != nil && !cc.readOnly.Load() {
+		if cc := s.cur.Load(); cc != nil && cc.usable() {
 			return true
 		}
 	}
@@ -197,11 +210,14 @@ func (c *Client) Stats() ClientStats {
 	return st
 }
 
-// pick chooses a writable connection, round robin.
+// pick chooses a writable connection, round robin, preferring one that is
+// not frozen. A frozen one is still used when it is all there is: it may be
+// merely slow, and the caller asked this provider.
 func (c *Client) pick() (*clientConn, error) {
 	n := uint32(len(c.slots))
 	start := c.rr.Add(1)
 	readOnly := false
+	var frozen *clientConn
 	for i := uint32(0); i < n; i++ {
 		cc := c.slots[(start+i)%n].cur.Load()
 		if cc == nil {
@@ -211,7 +227,14 @@ func (c *Client) pick() (*clientConn, error) {
 			readOnly = true
 			continue
 		}
+		if cc.frozen.Load() {
+			frozen = cc
+			continue
+		}
 		return cc, nil
+	}
+	if frozen != nil {
+		return frozen, nil
 	}
 	if readOnly {
 		return nil, errors.New("provider is shutting down (read-only)")
@@ -283,6 +306,7 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 		c.calls.Put(cl)
 		return nil, fail(rpc.ErrConnection, err.Error())
 	}
+	sent := cc.sending()
 	err = cc.w.enqueue(enc.buf, true)
 	c.encoders.put(enc)
 	if err != nil {
@@ -295,7 +319,7 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 		c.calls.Put(cl)
 		return nil, fail(rpc.ErrConnection, err.Error())
 	}
-	resp, err := cl.wait(ctx, cc, req.ID, timeout)
+	resp, err := cl.wait(ctx, cc, req.ID, sent, timeout)
 	c.calls.Put(cl)
 	if err != nil {
 		var ce *rpc.CallError
@@ -323,7 +347,8 @@ func (cl *call) complete(resp *protocol.Response, err error) {
 	cl.done <- struct{}{}
 }
 
-func (cl *call) wait(ctx context.Context, cc *clientConn, id int64, timeout time.Duration) (*protocol.Response, error) {
+// wait waits for the response to request id, sent at monoNow sent.
+func (cl *call) wait(ctx context.Context, cc *clientConn, id int64, sent int64, timeout time.Duration) (*protocol.Response, error) {
 	if cl.timer == nil {
 		cl.timer = time.NewTimer(timeout)
 	} else {
@@ -350,6 +375,11 @@ func (cl *call) wait(ctx context.Context, cc *clientConn, id int64, timeout time
 		// being delivered right now.
 		<-cl.done
 		return cl.take()
+	}
+	if cc.lastRead.Load() < sent {
+		// Not a byte since the request went out: ask the provider whether
+		// it is still there.
+		cc.probe()
 	}
 	return nil, err
 }

@@ -17,6 +17,13 @@ const maxPending = 64 << 20
 
 var errWriterClosed = errors.New("connection closed")
 
+// epoch anchors monoNow. time.Since reads the monotonic clock, so the
+// connection timestamps survive wall-clock jumps.
+var epoch = time.Now()
+
+// monoNow is the time in nanoseconds since epoch, for atomic timestamps.
+func monoNow() int64 { return int64(time.Since(epoch)) }
+
 // frameWriter owns the write side of one connection. Frames are appended
 // to one pending buffer and written in batches: whoever finds no write in
 // progress becomes the flusher and writes everything pending, again and
@@ -27,7 +34,7 @@ type frameWriter struct {
 	conn      net.Conn
 	stall     time.Duration // longest a single write may block
 	wake      chan struct{} // capacity 1: "flush what is pending"
-	lastWrite atomic.Int64  // unix nanos of the last completed write
+	lastWrite atomic.Int64  // monoNow of the last completed write
 
 	mu       sync.Mutex
 	buf      []byte // frames waiting to be written
@@ -42,7 +49,7 @@ type frameWriter struct {
 // stopped reading) fails the connection.
 func newFrameWriter(conn net.Conn, stall time.Duration) *frameWriter {
 	w := &frameWriter{conn: conn, stall: stall, wake: make(chan struct{}, 1)}
-	w.lastWrite.Store(time.Now().UnixNano())
+	w.lastWrite.Store(monoNow())
 	return w
 }
 
@@ -141,7 +148,7 @@ func (w *frameWriter) flush(rounds int) {
 		if err == nil {
 			_, err = w.conn.Write(out)
 		}
-		w.lastWrite.Store(time.Now().UnixNano())
+		w.lastWrite.Store(monoNow())
 		if err != nil {
 			w.fail(err)
 			return

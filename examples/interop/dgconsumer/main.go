@@ -75,6 +75,7 @@ func main() {
 	out := dgrun.TakeStdout()
 	var (
 		registryAddr   = flag.String("registry", "", "registry URL, zookeeper://host:port")
+		registerMode   = flag.String("register-mode", dgrun.ModeInterface, "how to register and discover: interface, instance (application level, dubbo-go's default) or all")
 		direct         = flag.String("url", "", "direct provider URL, dubbo://host:port (bypasses the registry)")
 		which          = flag.String("calls", "all", "all, or a comma-separated list of sayHello,add,echoMap,fail,sleep")
 		n              = flag.Int("n", 1, "repetitions of the call list")
@@ -100,7 +101,7 @@ func main() {
 	}
 
 	enc := json.NewEncoder(out)
-	conn, err := connect(*registryAddr, *direct, *app, *version, *group, *retries, *sessionTimeout, *logLevel)
+	conn, err := connect(*registryAddr, *registerMode, *direct, *app, *version, *group, *retries, *sessionTimeout, *logLevel)
 	if err != nil {
 		// Still one line per planned call, so that a test sees each fail.
 		fmt.Fprintln(os.Stderr, "dgconsumer:", err)
@@ -165,7 +166,7 @@ func selectCalls(which string, sleepMS int32) ([]call, error) {
 // connect builds the client and the reference. dubbo-go dials a direct URL
 // inside Dial and panics (nil pointer) when nobody listens there; that
 // becomes an error.
-func connect(registryAddr, direct, app, version, group string, retries int,
+func connect(registryAddr, registerMode, direct, app, version, group string, retries int,
 	sessionTimeout time.Duration, logLevel string) (conn *client.Connection, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -178,7 +179,7 @@ func connect(registryAddr, direct, app, version, group string, retries int,
 		dubbo.WithLogger(dgrun.LoggerOptions(logLevel)...),
 	}
 	if registryAddr != "" {
-		regOpts, err := dgrun.RegistryOptions(registryAddr, sessionTimeout)
+		regOpts, err := dgrun.RegistryOptions(registryAddr, registerMode, sessionTimeout)
 		if err != nil {
 			return nil, err
 		}

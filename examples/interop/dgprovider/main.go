@@ -1,10 +1,16 @@
 // Command dgprovider is a stock dubbo-go v3.3.0 provider of the example
 // service org.example.Greeter:1.0.0 over the dubbo protocol with hessian2.
 // It is a test peer: it prints "READY host:port" on stdout once it serves
-// (and, with a registry, once its provider node is in ZooKeeper), logs to
-// stderr, and shuts down gracefully on SIGTERM, which removes its node.
+// (and, with a registry, once its registration nodes are in ZooKeeper), logs
+// to stderr, and shuts down gracefully on SIGTERM, which removes its nodes.
+//
+// -register-mode picks what it registers: "interface" (default) the classic
+// /dubbo/<interface>/providers node, "instance" dubbo-go's own default, an
+// application-level instance node /services/<app>/<host:port> only, "all"
+// both.
 //
 //	dgprovider -registry zookeeper://127.0.0.1:2181 -ip 127.0.0.1 -port 20880
+//	dgprovider -registry zookeeper://127.0.0.1:2181 -register-mode instance
 //	dgprovider -registry "" -port 20880      # no registry, direct URLs only
 package main
 
@@ -33,6 +39,7 @@ func main() {
 	out := dgrun.TakeStdout()
 	var (
 		registryAddr   = flag.String("registry", "", `registry URL, zookeeper://host:port; "" = no registry`)
+		registerMode   = flag.String("register-mode", dgrun.ModeInterface, "what to register: interface (/dubbo/<iface>/providers), instance (/services/<app>, dubbo-go's default) or all")
 		ip             = flag.String("ip", "127.0.0.1", "IP to bind and to register")
 		port           = flag.Int("port", 20880, "dubbo protocol port")
 		app            = flag.String("app", "dgprovider", "application name")
@@ -44,7 +51,7 @@ func main() {
 		logLevel       = flag.String("log-level", "warn", "dubbo-go log level: debug, info, warn, error")
 	)
 	flag.Parse()
-	if err := run(out, *registryAddr, *ip, *port, *app, *version, *group, *shutdownWait, *sessionTimeout, *readyTimeout, *logLevel); err != nil {
+	if err := run(out, *registryAddr, *registerMode, *ip, *port, *app, *version, *group, *shutdownWait, *sessionTimeout, *readyTimeout, *logLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "dgprovider:", err)
 		os.Exit(1)
 	}
@@ -53,7 +60,7 @@ func main() {
 	select {}
 }
 
-func run(out *os.File, registryAddr, ip string, port int, app, version, group string,
+func run(out *os.File, registryAddr, registerMode, ip string, port int, app, version, group string,
 	shutdownWait, sessionTimeout, readyTimeout time.Duration, logLevel string) error {
 	opts := []dubbo.InstanceOption{
 		dubbo.WithName(app),
@@ -75,7 +82,7 @@ func run(out *os.File, registryAddr, ip string, port int, app, version, group st
 	}
 	var zkHosts []string
 	if registryAddr != "" {
-		regOpts, err := dgrun.RegistryOptions(registryAddr, sessionTimeout)
+		regOpts, err := dgrun.RegistryOptions(registryAddr, registerMode, sessionTimeout)
 		if err != nil {
 			return err
 		}
@@ -107,7 +114,7 @@ func run(out *os.File, registryAddr, ip string, port int, app, version, group st
 		return err
 	}
 	if len(zkHosts) > 0 {
-		if err := waitRegistered(zkHosts, addr, deadline, served); err != nil {
+		if err := waitRegistered(zkHosts, registerMode, app, addr, deadline, served); err != nil {
 			return err
 		}
 	}
@@ -134,31 +141,52 @@ func waitListening(addr string, deadline time.Time, served <-chan error) error {
 	}
 }
 
-// waitRegistered polls ZooKeeper until a provider node for addr exists, so
-// that READY means consumers can find us.
-func waitRegistered(hosts []string, addr string, deadline time.Time, served <-chan error) error {
+// waitRegistered polls ZooKeeper until the nodes of registerMode for addr
+// exist, so that READY means consumers can find us: the interface-level
+// provider URL under /dubbo/<interface>/providers, the instance node
+// /services/<app>/<addr>, or both.
+func waitRegistered(hosts []string, registerMode, app, addr string, deadline time.Time, served <-chan error) error {
 	conn, _, err := zk.Connect(hosts, 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		return fmt.Errorf("check registration: %w", err)
 	}
 	defer conn.Close()
-	dir := "/dubbo/" + greeter.Interface + "/providers"
+	providers := "/dubbo/" + greeter.Interface + "/providers"
+	instances := "/services/" + app
+	wantProvider := registerMode != dgrun.ModeInstance
+	wantInstance := registerMode == dgrun.ModeInstance || registerMode == dgrun.ModeAll
 	for {
 		select {
 		case err := <-served:
 			return fmt.Errorf("serve: %v", err)
 		default:
 		}
-		children, _, err := conn.Children(dir)
-		for _, c := range children {
-			u, perr := url.QueryUnescape(c)
-			if perr == nil && strings.HasPrefix(u, "dubbo://"+addr+"/") {
-				return nil
+		var missing []string
+		if wantProvider && !hasProviderNode(conn, providers, addr) {
+			missing = append(missing, "a provider node under "+providers)
+		}
+		if wantInstance {
+			if ok, _, _ := conn.Exists(instances + "/" + addr); !ok {
+				missing = append(missing, "the instance node "+instances+"/"+addr)
 			}
 		}
+		if len(missing) == 0 {
+			return nil
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no provider node for %s under %s (last error: %v)", addr, dir, err)
+			return fmt.Errorf("%s: no %s", addr, strings.Join(missing, ", no "))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func hasProviderNode(conn *zk.Conn, dir, addr string) bool {
+	children, _, _ := conn.Children(dir)
+	for _, c := range children {
+		u, err := url.QueryUnescape(c)
+		if err == nil && strings.HasPrefix(u, "dubbo://"+addr+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -38,13 +38,24 @@ func LoggerOptions(level string) []logger.Option {
 	return []logger.Option{logger.WithZap(), logger.WithLevel(level)}
 }
 
+// Registration modes, the values of the -register-mode flag.
+const (
+	// ModeInterface writes the classic /dubbo/<interface>/providers and
+	// /consumers nodes (registry.WithRegisterInterface).
+	ModeInterface = "interface"
+	// ModeInstance is dubbo-go 3.3's own default: application level only,
+	// an instance node under /services/<application>.
+	ModeInstance = "instance"
+	// ModeAll is both (registry.WithRegisterServiceAndInterface).
+	ModeAll = "all"
+)
+
 // RegistryOptions turns "zookeeper://host:port[,host:port]" into dubbo-go
-// registry options with interface-level registration, which writes the
-// classic /dubbo/<interface>/providers and /consumers nodes (dubbo-go 3.3
-// registers at application level only by default). sessionTimeout, when not
-// zero, is the ZooKeeper session timeout dubbo-go asks for (its registry
-// client reads it from the "config-center.timeout" parameter, default 5s).
-func RegistryOptions(address string, sessionTimeout time.Duration) ([]registry.Option, error) {
+// registry options with the registration mode (ModeInterface, ModeInstance
+// or ModeAll; "" = ModeInterface). sessionTimeout, when not zero, is the
+// ZooKeeper session timeout dubbo-go asks for (its registry client reads it
+// from the "config-center.timeout" parameter, default 5s).
+func RegistryOptions(address, mode string, sessionTimeout time.Duration) ([]registry.Option, error) {
 	scheme, hosts, ok := strings.Cut(address, "://")
 	if !ok || scheme != "zookeeper" {
 		return nil, fmt.Errorf("registry %q: want zookeeper://host:port", address)
@@ -59,7 +70,16 @@ func RegistryOptions(address string, sessionTimeout time.Duration) ([]registry.O
 	opts := []registry.Option{
 		registry.WithZookeeper(),
 		registry.WithAddress(hosts),
-		registry.WithRegisterInterface(),
+	}
+	switch mode {
+	case "", ModeInterface:
+		opts = append(opts, registry.WithRegisterInterface())
+	case ModeInstance:
+		// dubbo-go's default: no option.
+	case ModeAll:
+		opts = append(opts, registry.WithRegisterServiceAndInterface())
+	default:
+		return nil, fmt.Errorf("register mode %q: want %s, %s or %s", mode, ModeInterface, ModeInstance, ModeAll)
 	}
 	if sessionTimeout > 0 {
 		opts = append(opts, registry.WithParams(map[string]string{

@@ -20,7 +20,8 @@ const DefaultConfigGroup = "dubbo"
 // key does not exist (any more).
 type ConfigFunc func(content string, deleted bool)
 
-// configWatch is one watched key; only the loop touches it.
+// configWatch is one watched node (a config key or a mapping); only the
+// loop touches it.
 type configWatch struct {
 	path    string
 	fns     map[int]ConfigFunc
@@ -40,7 +41,16 @@ func (r *Registry) ConfigPath(key string) string {
 // function that stops the watch. When ZooKeeper is unreachable the watch is
 // armed once it answers, and no error is returned.
 func (r *Registry) Watch(ctx context.Context, key string, fn ConfigFunc) (cancel func(), err error) {
-	p := r.ConfigPath(key)
+	cancel, err = r.watchData(ctx, r.ConfigPath(key), fn)
+	if err != nil {
+		return nil, fmt.Errorf("watch config %s: %w", key, err)
+	}
+	return cancel, nil
+}
+
+// watchData is Watch for any node path: the config documents and the
+// interface → application mappings.
+func (r *Registry) watchData(ctx context.Context, p string, fn ConfigFunc) (cancel func(), err error) {
 	var id int
 	err = r.do(ctx, func() {
 		r.nextID++
@@ -58,7 +68,7 @@ func (r *Registry) Watch(ctx context.Context, key string, fn ConfigFunc) (cancel
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("watch config %s: %w", key, err)
+		return nil, err
 	}
 	return func() {
 		r.queue.push(task{fn: func() {

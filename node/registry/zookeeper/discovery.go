@@ -148,6 +148,26 @@ func (r *Registry) Mapping(ctx context.Context, iface string) ([]string, error) 
 	return splitApps(string(data)), nil
 }
 
+// WatchMapping calls fn with the applications that provide iface when
+// /dubbo/mapping/<iface> exists (before it returns, if ZooKeeper answers),
+// then after every change, from the registry's loop; a deleted node gives
+// an empty list, a node that never existed no call. After a read error the
+// watch keeps the last list and re-reads on reconnection. It returns a
+// function that stops the watch.
+func (r *Registry) WatchMapping(ctx context.Context, iface string, fn func(apps []string)) (cancel func(), err error) {
+	cancel, err = r.watchData(ctx, r.MappingPath(iface), func(content string, deleted bool) {
+		if deleted {
+			fn([]string{})
+			return
+		}
+		fn(splitApps(content))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch mapping %s: %w", iface, err)
+	}
+	return cancel, nil
+}
+
 func splitApps(s string) []string {
 	out := []string{}
 	for _, a := range strings.Split(s, ",") {
@@ -179,13 +199,26 @@ func (r *Registry) PublishAppMetadata(ctx context.Context, info *metadata.Info) 
 	return r.putPersistent(ctx, joinPath(metadataRoot, info.App, info.Revision), data)
 }
 
-// GetAppMetadata reads what PublishAppMetadata (or Java) stored.
+// dubboGoMetadataRoot is where dubbo-go v3.3.0 stores application
+// metadata instead: /dubbo/<app>/<revision> (PROTOCOLS.md C.5).
+const dubboGoMetadataRoot = "/dubbo"
+
+// GetAppMetadata reads what PublishAppMetadata (or Java) stored at
+// /dubbo/metadata/<app>/<revision>, else what dubbo-go stored at
+// /dubbo/<app>/<revision>.
 func (r *Registry) GetAppMetadata(ctx context.Context, app, revision string) (*metadata.Info, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	p := joinPath(metadataRoot, app, revision)
 	data, _, err := r.conn.Get(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		p = joinPath(dubboGoMetadataRoot, app, revision)
+		data, _, err = r.conn.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			p = joinPath(metadataRoot, app, revision) + " (nor " + p + ")"
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("app metadata %s: %w", p, classify(err))
 	}
