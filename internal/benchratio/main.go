@@ -1,14 +1,17 @@
 // Command benchratio reads `go test -bench` output on stdin and prints, for
-// every benchmark run against both servers (names that differ only in a
-// final /apache or /embedded element), the two results side by side and
-// their ratio:
+// every benchmark run against both systems of a pair (names that differ
+// only in the final element), the two results side by side and their ratio:
 //
 //	go test -run '^$' -bench . ./embeddedzk/ | go run ./internal/benchratio
 //
-// Every metric printed by these benchmarks is "lower is better" (ns/op,
-// p50_us, p99_us, ...), so ratio = apache ÷ embedded, and a ratio above 1
-// means the embedded server is better. For ns/op that is the throughput
-// ratio. Repeated runs (-count) are averaged.
+// The pairs, ours first: /embedded vs /apache (the registry), /ours vs
+// /dubbogo and /ours-plugin vs /dubbogo (the RPC providers).
+//
+// The ratio is oriented so that above 1 always means ours is better: for
+// "lower is better" metrics (ns/op, p50_us, p99_us, B/op, ...) it is
+// theirs ÷ ours, for rates (qps) ours ÷ theirs. For ns/op that is the
+// throughput ratio. Repeated runs (-count, or sub-benchmarks run again,
+// which go test suffixes with #01, #02) are averaged.
 package main
 
 import (
@@ -29,7 +32,7 @@ func main() {
 		os.Exit(1)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(os.Stderr, "benchratio: no apache/embedded pairs in the input; pipe `go test -bench` output in")
+		fmt.Fprintln(os.Stderr, "benchratio: no embedded/apache or ours/dubbogo pairs in the input; pipe `go test -bench` output in")
 		os.Exit(1)
 	}
 	if err := write(os.Stdout, rows); err != nil {
@@ -38,18 +41,42 @@ func main() {
 	}
 }
 
-// row is one metric of one benchmark measured on both targets.
-type row struct {
-	Name     string // benchmark without the target, plus the unit unless ns/op
-	Embedded float64
-	Apache   float64
+// pair is two targets compared: ours and theirs.
+type pair struct{ Ours, Theirs string }
+
+var pairs = []pair{
+	{"embedded", "apache"},
+	{"ours", "dubbogo"},
+	{"ours-plugin", "dubbogo"},
 }
 
-// Ratio is apache ÷ embedded: above 1 the embedded server is better.
-func (r row) Ratio() float64 { return r.Apache / r.Embedded }
+// higherIsBetter are the units of rates.
+var higherIsBetter = map[string]bool{"qps": true}
 
-// procSuffix is the -GOMAXPROCS suffix go test appends to names.
-var procSuffix = regexp.MustCompile(`-\d+$`)
+// row is one metric of one benchmark measured on both targets of a pair.
+type row struct {
+	Name   string // benchmark without the target, plus the unit unless ns/op
+	Pair   pair
+	Ours   float64
+	Theirs float64
+	Higher bool // the unit is a rate: higher is better
+}
+
+// Ratio is above 1 when ours is better: theirs ÷ ours, or ours ÷ theirs
+// for rates.
+func (r row) Ratio() float64 {
+	if r.Higher {
+		return r.Ours / r.Theirs
+	}
+	return r.Theirs / r.Ours
+}
+
+// procSuffix is the -GOMAXPROCS suffix go test appends to names; runSuffix
+// the #NN it appends to a sub-benchmark name used again.
+var (
+	procSuffix = regexp.MustCompile(`-\d+$`)
+	runSuffix  = regexp.MustCompile(`#\d+(/|$)`)
+)
 
 type key struct{ base, unit string }
 
@@ -70,13 +97,13 @@ func parse(r io.Reader) ([]row, error) {
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
 			continue
 		}
-		name := procSuffix.ReplaceAllString(fields[0], "")
+		name := runSuffix.ReplaceAllString(procSuffix.ReplaceAllString(fields[0], ""), "$1")
 		i := strings.LastIndex(name, "/")
 		if i < 0 {
 			continue
 		}
 		base, tgt := name[:i], name[i+1:]
-		if tgt != "apache" && tgt != "embedded" {
+		if !isTarget(tgt) {
 			continue
 		}
 		// fields[1] is the iteration count; then value/unit pairs.
@@ -103,25 +130,42 @@ func parse(r io.Reader) ([]row, error) {
 		return nil, fmt.Errorf("read benchmark output: %w", err)
 	}
 	var rows []row
-	for _, k := range order {
-		a, e := values[k]["apache"], values[k]["embedded"]
-		if a == nil || e == nil || e.value() == 0 {
-			continue
+	for _, p := range pairs {
+		for _, k := range order {
+			o, th := values[k][p.Ours], values[k][p.Theirs]
+			if o == nil || th == nil || o.value() == 0 || th.value() == 0 {
+				continue
+			}
+			name := k.base
+			if k.unit != "ns/op" {
+				name += " " + k.unit
+			}
+			rows = append(rows, row{Name: name, Pair: p, Ours: o.value(), Theirs: th.value(), Higher: higherIsBetter[k.unit]})
 		}
-		name := k.base
-		if k.unit != "ns/op" {
-			name += " " + k.unit
-		}
-		rows = append(rows, row{Name: name, Embedded: e.value(), Apache: a.value()})
 	}
 	return rows, nil
 }
 
+func isTarget(name string) bool {
+	for _, p := range pairs {
+		if name == p.Ours || name == p.Theirs {
+			return true
+		}
+	}
+	return false
+}
+
+// write prints one table per pair, ours first.
 func write(w io.Writer, rows []row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "name\tembedded\tapache\tratio")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\n", r.Name, num(r.Embedded), num(r.Apache), r.Ratio())
+	for i, r := range rows {
+		if i == 0 || r.Pair != rows[i-1].Pair {
+			if i > 0 {
+				fmt.Fprintln(tw)
+			}
+			fmt.Fprintf(tw, "name\t%s\t%s\tratio\n", r.Pair.Ours, r.Pair.Theirs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\n", r.Name, num(r.Ours), num(r.Theirs), r.Ratio())
 	}
 	return tw.Flush()
 }

@@ -51,6 +51,15 @@ type Config struct {
 	// CacheFile keeps the last provider lists, so the consumer starts while
 	// the registry is down. Default "": no file.
 	CacheFile string `koanf:"cache-file"`
+	// Migration is Dubbo's service-discovery migration step:
+	// APPLICATION_FIRST uses the interface-level providers and the
+	// instances of the provider applications together (/services/<app>,
+	// found through /dubbo/mapping/<interface>), so providers that register
+	// only their instance, like dubbo-go's by default, are found;
+	// FORCE_INTERFACE uses only /dubbo/<interface>/providers;
+	// FORCE_APPLICATION only the instances. Default APPLICATION_FIRST
+	// (Dubbo 3's default).
+	Migration string `koanf:"migration"`
 	// Defaults apply to every reference that does not set the value.
 	Defaults Settings `koanf:"defaults"`
 	// References are created by Start.
@@ -123,11 +132,19 @@ type MetadataReport interface {
 	GetServiceDefinition(ctx context.Context, iface, version, group string) (*metadata.ServiceDefinition, error)
 }
 
+// ServiceDiscovery is what application-level discovery needs from the
+// registry; the ZooKeeper registry implements it.
+type ServiceDiscovery interface {
+	WatchMapping(ctx context.Context, iface string, fn func(apps []string)) (cancel func(), err error)
+	WatchInstances(ctx context.Context, app string, fn zookeeper.InstancesFunc) (cancel func(), err error)
+	GetAppMetadata(ctx context.Context, app, revision string) (*metadata.Info, error)
+}
+
 // Options are the parts of a consumer that do not come from the config file.
 type Options struct {
 	// Registry, if set, is used instead of connecting to Config.Registry;
-	// the consumer does not close it. If it implements ConfigCenter and
-	// MetadataReport those are used too.
+	// the consumer does not close it. If it implements ConfigCenter,
+	// MetadataReport and ServiceDiscovery those are used too.
 	Registry Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -137,9 +154,11 @@ type Options struct {
 type Consumer struct {
 	cfg     Config
 	log     *slog.Logger
-	reg     Registry       // nil: direct urls only
-	config  ConfigCenter   // nil: no dynamic rules
-	meta    MetadataReport // nil: generic calls need types
+	reg     Registry         // nil: direct urls only
+	config  ConfigCenter     // nil: no dynamic rules
+	meta    MetadataReport   // nil: generic calls need types
+	disc    ServiceDiscovery // nil: interface-level discovery only
+	infos   *infoCache
 	ownsReg func() error
 	clients *clientPool
 	host    string
@@ -166,7 +185,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if cfg.Application == "" {
 		cfg.Application = DefaultApplication
 	}
-	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), host: localIP()}
+	step, err := migrationStep(cfg.Migration)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
+	}
+	cfg.Migration = step
+	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), host: localIP(), infos: newInfoCache()}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -193,6 +217,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	}
 	c.config, _ = c.reg.(ConfigCenter)
 	c.meta, _ = c.reg.(MetadataReport)
+	if cfg.Migration != MigrationForceInterface {
+		c.disc, _ = c.reg.(ServiceDiscovery)
+	}
 	return c, nil
 }
 

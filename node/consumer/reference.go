@@ -48,6 +48,12 @@ type Reference struct {
 	invoker     *cluster.Invoker
 	release     func() // releases the direct url's client
 
+	// The providers of each discovery, merged by setProviders.
+	migration          string
+	apps               *appDiscovery // nil: interface-level only
+	provMu             sync.Mutex
+	ifaceURLs, appURLs []*url.URL
+
 	// Watches of the config center, and the goroutine that (re)arms the
 	// provider application's tag-router watch outside the registry loop.
 	mu        sync.Mutex
@@ -59,7 +65,7 @@ type Reference struct {
 }
 
 func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceConfig) (*Reference, error) {
-	r := &Reference{c: c, key: key, rc: rc, log: c.log.With("reference", key)}
+	r := &Reference{c: c, key: key, rc: rc, log: c.log.With("reference", key), migration: c.cfg.Migration}
 	r.consumerURL = c.consumerURL(rc)
 	cl := rc.Cluster
 	if cl == "" {
@@ -229,6 +235,11 @@ func (r *Reference) subscribe(ctx context.Context) error {
 	if err := reg.Subscribe(ctx, r.subURL, registry.ListenerFunc(r.notify)); err != nil {
 		return fmt.Errorf("reference %s: subscribe: %w", r.key, err)
 	}
+	if r.c.disc != nil {
+		if err := r.startAppDiscovery(ctx); err != nil {
+			return err
+		}
+	}
 	if r.c.config == nil {
 		return nil
 	}
@@ -264,8 +275,7 @@ func (r *Reference) notify(n registry.Notification) {
 				ps = append(ps, u)
 			}
 		}
-		r.dyn.Update(ps)
-		r.watchTags(ps)
+		r.setProviders(sourceInterface, ps)
 	case registry.CategoryRouters:
 		var rs []cluster.Router
 		for _, u := range n.URLs {
@@ -435,6 +445,9 @@ func (r *Reference) close() {
 	r.cancels, r.tagCancel = nil, nil
 	r.mu.Unlock()
 	r.wg.Wait()
+	if r.apps != nil {
+		r.apps.close()
+	}
 	for _, c := range cancels {
 		if c != nil {
 			c()

@@ -355,6 +355,7 @@ func (cl *call) wait(ctx context.Context, cc *clientConn, id int64, sent int64, 
 		cl.timer.Reset(timeout)
 	}
 	var err error
+	timedOut := true
 	select {
 	case <-cl.done:
 		cl.timer.Stop()
@@ -365,7 +366,8 @@ func (cl *call) wait(ctx context.Context, cc *clientConn, id int64, sent int64, 
 	case <-ctx.Done():
 		cl.timer.Stop()
 		err = fmt.Errorf("call %d to %s: %w", id, cc.addr, ctx.Err())
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
+		if timedOut {
 			err = &rpc.CallError{Kind: rpc.ErrTimeout, Address: cc.addr,
 				Detail: fmt.Sprintf("waiting for response %d: %v", id, ctx.Err())}
 		}
@@ -376,7 +378,7 @@ func (cl *call) wait(ctx context.Context, cc *clientConn, id int64, sent int64, 
 		<-cl.done
 		return cl.take()
 	}
-	if cc.lastRead.Load() < sent {
+	if timedOut && cc.lastRead.Load() < sent {
 		// Not a byte since the request went out: ask the provider whether
 		// it is still there.
 		cc.probe()

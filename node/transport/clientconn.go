@@ -97,6 +97,14 @@ func (s *slot) run(ctx context.Context, cc *clientConn) {
 	hb := s.c.cfg.Heartbeat
 	tick := time.NewTicker(max(hb/3, time.Millisecond))
 	defer tick.Stop()
+	// The liveness watch ticks only while calls are outstanding or a probe
+	// is unanswered; an idle connection costs no wakeups.
+	step := max(s.c.cfg.Liveness/4, time.Millisecond)
+	live := time.NewTimer(step)
+	defer live.Stop()
+	if s.c.cfg.Liveness <= 0 {
+		live.Stop()
+	}
 loop:
 	for {
 		select {
@@ -107,6 +115,19 @@ loop:
 			break loop
 		case now := <-tick.C:
 			cc.heartbeat(now)
+		case <-cc.wake:
+			live.Reset(step)
+		case <-live.C:
+			if cc.checkLiveness() {
+				live.Reset(step)
+				continue
+			}
+			// Park the watch; a call or probe from now on wakes it. Checking
+			// again after parking closes the race with one just sent.
+			cc.watchParked.Store(true)
+			if cc.pendingCount() > 0 && cc.watchParked.CompareAndSwap(true, false) {
+				live.Reset(step)
+			}
 		}
 	}
 	wg.Wait()
@@ -124,8 +145,15 @@ type clientConn struct {
 	addr     string
 	w        *frameWriter
 	readOnly atomic.Bool  // the provider sent the read-only event
-	lastRead atomic.Int64 // unix nanos
+	lastRead atomic.Int64 // monoNow of the last frame read
 	done     chan struct{}
+
+	// Liveness watch (ClientConfig.Liveness), all monoNow stamps.
+	awaitSince  atomic.Int64 // first two-way request sent after lastRead
+	probeAt     atomic.Int64 // last probe heartbeat; unanswered while > lastRead
+	frozen      atomic.Bool  // a probe went unanswered: not Available
+	watchParked atomic.Bool  // the supervisor's liveness timer is stopped
+	wake        chan struct{}
 
 	mu      sync.Mutex
 	pending map[int64]*call
@@ -140,10 +168,96 @@ func newClientConn(c *Client, conn net.Conn) *clientConn {
 		addr:    c.addr,
 		w:       newFrameWriter(conn, c.cfg.HeartbeatTimeout),
 		done:    make(chan struct{}),
+		wake:    make(chan struct{}, 1),
 		pending: make(map[int64]*call),
 	}
-	cc.lastRead.Store(time.Now().UnixNano())
+	cc.lastRead.Store(monoNow())
 	return cc
+}
+
+// usable: open to new calls as far as the client can tell.
+func (cc *clientConn) usable() bool { return !cc.readOnly.Load() && !cc.frozen.Load() }
+
+// sending stamps a two-way request about to be written and returns its
+// send time; the liveness watch times silence from the first request
+// after the last read.
+func (cc *clientConn) sending() int64 {
+	now := monoNow()
+	if cc.awaitSince.Load() <= cc.lastRead.Load() {
+		cc.awaitSince.Store(now)
+	}
+	cc.wakeWatch()
+	return now
+}
+
+// wakeWatch restarts the supervisor's liveness timer if it is parked.
+func (cc *clientConn) wakeWatch() {
+	if cc.c.cfg.Liveness > 0 && cc.watchParked.Load() && cc.watchParked.CompareAndSwap(true, false) {
+		select {
+		case cc.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// probe sends a heartbeat unless one is already unanswered. The
+// supervisor marks the connection frozen if it stays unanswered.
+func (cc *clientConn) probe() {
+	p := cc.probeAt.Load()
+	if p > cc.lastRead.Load() || !cc.probeAt.CompareAndSwap(p, monoNow()) {
+		return
+	}
+	cc.sendRequest(protocol.Heartbeat(cc.c.nextID.Add(1)))
+	if cc.c.cfg.Liveness <= 0 { // no watch to judge the answer: judge now
+		cc.freeze(cc.probeAt.Load())
+		return
+	}
+	cc.wakeWatch()
+}
+
+// checkLiveness runs on the supervisor's liveness timer and reports whether
+// to keep watching. Silence for Liveness after a request sends a probe;
+// silence for Liveness/2 after the probe freezes the connection. The
+// reader thaws it on any frame.
+func (cc *clientConn) checkLiveness() bool {
+	now, w := monoNow(), int64(cc.c.cfg.Liveness)
+	lastRead := cc.lastRead.Load()
+	if p := cc.probeAt.Load(); p > lastRead {
+		if now-p >= w/2 {
+			cc.freeze(p)
+		}
+		return true
+	}
+	if cc.pendingCount() == 0 {
+		return false
+	}
+	if s := cc.awaitSince.Load(); s > lastRead && now-s >= w {
+		cc.probe()
+	}
+	return true
+}
+
+// freeze marks the connection frozen for want of an answer to the probe
+// sent at probed.
+func (cc *clientConn) freeze(probed int64) {
+	if !cc.frozen.CompareAndSwap(false, true) {
+		return
+	}
+	cc.c.log.Warn("provider silent with calls outstanding; unavailable until it answers",
+		"silent_for", time.Duration(monoNow()-cc.lastRead.Load()).Round(time.Millisecond))
+	cc.c.stateChanged()
+	// A frame read while we decided would find frozen still unset.
+	if cc.lastRead.Load() > probed {
+		cc.thaw()
+	}
+}
+
+// thaw runs in the reader when a frame arrives on a frozen connection.
+func (cc *clientConn) thaw() {
+	if cc.frozen.CompareAndSwap(true, false) {
+		cc.c.log.Info("provider answers again")
+		cc.c.stateChanged()
+	}
 }
 
 func (cc *clientConn) register(id int64, cl *call) error {
@@ -217,12 +331,13 @@ func (cc *clientConn) shutdown(err error) {
 // silent one (the reader then fails its calls and the slot redials).
 func (cc *clientConn) heartbeat(now time.Time) {
 	cfg := &cc.c.cfg
-	sinceRead := now.Sub(time.Unix(0, cc.lastRead.Load()))
+	mono := int64(now.Sub(epoch))
+	sinceRead := time.Duration(mono - cc.lastRead.Load())
 	if sinceRead > cfg.HeartbeatTimeout {
 		cc.shutdown(fmt.Errorf("nothing read for %v (heartbeat timeout %v)", sinceRead.Round(time.Millisecond), cfg.HeartbeatTimeout))
 		return
 	}
-	sinceWrite := now.Sub(time.Unix(0, cc.w.lastWrite.Load()))
+	sinceWrite := time.Duration(mono - cc.w.lastWrite.Load())
 	if sinceRead >= cfg.Heartbeat || sinceWrite >= cfg.Heartbeat {
 		cc.sendRequest(protocol.Heartbeat(cc.c.nextID.Add(1)))
 	}
@@ -255,7 +370,10 @@ func (cc *clientConn) read() error {
 		if err != nil && !errors.Is(err, protocol.ErrPayloadTooLarge) {
 			return err
 		}
-		cc.lastRead.Store(time.Now().UnixNano())
+		cc.lastRead.Store(monoNow())
+		if cc.frozen.Load() {
+			cc.thaw()
+		}
 		if err != nil { // too large: Java fabricates CLIENT_ERROR (90)
 			if serr := dec.SkipBody(h); serr != nil {
 				return serr

@@ -115,8 +115,14 @@ func (c *serverConn) event(req *protocol.Request) {
 }
 
 func (c *serverConn) dispatch(req *protocol.Request) {
+	// The consumer gives up after its timeout attachment, counted from now,
+	// so the handler's context does too (time in the pool queue counts).
+	var deadline time.Time
+	if d := millis(req.Attachments["timeout"]); d > 0 {
+		deadline = time.Now().Add(d)
+	}
 	c.s.inFlight.Add(1)
-	err := c.s.dispatcher.Dispatch(dispatch.Request, func() { c.handle(req) })
+	err := c.s.dispatcher.Dispatch(dispatch.Request, func() { c.handle(req, deadline) })
 	if err == nil {
 		return
 	}
@@ -129,10 +135,11 @@ func (c *serverConn) dispatch(req *protocol.Request) {
 	}
 }
 
-// handle runs on a pool worker.
-func (c *serverConn) handle(req *protocol.Request) {
+// handle runs on a pool worker; deadline, if set, bounds the handler's
+// context.
+func (c *serverConn) handle(req *protocol.Request, deadline time.Time) {
 	defer c.s.inFlight.Add(-1)
-	resp := c.call(req)
+	resp := c.call(req, deadline)
 	if req.TwoWay {
 		if resp == nil {
 			resp = protocol.ResponseTo(req)
@@ -144,7 +151,13 @@ func (c *serverConn) handle(req *protocol.Request) {
 	}
 }
 
-func (c *serverConn) call(req *protocol.Request) (resp *protocol.Response) {
+func (c *serverConn) call(req *protocol.Request, deadline time.Time) (resp *protocol.Response) {
+	ctx := c.ctx
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.log.Error("handler panicked", "service", req.Path, "method", req.Method, "panic", r)
@@ -153,7 +166,7 @@ func (c *serverConn) call(req *protocol.Request) (resp *protocol.Response) {
 			resp.ErrorMessage = fmt.Sprintf("provider handler panicked in %s.%s: %v", req.Path, req.Method, r)
 		}
 	}()
-	return c.s.handler.Handle(c.ctx, req)
+	return c.s.handler.Handle(ctx, req)
 }
 
 // reject answers a request the reader could not decode.

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -48,19 +49,27 @@ func oneway(inv *rpc.Invocation) bool { return inv.Attachment("return") == "fals
 // timeoutOf reads the invocation's timeout attachment (milliseconds), 0 if
 // absent or unparsable.
 func timeoutOf(inv *rpc.Invocation) time.Duration {
-	switch v := inv.Attachments["timeout"].(type) {
+	return millis(inv.Attachments["timeout"])
+}
+
+// millis reads a timeout attachment: milliseconds as a decimal string (as
+// Dubbo sends it) or an integer; 0 if absent, unparsable or not positive.
+func millis(v any) time.Duration {
+	var ms int64
+	switch v := v.(type) {
 	case string:
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			return time.Duration(ms) * time.Millisecond
-		}
+		ms, _ = strconv.ParseInt(v, 10, 64)
 	case int:
-		return time.Duration(v) * time.Millisecond
+		ms = int64(v)
 	case int64:
-		return time.Duration(v) * time.Millisecond
+		ms = v
 	case int32:
-		return time.Duration(v) * time.Millisecond
+		ms = int64(v)
 	}
-	return 0
+	if ms <= 0 || ms > int64(math.MaxInt64/time.Millisecond) {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // resultOf turns a response into a result, or into an error of the rpc
@@ -101,8 +110,15 @@ func statusKind(s protocol.Status, msg string) error {
 	if notFound(msg) {
 		return rpc.ErrServiceNotFound
 	}
+	if strings.Contains(msg, tokenRefused) {
+		return rpc.ErrBadRequest // a retry elsewhere is refused the same way
+	}
 	return rpc.ErrProvider
 }
+
+// tokenRefused is the message of Java's TokenFilter (status 70) when the
+// token attachment does not match the provider's.
+const tokenRefused = "Invalid token!"
 
 var notFoundPhrases = []string{
 	"not found exported service", // Java DubboProtocol.getInvoker

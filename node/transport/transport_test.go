@@ -27,9 +27,15 @@ var greeter = HandlerFunc(func(ctx context.Context, req *protocol.Request) *prot
 	case "sayHello":
 		resp.Value = "Hello, " + req.Args[0].(string)
 	case "sleep":
+		// Like a handler that ignores its deadline but gives up when the
+		// connection closes.
+		slept := time.After(time.Duration(req.Args[0].(int32)) * time.Millisecond)
 		select {
-		case <-time.After(time.Duration(req.Args[0].(int32)) * time.Millisecond):
+		case <-slept:
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				<-slept
+			}
 		}
 		resp.Value = "slept"
 	case "fail":
@@ -504,6 +510,8 @@ func TestStatusKinds(t *testing.T) {
 		{protocol.StatusServiceError, "Not found exported service: a.B:1.0 in [], may be version or group mismatch", rpc.ErrServiceNotFound},
 		{protocol.StatusServiceError, "cannot find method [x] of service [y]", rpc.ErrServiceNotFound},
 		{protocol.StatusServiceError, "java.lang.NullPointerException", rpc.ErrProvider},
+		{protocol.StatusServiceError, "org.apache.dubbo.rpc.RpcException: Invalid token! Forbid invoke remote service " +
+			"interface org.example.Greeter method sayHello() from consumer 127.0.0.1 to provider 127.0.0.1", rpc.ErrBadRequest},
 		{protocol.StatusServerError, "", rpc.ErrProvider},
 		{protocol.StatusBadResponse, "", rpc.ErrProvider},
 	}
@@ -559,4 +567,206 @@ func TestDialClosedPort(t *testing.T) {
 	if !errors.Is(err, rpc.ErrConnection) || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("dial a closed port: %v", err)
 	}
+}
+
+// frozenPeer is a provider that the test reads and answers by hand, so it
+// can stop doing either, as a SIGSTOPped process does.
+type frozenPeer struct {
+	t    *testing.T
+	conn net.Conn
+	enc  *protocol.Encoder
+}
+
+func acceptPeer(t *testing.T, ln net.Listener) *frozenPeer {
+	t.Helper()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	return &frozenPeer{t: t, conn: conn, enc: protocol.NewEncoder(0)}
+}
+
+// answer reads one frame and answers it if it is a two-way request; it
+// returns the frame's flags.
+func (p *frozenPeer) answer() byte {
+	p.t.Helper()
+	f := readFrame(p.t, p.conn)
+	id := int64(binary.BigEndian.Uint64(f[4:12]))
+	var out []byte
+	switch f[2] {
+	case 0xe2: // heartbeat
+		out = rawFrame(0x22, 20, id, []byte{0x4e})
+	case 0xc2:
+		var err error
+		if out, err = p.enc.AppendResponse(nil, &protocol.Response{ID: id, Value: "Hello, world"}); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	if out != nil {
+		if _, err := p.conn.Write(out); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	return f[2]
+}
+
+func TestFrozenProviderUnavailable(t *testing.T) {
+	tests := []struct {
+		name     string
+		liveness time.Duration
+		timeout  time.Duration
+	}{
+		{"liveness watch", 40 * time.Millisecond, 5 * time.Second},
+		{"timed-out call", -1, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			states := make(chan bool, 8)
+			c := NewClient(ln.Addr().String(), ClientConfig{Liveness: tt.liveness, Timeout: tt.timeout, Logger: quiet,
+				OnStateChange: func(up bool) { states <- up }})
+			defer c.Close()
+			p := acceptPeer(t, ln)
+			if up := <-states; !up {
+				t.Fatal("first state change is not available")
+			}
+			go p.answer()
+			callHello(t, c, "world")
+
+			// The provider freezes: it neither reads nor answers.
+			calls := make(chan error, 1)
+			start := time.Now()
+			go func() { _, err := c.Invoke(context.Background(), hello("world")); calls <- err }()
+			select {
+			case up := <-states:
+				if up {
+					t.Fatal("state change to available while frozen")
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("a silent provider with a call outstanding stayed available")
+			}
+			took := time.Since(start)
+			if c.Available() {
+				t.Fatal("Available() while frozen")
+			}
+			if limit := max(tt.timeout, 0) + 500*time.Millisecond; tt.liveness > 0 && took > limit {
+				t.Fatalf("frozen after %v", took)
+			}
+			t.Logf("unavailable %v after the call", took.Round(time.Millisecond))
+
+			// It thaws: the call (unless it timed out) and the probe heartbeat
+			// are waiting in its socket, and the first answer makes the client
+			// available again.
+			if flags := p.answer(); flags != 0xc2 {
+				t.Fatalf("first frame after the freeze has flags %02x, want the call (c2)", flags)
+			}
+			if flags := p.answer(); flags != 0xe2 {
+				t.Fatalf("second frame after the freeze has flags %02x, want the probe heartbeat (e2)", flags)
+			}
+			select {
+			case up := <-states:
+				if !up {
+					t.Fatal("second state change is not available")
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("client stayed unavailable after the provider answered")
+			}
+			err = <-calls
+			if tt.timeout < time.Second {
+				if !errors.Is(err, rpc.ErrTimeout) {
+					t.Fatalf("call during the freeze: %v, want ErrTimeout", err)
+				}
+			} else if err != nil {
+				t.Fatalf("call during the freeze: %v", err)
+			}
+			go p.answer()
+			callHello(t, c, "world")
+		})
+	}
+}
+
+func TestSlowCallDoesNotFreeze(t *testing.T) {
+	s := startServer(t, "", greeter, ServerConfig{})
+	var downs atomic.Int32
+	c := dial(t, s, ClientConfig{Liveness: 20 * time.Millisecond, Timeout: 5 * time.Second,
+		OnStateChange: func(up bool) {
+			if !up {
+				downs.Add(1)
+			}
+		}})
+	if _, err := c.Invoke(context.Background(), sleepInv(300)); err != nil {
+		t.Fatal(err)
+	}
+	if n := downs.Load(); n != 0 {
+		t.Fatalf("a provider answering heartbeats during a slow call was reported unavailable %d times", n)
+	}
+}
+
+func TestHandlerDeadlineFromTimeoutAttachment(t *testing.T) {
+	type seen struct {
+		deadline time.Duration // from the handler's start; 0: none
+		stopped  time.Duration // when ctx.Done fired; 0: never
+		err      error
+	}
+	seenc := make(chan seen, 1)
+	h := HandlerFunc(func(ctx context.Context, req *protocol.Request) *protocol.Response {
+		start := time.Now()
+		var s seen
+		if dl, ok := ctx.Deadline(); ok {
+			s.deadline = dl.Sub(start)
+		}
+		select {
+		case <-ctx.Done():
+			s.stopped, s.err = time.Since(start), ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		seenc <- s
+		if s.stopped > 0 {
+			time.Sleep(200 * time.Millisecond) // answer after the consumer gave up
+		}
+		return protocol.ResponseTo(req)
+	})
+	s := startServer(t, "", h, ServerConfig{})
+
+	t.Run("timeout attachment", func(t *testing.T) {
+		c := dial(t, s, ClientConfig{})
+		inv := hello("x")
+		inv.SetAttachment("timeout", "100")
+		if _, err := c.Invoke(context.Background(), inv); !errors.Is(err, rpc.ErrTimeout) {
+			t.Fatalf("call: %v, want ErrTimeout", err)
+		}
+		got := <-seenc
+		if got.deadline <= 0 || got.deadline > 100*time.Millisecond {
+			t.Fatalf("handler deadline %v from its start, want within 100ms", got.deadline)
+		}
+		if got.stopped < 50*time.Millisecond || got.stopped > 300*time.Millisecond || !errors.Is(got.err, context.DeadlineExceeded) {
+			t.Fatalf("handler context done after %v with %v, want about 100ms and DeadlineExceeded", got.stopped, got.err)
+		}
+	})
+	t.Run("no timeout attachment", func(t *testing.T) {
+		req, err := requestFor(hello("x"), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(req.Attachments, "timeout")
+		req.ID = 7
+		frame, err := protocol.NewEncoder(0).AppendRequest(nil, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn := rawConn(t, s.Addr().String())
+		conn.Write(frame)
+		if f := readFrame(t, conn); f[3] != 20 {
+			t.Fatalf("response status %d", f[3])
+		}
+		if got := <-seenc; got.deadline != 0 || got.stopped != 0 {
+			t.Fatalf("handler without a timeout attachment saw %+v, want no deadline", got)
+		}
+	})
 }

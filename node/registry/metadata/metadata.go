@@ -161,3 +161,47 @@ func (m *Info) CalcRevision() string {
 	sum := md5.Sum([]byte(b.String()))
 	return hex.EncodeToString(sum[:])
 }
+
+// Serves reports whether s is the service iface of group and version, as a
+// reference asks for it; Java's "0.0.0" and "" both mean no version.
+func (s *ServiceInfo) Serves(iface, group, version string) bool {
+	return s.Name == iface && s.Group == group && normVersion(s.Version) == normVersion(version)
+}
+
+func normVersion(v string) string {
+	if v == "0.0.0" {
+		return ""
+	}
+	return v
+}
+
+// ProviderURL rebuilds the provider URL of s served at host:port by app
+// (Java's InstanceAddressURL): the ServiceInfo's params, with interface,
+// version and group from its keys, since dubbo-go keeps only a few params.
+func (s *ServiceInfo) ProviderURL(app, host string, port int) *url.URL {
+	params := make(map[string]string, len(s.Params)+4)
+	for k, v := range s.Params {
+		params[k] = v
+	}
+	params[url.KeyInterface] = s.Name
+	delete(params, url.KeyVersion)
+	delete(params, url.KeyGroup)
+	if s.Version != "" {
+		params[url.KeyVersion] = s.Version
+	}
+	if s.Group != "" {
+		params[url.KeyGroup] = s.Group
+	}
+	if params["application"] == "" && app != "" {
+		params["application"] = app
+	}
+	protocol := s.Protocol
+	if protocol == "" {
+		protocol = "dubbo"
+	}
+	path := s.Path
+	if path == "" {
+		path = s.Name
+	}
+	return url.New(protocol, host, port, path, params)
+}

@@ -238,3 +238,81 @@ func testServiceDefinitionRoundTrip(t *testing.T, addr string) {
 		t.Errorf("app metadata round trip: %+v", back)
 	}
 }
+
+func testMappingWatch(t *testing.T, addr string) {
+	ctx := context.Background()
+	const iface = "org.example.Watched"
+	prov := newRegistry(t, addr, "", Options{})
+	cons := newRegistry(t, addr, "", Options{})
+	got := make(chan string, 20)
+	cancel, err := cons.WatchMapping(ctx, iface, func(apps []string) { got <- strings.Join(apps, ",") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	expect := func(want string) {
+		t.Helper()
+		select {
+		case apps := <-got:
+			if apps != want {
+				t.Fatalf("mapping %q, want %q", apps, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no mapping notification, want %q", want)
+		}
+	}
+	select {
+	case apps := <-got:
+		t.Fatalf("notified %q before the mapping exists", apps)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := prov.AddMapping(ctx, iface, "app-a"); err != nil {
+		t.Fatal(err)
+	}
+	expect("app-a")
+	if err := prov.AddMapping(ctx, iface, "app-b"); err != nil {
+		t.Fatal(err)
+	}
+	expect("app-a,app-b")
+
+	// A second watcher of the same mapping gets the current list at once.
+	late := make(chan string, 1)
+	cancel2, err := cons.WatchMapping(ctx, iface, func(apps []string) { late <- strings.Join(apps, ",") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel2()
+	if apps := <-late; apps != "app-a,app-b" {
+		t.Fatalf("late watcher got %q", apps)
+	}
+	if err := rawConn(t, addr).Delete(prov.MappingPath(iface), -1); err != nil {
+		t.Fatal(err)
+	}
+	expect("")
+}
+
+// dubbo-go v3.3.0 keeps remote application metadata at /dubbo/<app>/<rev>,
+// with its own JSON field set.
+func testDubboGoAppMetadata(t *testing.T, addr string) {
+	ctx := context.Background()
+	r := newRegistry(t, addr, "", Options{})
+	raw := rawConn(t, addr)
+	doc := `{"app":"dg-app","revision":"123","Tag":"","services":{"org.example.Greeter:1.0.0:dubbo":{"name":"org.example.Greeter","version":"1.0.0","protocol":"dubbo","port":20000,"path":"org.example.Greeter","params":{"application":"dg-app","methods":"sayHello"}}}}`
+	if _, err := raw.Create("/dubbo/dg-app", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatal(err)
+	}
+	if _, err := raw.Create("/dubbo/dg-app/123", []byte(doc), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	info, err := r.GetAppMetadata(ctx, "dg-app", "123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := info.Services["org.example.Greeter:1.0.0:dubbo"]
+	if info.App != "dg-app" || s == nil || s.Port != 20000 || s.Params["methods"] != "sayHello" {
+		t.Fatalf("dubbo-go metadata %+v", info)
+	}
+	if _, err := r.GetAppMetadata(ctx, "dg-app", "456"); err == nil || !strings.Contains(err.Error(), "/dubbo/dg-app/456") {
+		t.Fatalf("missing revision: %v", err)
+	}
+}

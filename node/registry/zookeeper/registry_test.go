@@ -34,6 +34,8 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("ConfigWatch", func(t *testing.T) { testConfigWatch(t, addr) })
 		t.Run("InstanceRegistration", func(t *testing.T) { testInstanceRegistration(t, addr) })
 		t.Run("MappingCAS", func(t *testing.T) { testMappingCAS(t, addr) })
+		t.Run("MappingWatch", func(t *testing.T) { testMappingWatch(t, addr) })
+		t.Run("DubboGoAppMetadata", func(t *testing.T) { testDubboGoAppMetadata(t, addr) })
 		t.Run("ServiceDefinitionRoundTrip", func(t *testing.T) { testServiceDefinitionRoundTrip(t, addr) })
 	})
 }

@@ -1,0 +1,507 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/transport"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// Application-level discovery, as Dubbo 3's APPLICATION_FIRST migration
+// step does it (PROTOCOLS.md C.5). Next to the interface-level
+// subscription, a reference
+//
+//  1. watches /dubbo/mapping/<interface> for the provider applications;
+//  2. watches /services/<app> for each application's instances;
+//  3. gets each instance revision's MetadataInfo, once per (app, revision):
+//     from the instance's MetadataService (storage type "local") or from
+//     the registry (storage type "remote");
+//  4. turns the ServiceInfo of the referenced service into provider URLs at
+//     the instance's dubbo endpoint, and merges them with the
+//     interface-level providers (see Reference.setProviders).
+//
+// Watch callbacks run on the registry loop, which must not wait for the
+// network, so each reference has one goroutine (appDiscovery.run) that arms
+// the instance watches and fetches metadata. An instance that leaves is
+// dropped from the directory in the callback itself.
+
+// Migration steps (Dubbo's dubbo.application.service-discovery.migration).
+const (
+	MigrationForceInterface   = "FORCE_INTERFACE"
+	MigrationApplicationFirst = "APPLICATION_FIRST"
+	MigrationForceApplication = "FORCE_APPLICATION"
+)
+
+func migrationStep(s string) (string, error) {
+	switch strings.ToUpper(s) {
+	case "", MigrationApplicationFirst:
+		return MigrationApplicationFirst, nil
+	case MigrationForceInterface:
+		return MigrationForceInterface, nil
+	case MigrationForceApplication:
+		return MigrationForceApplication, nil
+	}
+	return "", fmt.Errorf("migration %q: use FORCE_INTERFACE, APPLICATION_FIRST or FORCE_APPLICATION", s)
+}
+
+// Dubbo's MetadataService, which providers serve for application-level
+// discovery under group = application name.
+const (
+	metadataServiceInterface = "org.apache.dubbo.metadata.MetadataService"
+	metadataServiceVersion   = "1.0.0"
+)
+
+// Timing of metadata fetches.
+const (
+	metadataTimeout  = 3 * time.Second // connect plus one getMetadataInfo call
+	metadataRetryMin = time.Second
+	metadataRetryMax = 30 * time.Second
+)
+
+// infoCache keeps the MetadataInfo of every (app, revision) the consumer
+// fetched, shared by its references; concurrent requests for one key make
+// one fetch. Failures are not kept, so the next request tries again.
+type infoCache struct {
+	mu      sync.Mutex
+	entries map[string]*infoEntry
+}
+
+type infoEntry struct {
+	done chan struct{}
+	info *metadata.Info
+	err  error
+}
+
+func newInfoCache() *infoCache { return &infoCache{entries: make(map[string]*infoEntry)} }
+
+func (c *infoCache) get(ctx context.Context, app, revision string, fetch func(context.Context) (*metadata.Info, error)) (*metadata.Info, error) {
+	key := app + "/" + revision
+	c.mu.Lock()
+	e := c.entries[key]
+	if e == nil {
+		e = &infoEntry{done: make(chan struct{})}
+		c.entries[key] = e
+		c.mu.Unlock()
+		e.info, e.err = fetch(ctx)
+		if e.err != nil {
+			c.mu.Lock()
+			delete(c.entries, key)
+			c.mu.Unlock()
+		}
+		close(e.done)
+		return e.info, e.err
+	}
+	c.mu.Unlock()
+	select {
+	case <-e.done:
+		return e.info, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// resolved is what one instance contributes to a reference.
+type resolved struct {
+	revision string
+	urls     []*url.URL
+}
+
+// appDiscovery is the application-level half of one reference.
+type appDiscovery struct {
+	r    *Reference
+	disc ServiceDiscovery
+	log  *slog.Logger
+
+	signal chan struct{} // capacity 1: "something changed"
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu            sync.Mutex
+	apps          map[string]bool                 // mapped apps; true once watched
+	instances     map[string][]*metadata.Instance // by app, as last notified
+	resolved      map[string]resolved             // by app + "/" + instance id
+	watchCancels  []func()
+	mappingCancel func()
+}
+
+// startAppDiscovery watches the mapping of the reference's interface and
+// starts the goroutine that follows its applications.
+func (r *Reference) startAppDiscovery(ctx context.Context) error {
+	d := &appDiscovery{
+		r:         r,
+		disc:      r.c.disc,
+		log:       r.log,
+		signal:    make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		apps:      make(map[string]bool),
+		instances: make(map[string][]*metadata.Instance),
+		resolved:  make(map[string]resolved),
+	}
+	cancel, err := d.disc.WatchMapping(ctx, r.rc.Interface, d.onMapping)
+	if err != nil {
+		return fmt.Errorf("reference %s: %w", r.key, err)
+	}
+	d.mu.Lock()
+	d.mappingCancel = cancel
+	d.mu.Unlock()
+	runCtx, stop := context.WithCancel(context.Background())
+	d.cancel = stop
+	r.apps = d
+	go d.run(runCtx)
+	return nil
+}
+
+func (d *appDiscovery) poke() {
+	select {
+	case d.signal <- struct{}{}:
+	default:
+	}
+}
+
+// onMapping runs on the registry loop. Applications are only added: a
+// mapping is append-only in Dubbo, and an application that is gone has no
+// instances left to offer anyway.
+func (d *appDiscovery) onMapping(apps []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	added := false
+	for _, app := range apps {
+		if _, ok := d.apps[app]; !ok {
+			d.apps[app] = false
+			added = true
+		}
+	}
+	if added {
+		d.poke()
+	}
+}
+
+// onInstances runs on the registry loop with the full instance list of app.
+// Instances that left are dropped from the directory at once; new
+// revisions are left to run.
+func (d *appDiscovery) onInstances(app string, list []*metadata.Instance) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.instances[app] = list
+	d.publish()
+	d.poke()
+}
+
+// run arms the instance watches of new applications and resolves instance
+// revisions until the reference closes, retrying failed fetches with
+// backoff.
+func (d *appDiscovery) run(ctx context.Context) {
+	defer close(d.done)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	delay := metadataRetryMin
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.signal:
+		case <-retry.C:
+		}
+		ok := d.watchApps(ctx)
+		ok = d.resolve(ctx) && ok
+		if ok {
+			delay = metadataRetryMin
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		retry.Reset(delay)
+		delay = min(2*delay, metadataRetryMax)
+	}
+}
+
+// watchApps arms the instance watch of every application not watched yet.
+func (d *appDiscovery) watchApps(ctx context.Context) bool {
+	d.mu.Lock()
+	var todo []string
+	for app, watched := range d.apps {
+		if !watched {
+			todo = append(todo, app)
+		}
+	}
+	d.mu.Unlock()
+	slices.Sort(todo)
+	ok := true
+	for _, app := range todo {
+		cancel, err := d.disc.WatchInstances(ctx, app, d.onInstances)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("cannot watch the instances of a provider application; will retry", "app", app, "err", err)
+			}
+			ok = false
+			continue
+		}
+		d.mu.Lock()
+		d.apps[app] = true
+		d.watchCancels = append(d.watchCancels, cancel)
+		d.mu.Unlock()
+	}
+	return ok
+}
+
+// resolve fetches the MetadataInfo of every instance whose revision has not
+// been resolved yet and publishes after each one. An instance whose fetch
+// fails keeps the URLs of its last good revision.
+func (d *appDiscovery) resolve(ctx context.Context) bool {
+	ok := true
+	var holds []func()
+	defer func() {
+		for _, release := range holds {
+			release()
+		}
+	}()
+	for _, in := range d.unresolved() {
+		fctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+		info, release, err := d.r.c.metadataInfo(fctx, in, d.r.connections(), d.r.heartbeat())
+		cancel()
+		if release != nil {
+			holds = append(holds, release) // keep the connection until the directory has it
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			d.log.Warn("cannot get the metadata of a provider instance; keeping its last providers, will retry",
+				"app", in.Name, "instance", in.ID, "revision", in.Revision(), "err", err)
+			ok = false
+			continue
+		}
+		urls := d.r.instanceURLs(in, info)
+		d.mu.Lock()
+		d.resolved[in.Name+"/"+in.ID] = resolved{revision: in.Revision(), urls: urls}
+		d.publish()
+		d.mu.Unlock()
+	}
+	return ok
+}
+
+// unresolved lists the current instances whose revision is not resolved.
+func (d *appDiscovery) unresolved() []*metadata.Instance {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*metadata.Instance
+	for _, app := range slices.Sorted(maps.Keys(d.instances)) {
+		for _, in := range d.instances[app] {
+			if res, ok := d.resolved[app+"/"+in.ID]; !ok || res.revision != in.Revision() {
+				out = append(out, in)
+			}
+		}
+	}
+	return out
+}
+
+// publish hands the providers of the present instances to the reference
+// and forgets instances that left; d.mu is held, so publications keep
+// their order.
+func (d *appDiscovery) publish() {
+	present := make(map[string]bool)
+	var urls []*url.URL
+	for app, list := range d.instances {
+		for _, in := range list {
+			key := app + "/" + in.ID
+			present[key] = true
+			urls = append(urls, d.resolved[key].urls...)
+		}
+	}
+	maps.DeleteFunc(d.resolved, func(k string, _ resolved) bool { return !present[k] })
+	d.r.setProviders(sourceApplication, urls)
+}
+
+// close stops the goroutine and the watches.
+func (d *appDiscovery) close() {
+	d.cancel()
+	<-d.done
+	d.mu.Lock()
+	cancels := append(d.watchCancels, d.mappingCancel)
+	d.watchCancels, d.mappingCancel = nil, nil
+	d.mu.Unlock()
+	for _, c := range cancels {
+		if c != nil {
+			c()
+		}
+	}
+}
+
+// instanceURLs are the providers of the reference's service that info
+// lists for instance in, at the instance's endpoint of their protocol.
+// Only the dubbo protocol is kept: it is the one we speak.
+func (r *Reference) instanceURLs(in *metadata.Instance, info *metadata.Info) []*url.URL {
+	eps, err := in.Endpoints()
+	if err != nil {
+		r.log.Warn("provider instance with unreadable endpoints; using its port", "instance", in.ID, "err", err)
+	}
+	var out []*url.URL
+	for _, key := range slices.Sorted(maps.Keys(info.Services)) {
+		s := info.Services[key]
+		if !s.Serves(r.rc.Interface, r.rc.Group, r.rc.Version) {
+			continue
+		}
+		protocol := cmp.Or(s.Protocol, "dubbo")
+		if protocol != "dubbo" {
+			continue
+		}
+		port := endpointPort(eps, protocol)
+		if port == 0 {
+			port = cmp.Or(s.Port, in.Port)
+		}
+		u := s.ProviderURL(cmp.Or(info.App, in.Name), in.Address, port)
+		// MetadataInfo leaves the start time out (it would change the
+		// revision); Java's InstanceAddressURL reads it from the instance,
+		// and without it a fresh provider would skip its warm-up weight.
+		if ts := in.Meta(metadata.KeyTimestamp); ts != "" && u.Param(url.KeyTimestamp) == "" {
+			u.SetParam(url.KeyTimestamp, ts)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func endpointPort(eps []metadata.Endpoint, protocol string) int {
+	for _, ep := range eps {
+		if ep.Protocol == protocol && ep.Port > 0 {
+			return ep.Port
+		}
+	}
+	return 0
+}
+
+// metadataInfo gets the MetadataInfo of in's revision, from the cache, the
+// registry or the instance's MetadataService. release, when not nil, must
+// be called once the caller no longer needs the connection it opened.
+func (c *Consumer) metadataInfo(ctx context.Context, in *metadata.Instance, connections int, heartbeat time.Duration) (info *metadata.Info, release func(), err error) {
+	rev := in.Revision()
+	if rev == "" || rev == metadata.EmptyRevision {
+		return &metadata.Info{App: in.Name, Revision: rev}, nil, nil
+	}
+	info, err = c.infos.get(ctx, in.Name, rev, func(ctx context.Context) (*metadata.Info, error) {
+		if in.Meta(metadata.KeyStorageType) == metadata.StorageRemote {
+			return c.disc.GetAppMetadata(ctx, in.Name, rev)
+		}
+		var info *metadata.Info
+		var err error
+		info, release, err = c.callMetadataService(ctx, in, rev, connections, heartbeat)
+		return info, err
+	})
+	return info, release, err
+}
+
+// callMetadataService calls getMetadataInfo(revision) on the instance's
+// MetadataService, at the endpoint its dubbo.metadata-service.url-params
+// name (the port there, else the dubbo endpoint's), through the shared
+// client of that address.
+func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instance, rev string, connections int, heartbeat time.Duration) (*metadata.Info, func(), error) {
+	params, err := in.MetadataServiceParams()
+	if err != nil {
+		return nil, nil, err
+	}
+	if p := cmp.Or(params["protocol"], "dubbo"); p != "dubbo" {
+		return nil, nil, fmt.Errorf("MetadataService of %s is served over %q; only dubbo is supported (configure the provider's metadata-service protocol as dubbo, or remote metadata)", in.ID, p)
+	}
+	port, _ := strconv.Atoi(params["port"])
+	if port == 0 {
+		eps, _ := in.Endpoints()
+		port = cmp.Or(endpointPort(eps, "dubbo"), in.Port)
+	}
+	addr := net.JoinHostPort(in.Address, strconv.Itoa(port))
+	client := c.clients.acquire(addr, connections, heartbeat)
+	release := func() { c.clients.release(addr) }
+	if err := waitClient(ctx, client); err != nil {
+		return nil, release, &rpc.CallError{Kind: rpc.ErrConnection, Service: metadataServiceInterface,
+			Method: "getMetadataInfo", Address: addr, Detail: "not connected: " + err.Error()}
+	}
+	res, err := client.Invoke(ctx, &rpc.Invocation{
+		Service:    metadataServiceInterface,
+		Version:    cmp.Or(params["version"], metadataServiceVersion),
+		Group:      in.Name,
+		Method:     "getMetadataInfo",
+		ParamTypes: []string{"java.lang.String"},
+		Args:       []any{rev},
+	})
+	if err != nil {
+		return nil, release, err
+	}
+	if res.Exception != nil {
+		return nil, release, fmt.Errorf("getMetadataInfo(%s) at %s: %w", rev, addr, res.Exception)
+	}
+	info, err := metadata.InfoFromValue(res.Value)
+	if err != nil {
+		return nil, release, fmt.Errorf("getMetadataInfo(%s) at %s: %w", rev, addr, err)
+	}
+	if info.Revision != "" && info.Revision != rev {
+		// Our providers answer with their newest revision; the instance node
+		// will announce it soon, and the cache must not file it under rev.
+		return nil, release, fmt.Errorf("getMetadataInfo(%s) at %s answered revision %s", rev, addr, info.Revision)
+	}
+	return info, release, nil
+}
+
+// waitClient waits until client has a connection up.
+func waitClient(ctx context.Context, client *transport.Client) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !client.Available() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// Sources of provider URLs for setProviders.
+const (
+	sourceInterface = iota
+	sourceApplication
+)
+
+// setProviders records the providers one discovery found and updates the
+// directory with the merge of both, as APPLICATION_FIRST does: the union,
+// one provider per address, the interface-level URL winning because it
+// carries every parameter. FORCE_INTERFACE and FORCE_APPLICATION use one
+// source only.
+func (r *Reference) setProviders(source int, ps []*url.URL) {
+	r.provMu.Lock()
+	defer r.provMu.Unlock()
+	if source == sourceInterface {
+		r.ifaceURLs = ps
+	} else {
+		r.appURLs = ps
+	}
+	var merged []*url.URL
+	seen := make(map[string]bool)
+	add := func(us []*url.URL) {
+		for _, u := range us {
+			if a := u.Address(); !seen[a] {
+				seen[a] = true
+				merged = append(merged, u)
+			}
+		}
+	}
+	if r.migration != MigrationForceApplication {
+		add(r.ifaceURLs)
+	}
+	if r.migration != MigrationForceInterface {
+		add(r.appURLs)
+	}
+	r.dyn.Update(merged)
+	r.watchTags(merged)
+}

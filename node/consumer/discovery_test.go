@@ -1,0 +1,236 @@
+package consumer_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbo-lab/dubbo/node/consumer"
+	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// waitProviders waits until the reference lists exactly n available
+// providers.
+func waitProviders(t *testing.T, c *consumer.Consumer, ref consumer.ReferenceConfig, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d providers", n), func() bool {
+		r, err := c.Reference(testCtx(t), ref)
+		return err == nil && len(r.Providers()) == n
+	})
+}
+
+// Providers that register only their application instance (register mode
+// instance, dubbo-go's default) are found through the mapping, the
+// instances and their MetadataService.
+func TestApplicationLevelDiscovery(t *testing.T) {
+	registries(t, func(t *testing.T, zkAddr string) {
+		var calls counter
+		p1 := startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
+		zc := zkConn(t, zkAddr)
+		if kids, _, err := zc.Children("/dubbo/org.example.Greeter/providers"); err == nil && len(kids) > 0 {
+			t.Fatalf("instance mode registered interface-level URLs: %v", kids)
+		}
+
+		ref := greeterRef()
+		ref.LoadBalance = "roundrobin"
+		c := newConsumer(t, zkAddr, ref) // check = true: found at start-up
+		checkGreeter(t, c, true)
+		r, _ := c.Reference(testCtx(t), ref)
+		u := r.Providers()[0].URL()
+		if u.Address() != p1.Addr() || u.Param("application") != "greeter-app" || u.Param("interface") != "org.example.Greeter" ||
+			u.Param("version") != "1.0.0" || u.Param("methods") == "" {
+			t.Fatalf("provider url from metadata: %s", u)
+		}
+
+		// A second instance appears: both are used.
+		p2 := startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
+		waitProviders(t, c, ref, 2)
+		calls.reset()
+		for i := 0; i < 20; i++ {
+			if err := sayHello(c, testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if calls.get(p1.Addr()) != 10 || calls.get(p2.Addr()) != 10 {
+			t.Fatalf("round robin over two instances: %v", calls.m)
+		}
+
+		// One instance leaves: it is dropped and calls go to the other.
+		if err := p1.Shutdown(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		waitProviders(t, c, ref, 1)
+		calls.reset()
+		for i := 0; i < 20; i++ {
+			if err := sayHello(c, testCtx(t)); err != nil {
+				t.Fatalf("call %d after p1 left: %v", i, err)
+			}
+		}
+		if calls.get(p2.Addr()) != 20 {
+			t.Fatalf("after p1 left: %v", calls.m)
+		}
+	})
+}
+
+// A provider in register mode all is one provider, not two: the
+// interface-level URL wins over the one built from its metadata.
+func TestBothLevelsCountOnce(t *testing.T) {
+	zkAddr := startEmbeddedZK(t)
+	var calls counter
+	all := startProvider(t, zkAddr, provider.Config{}, &calls)
+	inst := startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
+	ref := greeterRef()
+	ref.LoadBalance = "roundrobin"
+	c := newConsumer(t, zkAddr, ref)
+	waitProviders(t, c, ref, 2)
+	r, _ := c.Reference(testCtx(t), ref)
+	for _, p := range r.Providers() {
+		// Only interface-level URLs carry the provider's pid.
+		if p.URL().Address() == all.Addr() && p.URL().Param("pid") == "" {
+			t.Errorf("register mode all: the metadata URL was kept: %s", p.URL())
+		}
+	}
+	for i := 0; i < 20; i++ {
+		if err := sayHello(c, testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls.get(all.Addr()) != 10 || calls.get(inst.Addr()) != 10 {
+		t.Fatalf("split %v", calls.m)
+	}
+
+	// FORCE_INTERFACE does not see the instance-only provider.
+	cfg := consumer.Config{Application: "legacy", Registry: "zookeeper://" + zkAddr, Migration: "force_interface"}
+	legacy, err := consumer.New(testCtx(t), cfg, consumer.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.Close()
+	waitProviders(t, legacy, ref, 1)
+	if _, err := consumer.New(testCtx(t), consumer.Config{Migration: "sometimes"}, consumer.Options{}); err == nil {
+		t.Error("unknown migration step accepted")
+	}
+}
+
+// Instances with storage type remote are resolved from the registry, at
+// Java's path /dubbo/metadata/<app>/<revision> and at dubbo-go's
+// /dubbo/<app>/<revision>; a revision whose metadata cannot be read keeps
+// the instance's last providers.
+func TestRemoteMetadata(t *testing.T) {
+	registries(t, func(t *testing.T, zkAddr string) {
+		var calls counter
+		// Providers without a registry: only the hand-written nodes lead to them.
+		java := startProvider(t, "", provider.Config{}, &calls)
+		gogo := startProvider(t, "", provider.Config{}, &calls)
+		zc := zkConn(t, zkAddr)
+		admin, err := zookeeper.New(url.MustParse("zookeeper://"+zkAddr), zookeeper.Options{Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close()
+
+		// Java: MetadataInfo JSON as the metadata report stores it.
+		info := metadata.NewInfo("java-app", java.URLs())
+		if err := admin.PublishAppMetadata(testCtx(t), info); err != nil {
+			t.Fatal(err)
+		}
+		// dubbo-go: its own JSON field set, a few params, no interface.
+		goRev := "2930245186"
+		goInfo := fmt.Sprintf(`{"app":"go-app","revision":%q,"Tag":"","services":{"org.example.Greeter:1.0.0:dubbo":`+
+			`{"name":"org.example.Greeter","version":"1.0.0","protocol":"dubbo","port":%d,"path":"org.example.Greeter",`+
+			`"params":{"application":"go-app","methods":"sayHello,add,echoMap,fail,sleep","release":"3.3.0","version":"1.0.0"}}}}`, goRev, gogo.Port())
+		mkdirs(t, zc, "/dubbo/go-app")
+		if _, err := zc.Create("/dubbo/go-app/"+goRev, []byte(goInfo), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		for _, app := range []string{"java-app", "go-app"} {
+			if err := admin.AddMapping(testCtx(t), "org.example.Greeter", app); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writeInstance(t, zc, "java-app", java.Port(), info.Revision, true)
+		writeInstance(t, zc, "go-app", gogo.Port(), goRev, false)
+
+		ref := greeterRef()
+		ref.LoadBalance = "roundrobin"
+		c := newConsumer(t, zkAddr, ref)
+		waitProviders(t, c, ref, 2)
+		for i := 0; i < 20; i++ {
+			if err := sayHello(c, testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if calls.get(java.Addr()) != 10 || calls.get(gogo.Addr()) != 10 {
+			t.Fatalf("split %v", calls.m)
+		}
+		checkGreeter(t, c, false)
+
+		// A new revision without metadata anywhere: the last providers stay.
+		writeInstance(t, zc, "go-app", gogo.Port(), "no-such-revision", false)
+		for i := 0; i < 10; i++ {
+			if err := sayHello(c, testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitProviders(t, c, ref, 2)
+
+		// An instance node that goes leaves the directory.
+		if err := zc.Delete("/services/java-app/"+java.Addr(), -1); err != nil {
+			t.Fatal(err)
+		}
+		waitProviders(t, c, ref, 1)
+	})
+}
+
+func mkdirs(t *testing.T, zc *zk.Conn, p string) {
+	t.Helper()
+	for i := 1; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			if _, err := zc.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+				t.Fatalf("create %s: %v", p[:i], err)
+			}
+		}
+	}
+}
+
+// writeInstance writes (or rewrites) the instance node of a provider at
+// 127.0.0.1:port with storage type remote, as Java (with the Curator
+// fields) or dubbo-go (with its own) would.
+func writeInstance(t *testing.T, zc *zk.Conn, app string, port int, revision string, java bool) {
+	t.Helper()
+	id := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	md := map[string]string{
+		metadata.KeyEndpoints:   fmt.Sprintf(`[{"port":%d,"protocol":"dubbo"}]`, port),
+		metadata.KeyRevision:    revision,
+		metadata.KeyStorageType: metadata.StorageRemote,
+	}
+	doc := map[string]any{
+		"name": app, "id": id, "address": "127.0.0.1", "port": port,
+		"payload":             map[string]any{"@class": metadata.InstancePayloadClass, "id": id, "name": app, "metadata": md},
+		"registrationTimeUTC": 0,
+	}
+	if java {
+		doc["sslPort"], doc["serviceType"], doc["uriSpec"] = nil, "DYNAMIC", nil
+	} else {
+		doc["tag"] = ""
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := "/services/" + app + "/" + id
+	if _, err := zc.Set(p, data, -1); err == zk.ErrNoNode {
+		mkdirs(t, zc, "/services/"+app)
+		_, err = zc.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	}
+	if err != nil {
+		t.Fatalf("write %s: %v", p, err)
+	}
+}
