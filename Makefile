@@ -1,7 +1,7 @@
 # make           build the dubbo binary
 # make up        build and run the all-in-one environment (dubbo up)
 # make test      vet, every test, and a short run of every fuzz target
-# make bench     side-by-side benchmarks (ours vs Apache ZooKeeper) with ratios
+# make bench     side-by-side benchmarks (ours vs Apache ZooKeeper, ours vs dubbo-go) with ratios
 GO        ?= go
 BIN       ?= ./dubbo
 FUZZTIME  ?= 5s
@@ -29,9 +29,13 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz-all
 
 # Registry: embedded vs Apache ZooKeeper 3.8, same go-zookeeper workload, one run.
+# RPC: sayHello on our provider vs a stock dubbo-go provider, same client,
+# alternating, with a raw TCP round trip as the floor (node/interop).
 bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkRegistry|BenchmarkWatchLatency|BenchmarkStartup|BenchmarkMemory100k' \
 		-benchtime $(BENCHTIME) -timeout 30m ./embeddedzk/ | tee bench.out
+	$(GO) test -run '^$$' -bench 'BenchmarkSayHello' \
+		-benchtime $(BENCHTIME) -timeout 30m ./node/interop/ | tee -a bench.out
 	$(GO) run ./internal/benchratio < bench.out
 
 clean:

@@ -15,6 +15,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/gateway"
 	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins"
 )
 
@@ -48,6 +49,36 @@ type node struct {
 	errc    chan error
 	stops   []func(context.Context) error
 	plugins sync.WaitGroup
+
+	// The node's consumer serves the consumer role and the calls that
+	// provider plugins make to other services; it is created on first need.
+	consOnce sync.Once
+	cons     *consumer.Consumer
+	consErr  error
+}
+
+// consumer returns the node's consumer, connecting it on first use.
+func (n *node) consumer(ctx context.Context, cfg *config.File) (*consumer.Consumer, error) {
+	n.consOnce.Do(func() {
+		n.cons, n.consErr = consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: n.log.With("role", roleConsumer)})
+		if n.consErr == nil {
+			n.onStop(func(context.Context) error { return n.cons.Close() })
+		}
+	})
+	return n.cons, n.consErr
+}
+
+// hostInvoker answers provider plugins' calls to other services through the
+// node's consumer, connected on the first such call.
+func (n *node) hostInvoker(ctx context.Context, cfg *config.File) rpc.Invoker {
+	return rpc.InvokerFunc(func(callCtx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+		cons, err := n.consumer(ctx, cfg)
+		if err != nil {
+			return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
+				Detail: "the node's consumer is not available: " + err.Error()}
+		}
+		return cons.Invoke(callCtx, inv)
+	})
 }
 
 func (n *node) onStop(f func(context.Context) error) { n.stops = append(n.stops, f) }
@@ -136,19 +167,19 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 		n.onStop(func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
 		fmt.Fprintf(n.out, "provider   dubbo://%s   plugins %v\n", p.Addr(), cfg.Provider.Plugins)
 		for _, path := range cfg.Provider.Plugins {
-			n.superviseProviderPlugin(ctx, p, path, log)
+			n.superviseProviderPlugin(ctx, p, path, log, n.hostInvoker(ctx, cfg))
 		}
 	}
 	return nil
 }
 
-func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider, path string, log *slog.Logger) {
+func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider, path string, log *slog.Logger, host rpc.Invoker) {
 	name := filepath.Base(path)
 	var sup *plugins.Supervisor // set before Run, so before OnUp can fire
 	var mu sync.Mutex
 	var exported []plugins.ServiceDesc
 	cfg := plugins.SupervisorConfig{
-		Config: plugins.Config{Path: path, Name: name, Logger: log},
+		Config: plugins.Config{Path: path, Name: name, Logger: log, Host: host},
 		OnUp: func(_ *plugins.Plugin, services []plugins.ServiceDesc) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -199,11 +230,10 @@ func serviceOf(sd plugins.ServiceDesc, inv *plugins.Supervisor) provider.Service
 // gateway and the consumer-side plugins, whose calls go through it.
 func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 	log := n.log.With("role", roleConsumer)
-	cons, err := consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: log})
+	cons, err := n.consumer(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}
-	n.onStop(func(context.Context) error { return cons.Close() })
 	if err := cons.Start(ctx); err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}

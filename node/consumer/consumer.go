@@ -7,8 +7,12 @@
 // <app>.condition-router, the provider application's tag-router and the
 // .configurators documents), feeding a dynamic directory of provider
 // invokers; each call then goes through the routers, the load balancer and
-// the cluster strategy (package cluster). With a direct url the directory
-// is that one provider. Provider invokers share one transport.Client per
+// the cluster strategy (package cluster). Alongside, as Dubbo 3's
+// APPLICATION_FIRST migration step, it follows the provider applications
+// named in /dubbo/mapping/<interface>, their instances under /services and
+// each instance's MetadataInfo, so that providers registered only at
+// application level (dubbo-go's default) are found too (discovery.go).
+// With a direct url the directory is that one provider. Provider invokers share one transport.Client per
 // provider address across references, and a client whose connection closes
 // leaves the candidate list at once, before the registry notices.
 //

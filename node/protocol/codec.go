@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -99,11 +100,20 @@ func noEOF(err error) error {
 }
 
 // BodyDecoder decodes frame bodies into requests and responses. It keeps a
-// hessian decoder and scanner between calls; the zero value is ready to use.
-// Not safe for concurrent use.
+// hessian decoder, scanner and string table between calls; the zero value
+// is ready to use. Not safe for concurrent use.
+//
+// Values with a fast form (fast.go) are read directly until the first one
+// that needs the library; from there on the library reads the rest of the
+// body, so its reference table sees every value that can be referenced.
 type BodyDecoder struct {
 	hd   *hessian.Decoder
 	scan scanner
+	body []byte
+	offs []int // where each value scanned so far starts
+	next int   // index in offs of the next value to decode
+	lib  bool  // hd is positioned at offs[next]
+	strs interner
 }
 
 // start checks the serialization, scans the first n values of body and
@@ -113,10 +123,7 @@ func (b *BodyDecoder) start(f Frame, n int) (int, error) {
 		return 0, fmt.Errorf("%w: frame %d uses serialization id %d, only hessian2 (2) is supported",
 			ErrUnsupportedSerialization, f.ID, f.Serialization)
 	}
-	if b.hd == nil {
-		b.hd = hessian.NewDecoder(nil)
-	}
-	b.hd.Reset(f.Body)
+	b.body, b.offs, b.next, b.lib = f.Body, b.offs[:0], 0, false
 	b.scan.reset(f.Body)
 	return b.more(f, n)
 }
@@ -129,6 +136,7 @@ func (b *BodyDecoder) more(f Frame, n int) (int, error) {
 		if b.scan.atEnd() {
 			return i, nil
 		}
+		b.offs = append(b.offs, b.scan.pos)
 		if err := b.scan.next(); err != nil {
 			return i, fmt.Errorf("%w: frame %d: value %d: %v", ErrMalformedBody, f.ID, i, err)
 		}
@@ -137,7 +145,27 @@ func (b *BodyDecoder) more(f Frame, n int) (int, error) {
 }
 
 // value decodes the next (already scanned) value.
-func (b *BodyDecoder) value(f Frame, what string) (v any, err error) {
+func (b *BodyDecoder) value(f Frame, what string) (any, error) {
+	if !b.lib {
+		if v, _, ok := fastValue(b.body, b.offs[b.next], nil); ok {
+			b.next++
+			return v, nil
+		}
+	}
+	return b.libValue(f, what)
+}
+
+// libValue decodes the next value with the library, which from now on
+// decodes the rest of the body.
+func (b *BodyDecoder) libValue(f Frame, what string) (v any, err error) {
+	if !b.lib {
+		if b.hd == nil {
+			b.hd = hessian.NewDecoder(nil)
+		}
+		b.hd.Reset(b.body[b.offs[b.next]:])
+		b.lib = true
+	}
+	b.next++
 	defer func() {
 		// The scan vouches for the structure, not for every type combination
 		// the library accepts; never let a peer's bytes crash us.
@@ -152,7 +180,14 @@ func (b *BodyDecoder) value(f Frame, what string) (v any, err error) {
 	return v, nil
 }
 
+// string decodes a string field of the request header, interned.
 func (b *BodyDecoder) string(f Frame, what string) (string, error) {
+	if !b.lib {
+		if s, _, ok := fastString(b.body, b.offs[b.next]); ok {
+			b.next++
+			return b.strs.get(s).(string), nil
+		}
+	}
 	v, err := b.value(f, what)
 	if err != nil {
 		return "", err
@@ -167,6 +202,12 @@ func (b *BodyDecoder) string(f Frame, what string) (string, error) {
 }
 
 func (b *BodyDecoder) attachments(f Frame) (map[string]any, error) {
+	if !b.lib {
+		if m, _, ok := fastMap(b.body, b.offs[b.next], &b.strs); ok {
+			b.next++
+			return m, nil
+		}
+	}
 	v, err := b.value(f, "attachments")
 	if err != nil {
 		return nil, err
@@ -335,11 +376,14 @@ func (b *BodyDecoder) DecodeResponse(f Frame) (*Response, error) {
 }
 
 // Encoder writes frames into a caller's buffer, so a transport can append
-// many frames and write them with one call. It reuses its hessian buffer;
-// not safe for concurrent use.
+// many frames and write them with one call. Values with a fast form
+// (fast.go) are written directly; the others go through a hessian encoder
+// that keeps its reference table for the whole body. Not safe for
+// concurrent use.
 type Encoder struct {
-	limit int
-	he    *hessian.Encoder
+	limit  int
+	he     *hessian.Encoder
+	heUsed bool // he holds library values of the body being written
 }
 
 // NewEncoder returns an Encoder that refuses bodies over limit bytes
@@ -351,22 +395,50 @@ func NewEncoder(limit int) *Encoder {
 	return &Encoder{limit: limit, he: hessian.NewEncoder()}
 }
 
-func (e *Encoder) encode(v any, what string) error {
-	if err := e.he.Encode(v); err != nil {
-		return fmt.Errorf("%w %s (%T): %v", ErrEncode, what, v, err)
+// encode appends v with the library.
+func (e *Encoder) encode(dst []byte, v any, what string) ([]byte, error) {
+	if !e.heUsed {
+		e.he.ReuseBufferClean()
+		e.heUsed = true
 	}
-	return nil
+	mark := len(e.he.Buffer())
+	if err := e.he.Encode(v); err != nil {
+		return dst, fmt.Errorf("%w %s (%T): %v", ErrEncode, what, v, err)
+	}
+	return append(dst, e.he.Buffer()[mark:]...), nil
 }
 
-// finish appends header and body to dst, enforcing the payload limit.
-func (e *Encoder) finish(dst []byte, h Header) ([]byte, error) {
-	body := e.he.Buffer()
-	if len(body) > e.limit {
-		return dst, fmt.Errorf("%w: frame %d: body length %d exceeds limit %d", ErrPayloadTooLarge, h.ID, len(body), e.limit)
+// value appends v, by its fast form if it has one.
+func (e *Encoder) value(dst []byte, v any, what string) ([]byte, error) {
+	if out, ok := appendFastValue(dst, v); ok {
+		return out, nil
 	}
-	h.BodyLen = len(body)
-	dst = h.appendTo(dst)
-	return append(dst, body...), nil
+	return e.encode(dst, v, what)
+}
+
+// str appends s, by its fast form if it has one (without boxing it).
+func (e *Encoder) str(dst []byte, s string, what string) ([]byte, error) {
+	if out, ok := appendFastString(dst, s); ok {
+		return out, nil
+	}
+	return e.encode(dst, s, what)
+}
+
+// begin appends h with a body length to be filled in by finish.
+func (e *Encoder) begin(dst []byte, h Header) []byte {
+	e.heUsed = false
+	return h.appendTo(dst)
+}
+
+// finish fills in the length of the body that follows the header at
+// dst[start:], enforcing the payload limit.
+func (e *Encoder) finish(dst []byte, start int, h Header) ([]byte, error) {
+	n := len(dst) - start - HeaderSize
+	if n > e.limit {
+		return dst[:start], fmt.Errorf("%w: frame %d: body length %d exceeds limit %d", ErrPayloadTooLarge, h.ID, n, e.limit)
+	}
+	binary.BigEndian.PutUint32(dst[start+12:], uint32(n))
+	return dst, nil
 }
 
 func serialization(s byte) (byte, error) {
@@ -384,13 +456,14 @@ func (e *Encoder) AppendRequest(dst []byte, r *Request) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	e.he.ReuseBufferClean()
 	h := Header{ID: r.ID, Request: true, TwoWay: r.TwoWay, Event: r.Event, Serialization: ser}
+	start := len(dst)
 	if r.Event {
-		if err := e.encode(r.EventData, "event data"); err != nil {
-			return dst, err
+		out, err := e.value(e.begin(dst, h), r.EventData, "event data")
+		if err != nil {
+			return dst[:start], err
 		}
-		return e.finish(dst, h)
+		return e.finish(out, start, h)
 	}
 	nargs, err := CountArgs(r.ParamDesc)
 	if err != nil {
@@ -404,20 +477,23 @@ func (e *Encoder) AppendRequest(dst []byte, r *Request) ([]byte, error) {
 	if version == "" {
 		version = DubboVersion
 	}
+	out := e.begin(dst, h)
 	for _, s := range [...]string{version, r.Path, r.Version, r.Method, r.ParamDesc} {
-		if err := e.encode(s, "string"); err != nil {
-			return dst, err
+		if out, err = e.str(out, s, "string"); err != nil {
+			return dst[:start], err
 		}
 	}
 	for i, a := range r.Args {
-		if err := e.encode(a, "argument"); err != nil {
-			return dst, fmt.Errorf("request %d, argument %d: %w", r.ID, i, err)
+		if out, err = e.value(out, a, "argument"); err != nil {
+			return dst[:start], fmt.Errorf("request %d, argument %d: %w", r.ID, i, err)
 		}
 	}
-	if err := e.encode(nonNilMap(r.Attachments), "attachments"); err != nil {
-		return dst, err
+	if fast, ok := appendFastMap(out, r.Attachments, "", ""); ok {
+		out = fast
+	} else if out, err = e.encode(out, nonNilMap(r.Attachments), "attachments"); err != nil {
+		return dst[:start], err
 	}
-	return e.finish(dst, h)
+	return e.finish(out, start, h)
 }
 
 // nonNilMap: Java reads the attachments with readObject(Map.class), so an
@@ -441,23 +517,24 @@ func (e *Encoder) AppendResponse(dst []byte, r *Response) ([]byte, error) {
 	if status == 0 {
 		status = StatusOK
 	}
-	e.he.ReuseBufferClean()
 	h := Header{ID: r.ID, Event: r.Event, Serialization: ser, Status: status}
+	start := len(dst)
+	out := e.begin(dst, h)
 	switch {
 	case r.Event:
-		err = e.encode(r.Value, "event data")
+		out, err = e.value(out, r.Value, "event data")
 	case status != StatusOK:
-		err = e.encode(r.ErrorMessage, "error message")
+		out, err = e.str(out, r.ErrorMessage, "error message")
 	default:
-		err = e.okBody(r)
+		out, err = e.okBody(out, r)
 	}
 	if err != nil {
-		return dst, err
+		return dst[:start], err
 	}
-	return e.finish(dst, h)
+	return e.finish(out, start, h)
 }
 
-func (e *Encoder) okBody(r *Response) error {
+func (e *Encoder) okBody(dst []byte, r *Response) ([]byte, error) {
 	var typ int32
 	switch {
 	case r.Exception != nil:
@@ -470,27 +547,29 @@ func (e *Encoder) okBody(r *Response) error {
 	if !r.Legacy {
 		typ += respWithExceptionWithAttachments
 	}
-	if err := e.encode(typ, "response type"); err != nil {
-		return err
-	}
+	dst = appendInt32(dst, typ)
+	var err error
 	switch {
 	case r.Exception != nil:
-		if err := e.encode(r.Exception.javaThrowable(), "exception"); err != nil {
-			return err
+		if dst, err = e.encode(dst, r.Exception.javaThrowable(), "exception"); err != nil {
+			return dst, err
 		}
 	case r.Value != nil:
-		if err := e.encode(r.Value, "return value"); err != nil {
-			return err
+		if dst, err = e.value(dst, r.Value, "return value"); err != nil {
+			return dst, err
 		}
 	}
 	if r.Legacy {
-		return nil
+		return dst, nil
 	}
 	// Java always adds the protocol version to response attachments.
+	if out, ok := appendFastMap(dst, r.Attachments, "dubbo", DubboVersion); ok {
+		return out, nil
+	}
 	att := make(map[string]any, len(r.Attachments)+1)
 	for k, v := range r.Attachments {
 		att[k] = v
 	}
 	att["dubbo"] = DubboVersion
-	return e.encode(att, "attachments")
+	return e.encode(dst, att, "attachments")
 }

@@ -1,0 +1,273 @@
+package protocol
+
+import (
+	"encoding/binary"
+
+	hessian "github.com/apache/dubbo-go-hessian2"
+)
+
+// Fast paths for the values of an ordinary call: null, booleans, ints,
+// single-chunk ASCII strings and untyped maps of those with string keys.
+// They write and read exactly what dubbo-go-hessian2 does for the same
+// values (fast_test.go and FuzzFastValue hold them to it) and never touch
+// the reference tables, so they mix freely with library values as long as
+// no fast value is read after the library has started on a body. Anything
+// else goes through the library.
+
+// maxFastString: the library splits strings into 4096-char chunks.
+const maxFastString = 4096
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// appendFastString appends s if it is ASCII and fits one chunk; otherwise
+// it returns b unchanged and false.
+func appendFastString(b []byte, s string) ([]byte, bool) {
+	n := len(s)
+	if n > maxFastString || !isASCII(s) {
+		return b, false
+	}
+	switch {
+	case n <= 0x1f:
+		b = append(b, byte(n))
+	case n <= 0x3ff:
+		b = append(b, byte(0x30+n>>8), byte(n))
+	default:
+		b = append(b, 'S', byte(n>>8), byte(n))
+	}
+	return append(b, s...), true
+}
+
+// appendInt32 is hessian's compact int form.
+func appendInt32(b []byte, v int32) []byte {
+	switch {
+	case -0x10 <= v && v <= 0x2f:
+		return append(b, byte(v+0x90))
+	case -0x800 <= v && v <= 0x7ff:
+		return append(b, byte(0xc8+v>>8), byte(v))
+	case -0x40000 <= v && v <= 0x3ffff:
+		return append(b, byte(0xd4+v>>16), byte(v>>8), byte(v))
+	}
+	return binary.BigEndian.AppendUint32(append(b, 'I'), uint32(v))
+}
+
+// appendFastValue appends v if it has a fast form.
+func appendFastValue(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 'N'), true
+	case string:
+		return appendFastString(b, v)
+	case int32:
+		return appendInt32(b, v), true
+	case bool:
+		if v {
+			return append(b, 'T'), true
+		}
+		return append(b, 'F'), true
+	}
+	return b, false
+}
+
+// appendFastMap appends m as an untyped map if every entry has a fast form,
+// followed by extraKey → extraVal when extraKey is set (an entry of m with
+// that key is left out). Otherwise it returns b unchanged and false.
+func appendFastMap(b []byte, m map[string]any, extraKey, extraVal string) ([]byte, bool) {
+	if _, ok := m[hessian.ClassKey]; ok { // the library writes such a map as an object
+		return b, false
+	}
+	start := len(b)
+	b = append(b, 'H')
+	var ok bool
+	for k, v := range m {
+		if extraKey != "" && k == extraKey {
+			continue
+		}
+		if b, ok = appendFastString(b, k); !ok {
+			return b[:start], false
+		}
+		if b, ok = appendFastValue(b, v); !ok {
+			return b[:start], false
+		}
+	}
+	if extraKey != "" {
+		if b, ok = appendFastString(b, extraKey); !ok {
+			return b[:start], false
+		}
+		if b, ok = appendFastString(b, extraVal); !ok {
+			return b[:start], false
+		}
+	}
+	return append(b, 'Z'), true
+}
+
+// fastString reads a single-chunk ASCII string at b[pos:] and returns its
+// bytes (aliasing b) and the position after it.
+func fastString(b []byte, pos int) ([]byte, int, bool) {
+	if pos >= len(b) {
+		return nil, pos, false
+	}
+	n, at := 0, pos+1
+	switch tag := b[pos]; {
+	case tag <= 0x1f:
+		n = int(tag)
+	case tag >= 0x30 && tag <= 0x33:
+		if at >= len(b) {
+			return nil, pos, false
+		}
+		n, at = int(tag-0x30)<<8|int(b[at]), at+1
+	case tag == 'S':
+		if at+2 > len(b) {
+			return nil, pos, false
+		}
+		n, at = int(binary.BigEndian.Uint16(b[at:])), at+2
+	default:
+		return nil, pos, false
+	}
+	if n > len(b)-at {
+		return nil, pos, false
+	}
+	s := b[at : at+n]
+	for _, c := range s {
+		if c >= 0x80 {
+			return nil, pos, false
+		}
+	}
+	return s, at + n, true
+}
+
+// fastEnd returns the position after a value with a fast form at b[pos:].
+func fastEnd(b []byte, pos int) (int, bool) {
+	if pos >= len(b) {
+		return pos, false
+	}
+	n := 0
+	switch tag := b[pos]; {
+	case tag == 'N', tag == 'T', tag == 'F', tag >= 0x80 && tag <= 0xbf:
+		n = 1
+	case tag >= 0xc0 && tag <= 0xcf:
+		n = 2
+	case tag >= 0xd0 && tag <= 0xd7:
+		n = 3
+	case tag == 'I':
+		n = 5
+	default:
+		_, next, ok := fastString(b, pos)
+		return next, ok
+	}
+	if pos+n > len(b) {
+		return pos, false
+	}
+	return pos + n, true
+}
+
+// fastValue reads a value with a fast form at b[pos:]. Strings come from in
+// when it is not nil, else they are allocated.
+func fastValue(b []byte, pos int, in *interner) (any, int, bool) {
+	if pos >= len(b) {
+		return nil, pos, false
+	}
+	switch tag := b[pos]; {
+	case tag == 'N':
+		return nil, pos + 1, true
+	case tag == 'T':
+		return true, pos + 1, true
+	case tag == 'F':
+		return false, pos + 1, true
+	case tag >= 0x80 && tag <= 0xbf:
+		return int32(tag) - 0x90, pos + 1, true
+	case tag >= 0xc0 && tag <= 0xcf:
+		if pos+2 > len(b) {
+			return nil, pos, false
+		}
+		return (int32(tag)-0xc8)<<8 | int32(b[pos+1]), pos + 2, true
+	case tag >= 0xd0 && tag <= 0xd7:
+		if pos+3 > len(b) {
+			return nil, pos, false
+		}
+		return (int32(tag)-0xd4)<<16 | int32(b[pos+1])<<8 | int32(b[pos+2]), pos + 3, true
+	case tag == 'I':
+		if pos+5 > len(b) {
+			return nil, pos, false
+		}
+		return int32(binary.BigEndian.Uint32(b[pos+1:])), pos + 5, true
+	}
+	s, next, ok := fastString(b, pos)
+	if !ok {
+		return nil, pos, false
+	}
+	if in != nil {
+		return in.get(s), next, true
+	}
+	return string(s), next, true
+}
+
+// fastMap reads an untyped map of string keys and fast values at b[pos:].
+func fastMap(b []byte, pos int, in *interner) (map[string]any, int, bool) {
+	if pos >= len(b) || b[pos] != 'H' {
+		return nil, pos, false
+	}
+	// Check and count first, so the map is allocated once at its size.
+	n := 0
+	for p := pos + 1; ; n++ {
+		if p >= len(b) {
+			return nil, pos, false
+		}
+		if b[p] == 'Z' {
+			break
+		}
+		var ok bool
+		if _, p, ok = fastString(b, p); !ok {
+			return nil, pos, false
+		}
+		if p, ok = fastEnd(b, p); !ok {
+			return nil, pos, false
+		}
+	}
+	m := make(map[string]any, n)
+	p := pos + 1
+	for i := 0; i < n; i++ {
+		k, next, _ := fastString(b, p)
+		v, next, _ := fastValue(b, next, in)
+		m[in.get(k).(string)] = v
+		p = next
+	}
+	return m, p + 1, true
+}
+
+// interner hands out one string (boxed once, so storing it in an any
+// costs nothing) per distinct short byte sequence: the protocol version,
+// service paths, method names, descriptors and attachment keys and values
+// repeat on every call of a connection. Not safe for concurrent use.
+type interner struct {
+	m map[string]any
+}
+
+const (
+	maxInternLen     = 128  // longer strings are allocated each time
+	maxInternEntries = 1024 // then the table starts over (unique values such as trace ids)
+)
+
+func (in *interner) get(b []byte) any {
+	if v, ok := in.m[string(b)]; ok { // no allocation for the lookup
+		return v
+	}
+	s := string(b)
+	if len(b) > maxInternLen {
+		return s
+	}
+	if in.m == nil {
+		in.m = make(map[string]any, 64)
+	} else if len(in.m) >= maxInternEntries {
+		clear(in.m)
+	}
+	v := any(s)
+	in.m[s] = v
+	return v
+}
