@@ -47,8 +47,10 @@ type node struct {
 	log     *slog.Logger
 	out     io.Writer
 	errc    chan error
-	stops   []func(context.Context) error
 	plugins sync.WaitGroup
+
+	mu    sync.Mutex // guards stops: the lazy consumer may add one late
+	stops []func(context.Context) error
 
 	// The node's consumer serves the consumer role and the calls that
 	// provider plugins make to other services; it is created on first need.
@@ -81,13 +83,21 @@ func (n *node) hostInvoker(ctx context.Context, cfg *config.File) rpc.Invoker {
 	})
 }
 
-func (n *node) onStop(f func(context.Context) error) { n.stops = append(n.stops, f) }
+func (n *node) onStop(f func(context.Context) error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stops = append(n.stops, f)
+}
 
 // stop runs the stop functions last-started first; each gets what is left
 // of ctx.
 func (n *node) stop(ctx context.Context) {
-	for i := len(n.stops) - 1; i >= 0; i-- {
-		if err := n.stops[i](ctx); err != nil {
+	n.mu.Lock()
+	stops := n.stops
+	n.stops = nil
+	n.mu.Unlock()
+	for i := len(stops) - 1; i >= 0; i-- {
+		if err := stops[i](ctx); err != nil {
 			n.log.Warn("shutdown", "err", err)
 		}
 	}
