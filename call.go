@@ -82,12 +82,14 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 			cons.Close()
 		}
 	}()
-	if f.direct != "" {
-		if _, err := cons.Reference(ctx, consumer.ReferenceConfig{Interface: iface, Version: f.version, Group: f.group,
-			URL: f.direct, Settings: consumer.Settings{Timeout: f.timeout, Check: &check}}); err != nil {
-			return nil, err
-		}
+	ref, err := cons.Reference(ctx, consumer.ReferenceConfig{Interface: iface, Version: f.version, Group: f.group,
+		URL: f.direct, Settings: consumer.Settings{Timeout: f.timeout, Check: &check}})
+	if err != nil {
+		return nil, err
 	}
+	// Connections open in the background; give the first one the call's
+	// timeout to come up, as a Java consumer connects before its first call.
+	waitForProvider(ctx, ref, f.timeout)
 
 	var types []string
 	switch {
@@ -130,6 +132,21 @@ func (c *caller) call(ctx context.Context) (*rpc.Result, error) {
 		return res, res.Exception
 	}
 	return res, nil
+}
+
+// waitForProvider polls until ref has an available provider or d passes.
+func waitForProvider(ctx context.Context, ref *consumer.Reference, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for len(ref.Providers()) == 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // needsGeneric reports whether an argument type is a POJO, which only

@@ -8,7 +8,9 @@
 //     services; Supervisor keeps one running, restarting it with backoff and
 //     telling its owner through OnUp and OnDown when its services come and go.
 //   - In the plugin, handler authors call sdk.Serve (package plugins/sdk)
-//     with plain Go types whose methods become Dubbo methods.
+//     with plain Go types whose methods become Dubbo methods; a plugin
+//     that only calls (consumer side) uses sdk.Run, or sdk.ServeWith with a
+//     start hook, which runs once the node has accepted the plugin.
 //
 // Arguments and results cross the boundary hessian2-encoded, so the Java
 // types a Dubbo caller sent (int vs long, List, Map, POJO class names) reach
@@ -19,4 +21,9 @@
 // A plugin's stdout, stderr and slog output go to the node's logger, tagged
 // with the plugin's name. When the plugin process dies, calls in flight
 // fail at once with an error wrapping rpc.ErrConnection.
+//
+// Plugin processes run in their own process group, so a Ctrl-C on the
+// node's terminal reaches the node only: the node unregisters the services
+// first, then stops the plugins (Close). A plugin whose node is gone (killed
+// with SIGKILL) notices within a second and exits.
 package plugins

@@ -7,13 +7,19 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/dubbo-go-hessian2/java_exception"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -113,6 +119,25 @@ func runPlugin(mode string) error {
 	switch mode {
 	case "greeter":
 		return sdk.Serve(greeterService())
+	case "consumer":
+		return sdk.Run(consume)
+	case "startfail":
+		return sdk.Run(func(context.Context, *sdk.Caller) error { return errors.New("cannot reach the bank") })
+	case "spawner":
+		// Starts a process of its own (this binary, sleeping) and says its pid.
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), modeEnv+"=sleeper")
+		if err := child.Start(); err != nil {
+			return err
+		}
+		if err := os.WriteFile(os.Getenv(pidFileEnv), []byte(strconv.Itoa(child.Process.Pid)), 0o644); err != nil {
+			return err
+		}
+		return sdk.Serve(greeterService())
+	case "sleeper":
+		time.Sleep(time.Minute)
+	case "node":
+		return runNode()
 	case "exit":
 		fmt.Fprintln(os.Stderr, "cannot open config: no such file")
 		os.Exit(3)
@@ -162,6 +187,10 @@ func (l *liar) Describe(context.Context, *wrapperspb.UInt32Value) (*wrapperspb.B
 	return wrapperspb.Bytes(b), err
 }
 
+func (l *liar) Start(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return &emptypb.Empty{}, nil
+}
+
 func (l *liar) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
 	if l.mode == "garbage" {
 		return wrapperspb.Bytes([]byte("\x4f\xff\x00garbage")), nil
@@ -172,6 +201,61 @@ func (l *liar) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrappers
 	}
 	b, err := wire.EncodeReply(l.d.Invoke(ctx, inv))
 	return wrapperspb.Bytes(b), err
+}
+
+// consume is a consumer-side plugin: it calls org.example.Echo through the
+// node in a loop until the node stops it, and fails if an answer is wrong.
+func consume(ctx context.Context, c *sdk.Caller) error {
+	n := 0
+	for ctx.Err() == nil {
+		msg := "ping " + strconv.Itoa(n)
+		v, err := c.Call(ctx, "org.example.Echo:1.0.0", "echo", []string{"java.lang.String"}, msg)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			return err
+		case v != msg:
+			return fmt.Errorf("echo(%q) = %#v", msg, v)
+		default:
+			n++
+		}
+	}
+	slog.Info("consumer stopped", "calls", n, "why", ctx.Err())
+	return nil
+}
+
+// pidFileEnv names the file where the spawner mode writes its child's pid.
+const pidFileEnv = "DUBBO_PLUGINS_TEST_PIDFILE"
+
+// runNode is a node in miniature, for signal tests: it starts the greeter
+// plugin, prints "plugin PID", and on SIGINT or SIGTERM calls the plugin
+// once more (it must still be up: the signal was the node's alone), prints
+// the answer, closes the plugin and prints "closed".
+func runNode() error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	p, err := plugins.Start(ctx, plugins.Config{Path: exe, Name: "greeter", Env: []string{modeEnv + "=greeter"},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	fmt.Printf("plugin %d\n", p.Pid())
+	<-ctx.Done()
+	callCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := p.Invoke(callCtx, greeterCall("sayHello", nil, "after the signal"))
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Value)
+	p.Close()
+	fmt.Println("closed")
+	return nil
 }
 
 // startConfig is the Config that starts this test binary in mode.
@@ -196,13 +280,49 @@ func testLogger(t testing.TB) *slog.Logger {
 type tWriter struct {
 	t    testing.TB
 	done atomic.Bool
+
+	mu   sync.Mutex
+	seen strings.Builder // everything written, for captureLogger
 }
 
 func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.seen.Write(p)
+	w.mu.Unlock()
 	if !w.done.Load() {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
+}
+
+// captureLogger is testLogger that also keeps the output; waitLog waits
+// (up to 5s) for a line containing all of parts.
+func captureLogger(t testing.TB) (*slog.Logger, func(parts ...string) string) {
+	w := &tWriter{t: t}
+	t.Cleanup(func() { w.done.Store(true) })
+	waitLog := func(parts ...string) string {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			w.mu.Lock()
+			out := w.seen.String()
+			w.mu.Unlock()
+		lines:
+			for _, line := range strings.Split(out, "\n") {
+				for _, part := range parts {
+					if !strings.Contains(line, part) {
+						continue lines
+					}
+				}
+				return line
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("no log line with %q", parts)
+				return ""
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), waitLog
 }
 
 func greeterCall(method string, types []string, args ...any) *rpc.Invocation {

@@ -87,6 +87,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	// Built here rather than by go-plugin, which would put the node's
 	// environment after cfg.Env and so override it.
 	cmd.Env = append(os.Environ(), cfg.Env...)
+	ownProcessGroup(cmd)
 	p := &Plugin{
 		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc,
 		done:    make(chan struct{}),
@@ -177,6 +178,10 @@ func (p *Plugin) start(ctx context.Context) error {
 		p.methods[sd.Key()] = ms
 		p.services = append(p.services, sd)
 	}
+	// Accepted: the plugin's own start hook, if any, runs from now on.
+	if err := p.conn.Handler.Start(dctx); err != nil {
+		return fmt.Errorf("Start failed: %w", err)
+	}
 	return nil
 }
 
@@ -229,13 +234,19 @@ func (p *Plugin) Err() error {
 }
 
 // Close stops the plugin: it asks the process to exit, kills it after 2s,
-// and waits for it and for the goroutines serving it.
+// and waits for it and for the goroutines serving it. Processes the plugin
+// started in its process group are killed too.
 func (p *Plugin) Close() error {
 	p.closeOnce.Do(func() {
 		p.closing.Store(true)
 		p.client.Kill()
 		p.stopProc()
 		p.wg.Wait()
+		// The group outlives its leader while the leader's children live;
+		// its id cannot be reused as a pid until they are gone.
+		if err := killGroup(p.Pid()); err != nil {
+			p.log.Warn("kill the plugin's process group", "err", err)
+		}
 	})
 	return nil
 }
@@ -295,7 +306,11 @@ func (p *Plugin) check(inv *rpc.Invocation) error {
 		for _, s := range p.services {
 			keys = append(keys, s.Key())
 		}
-		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (it serves %s)", p.cfg.Name, key, strings.Join(keys, ", ")))
+		serves := "it serves " + strings.Join(keys, ", ")
+		if len(keys) == 0 {
+			serves = "it serves nothing, it only calls"
+		}
+		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key, serves))
 	}
 	if ms[inv.Method] == nil {
 		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key, inv.Method))

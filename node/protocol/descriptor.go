@@ -26,6 +26,15 @@ var primitiveCodes = map[string]byte{
 	"float": 'F', "int": 'I', "long": 'J', "short": 'S', "void": 'V',
 }
 
+// commonDescriptors are the descriptors of frequent single parameters.
+var commonDescriptors = map[string]string{
+	"boolean": "Z", "byte": "B", "char": "C", "double": "D",
+	"float": "F", "int": "I", "long": "J", "short": "S",
+	"java.lang.String": "Ljava/lang/String;", "java.lang.Object": "Ljava/lang/Object;",
+	"java.lang.Integer": "Ljava/lang/Integer;", "java.lang.Long": "Ljava/lang/Long;",
+	"java.util.Map": "Ljava/util/Map;", "java.util.List": "Ljava/util/List;",
+}
+
 // ParseDescriptor splits a JVM parameter descriptor into Java type names as
 // Dubbo's generic calls spell them: "Ljava/lang/String;I[Ljava/lang/Object;"
 // gives ["java.lang.String", "int", "java.lang.Object[]"]. "" gives none.
@@ -100,6 +109,11 @@ func parseOne(desc string, i int) (string, int, error) {
 // "java.lang.String[]" or in JVM form "[Ljava.lang.String;" (Class.getName),
 // as Dubbo accepts both in generic calls.
 func Descriptor(types []string) (string, error) {
+	if len(types) == 1 { // the common case, without building a string
+		if d, ok := commonDescriptors[types[0]]; ok {
+			return d, nil
+		}
+	}
 	var b strings.Builder
 	for _, t := range types {
 		t = strings.TrimSpace(t)

@@ -49,3 +49,12 @@ func TestDescriptors(t *testing.T) {
 		}
 	}
 }
+
+func TestCommonDescriptorsMatchGeneralPath(t *testing.T) {
+	for typ, want := range commonDescriptors {
+		two, err := Descriptor([]string{typ, typ}) // two parameters take the general path
+		if err != nil || two != want+want {
+			t.Errorf("%s: general path gives %q (%v), table has %q", typ, two, err, want)
+		}
+	}
+}

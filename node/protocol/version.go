@@ -14,7 +14,10 @@ const DubboVersion = "2.0.2"
 // Java 2.7/3.x rule (B.4): the version as an int between 2.0.2 and 2.0.99.
 // Unparsable versions count as supported, empty ones not, as in Java.
 func SupportsResponseAttachments(dubboVersion string) bool {
-	if dubboVersion == "" {
+	switch dubboVersion {
+	case DubboVersion:
+		return true
+	case "":
 		return false
 	}
 	v, ok := intVersion(dubboVersion)

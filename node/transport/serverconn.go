@@ -154,9 +154,9 @@ func (c *serverConn) handle(req *protocol.Request, deadline time.Time) {
 func (c *serverConn) call(req *protocol.Request, deadline time.Time) (resp *protocol.Response) {
 	ctx := c.ctx
 	if !deadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
+		cc := newCallContext(c.ctx, deadline)
+		defer cc.release()
+		ctx = cc
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -31,7 +31,7 @@ func requestFor(inv *rpc.Invocation, timeout time.Duration) (*protocol.Request, 
 	if inv.Group != "" {
 		att["group"] = inv.Group
 	}
-	att["timeout"] = strconv.FormatInt(timeout.Milliseconds(), 10)
+	att["timeout"] = timeoutString(inv, timeout)
 	return &protocol.Request{
 		TwoWay:      !oneway(inv),
 		Path:        inv.Service,
@@ -42,6 +42,20 @@ func requestFor(inv *rpc.Invocation, timeout time.Duration) (*protocol.Request, 
 		Attachments: att,
 	}, nil
 }
+
+// timeoutString formats the timeout attachment, reusing the invocation's
+// own or the default's string when the value is the same.
+func timeoutString(inv *rpc.Invocation, timeout time.Duration) string {
+	if s, ok := inv.Attachments["timeout"].(string); ok && millis(s) == timeout {
+		return s
+	}
+	if timeout == DefaultTimeout {
+		return defaultTimeoutMillis
+	}
+	return strconv.FormatInt(timeout.Milliseconds(), 10)
+}
+
+const defaultTimeoutMillis = "1000" // DefaultTimeout
 
 // oneway: Dubbo marks calls that want no response with return=false.
 func oneway(inv *rpc.Invocation) bool { return inv.Attachment("return") == "false" }

@@ -27,8 +27,9 @@ func Attachments(ctx context.Context) map[string]any {
 }
 
 // Client returns the Caller that reaches other Dubbo services through the
-// node that launched this plugin. Outside a call served by Serve (for
-// instance in a Dispatcher test) it returns a Caller whose calls fail.
+// node that launched this plugin, from the context of a call or of the
+// start hook (Options.Start, Run). Elsewhere (for instance in a Dispatcher
+// test) it returns a Caller whose calls fail.
 func Client(ctx context.Context) *Caller {
 	ci, _ := ctx.Value(callKey{}).(*callInfo)
 	if ci == nil || ci.caller == nil {
@@ -54,7 +55,7 @@ type Caller struct {
 	invoker rpc.Invoker      // set by WithClient
 }
 
-var errNoNode = errors.New("no node to call through: Client is only usable inside a call served by sdk.Serve")
+var errNoNode = errors.New("no node to call through: Client is only usable inside a call or the start hook of sdk.Serve")
 
 // Invoke makes one call; it is an rpc.Invoker. A business exception comes
 // back in the Result; failures of the call itself as errors wrapping the

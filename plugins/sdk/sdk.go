@@ -37,7 +37,34 @@
 // and the plugin keeps serving.
 //
 // Inside a call, Client(ctx) calls other Dubbo services through the node,
-// and Attachments(ctx) holds the attachments the caller sent. Serve points
+// and Attachments(ctx) holds the attachments the caller sent.
+//
+// A plugin can also run code of its own, for instance a consumer-side
+// plugin (listed in consumer.plugins) that serves nothing and only calls.
+// Run gives it a Caller as soon as the node has connected, and ends its
+// context when the node stops the plugin:
+//
+//	func main() {
+//		err := sdk.Run(func(ctx context.Context, c *sdk.Caller) error {
+//			for ctx.Err() == nil {
+//				v, err := c.Call(ctx, "org.example.Greeter:1.0.0", "sayHello", []string{"java.lang.String"}, "world")
+//				slog.Info("sayHello", "reply", v, "err", err)
+//				select {
+//				case <-ctx.Done():
+//				case <-time.After(time.Second):
+//				}
+//			}
+//			return nil
+//		})
+//		if err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//			os.Exit(1)
+//		}
+//	}
+//
+// ServeWith(Options{Start: f}, services...) runs f beside serving services;
+// there f reaches the node with Client(ctx). An error from the start hook
+// ends the plugin, and the node restarts it with backoff. Serve points
 // log/slog's default logger at the node's log, where records keep their
 // level and attributes and are tagged with the plugin's name; anything
 // printed to stdout or stderr lands there too.
@@ -47,6 +74,7 @@
 package sdk
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,17 +113,46 @@ type Signature struct {
 	Returns string
 }
 
+// Options are what ServeWith takes besides the services.
+type Options struct {
+	// Start, when set, runs the plugin's own code once the node has
+	// accepted what the plugin serves and is connected to it: a plugin that
+	// calls other services on its own (a consumer-side plugin) does its
+	// work here, through Client(ctx). It runs on its own goroutine, beside
+	// the calls the plugin serves. ctx ends when the node stops the plugin;
+	// Start must then return within a second, after which the node kills
+	// the process. Returning nil keeps the plugin serving its services, if
+	// any, until the node stops it; returning an error ends the plugin:
+	// ServeWith returns that error and the node restarts the plugin with
+	// backoff. A panic is an error. Default none.
+	Start func(ctx context.Context) error
+}
+
 // Serve serves services to the node that launched this process and returns
 // when the node closes the plugin. It returns at once with an error when the
 // services are invalid (the error says which method and why) or when the
 // binary was not started by a node.
-func Serve(services ...Service) error {
+func Serve(services ...Service) error { return ServeWith(Options{}, services...) }
+
+// Run is ServeWith for a plugin that serves nothing and only calls: f runs
+// as Options.Start with the Caller to the node.
+func Run(f func(ctx context.Context, c *Caller) error) error {
+	return ServeWith(Options{Start: func(ctx context.Context) error { return f(ctx, Client(ctx)) }})
+}
+
+// ServeWith is Serve with options: it serves services, which may be none
+// when opts.Start is set, and returns when the node closes the plugin (nil)
+// or when opts.Start failed (its error).
+func ServeWith(opts Options, services ...Service) error {
 	d, err := NewDispatcher(services...)
 	if err != nil {
 		return err
 	}
+	if len(services) == 0 && opts.Start == nil {
+		return errorf("nothing to run: give Serve at least one Service, or use Run (or ServeWith with Options.Start) for a plugin that only calls")
+	}
 	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
-		return errors.New("this program is a Dubbo handler plugin: list it in provider.plugins of the node's config instead of running it")
+		return errors.New("this program is a Dubbo handler plugin: list it in provider.plugins (or consumer.plugins) of the node's config instead of running it")
 	}
 	// go-plugin turns os.Stderr into a pipe to the node's SyncStderr after
 	// Serve starts; the real stderr is read by the node as structured log
@@ -105,12 +162,15 @@ func Serve(services ...Service) error {
 	stop := watchParent(time.Second)
 	defer stop()
 
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := newServer(ctx, d, opts.Start)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
 		Plugins: plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{
-			Handler: func(b *plugin.GRPCBroker) wire.HandlerServer { return newServer(d, b) },
+			Handler: func(b *plugin.GRPCBroker) wire.HandlerServer { return srv.withBroker(b) },
 		}},
-		GRPCServer: wire.NewGRPCServer,
+		GRPCServer: srv.newGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name:       "go-plugin",
 			Level:      hclog.Warn,
@@ -118,7 +178,10 @@ func Serve(services ...Service) error {
 			JSONFormat: true,
 		}),
 	})
-	return nil
+	// The node closed the plugin, or the start hook failed and stopped the
+	// server: either way the hook's context ends now.
+	cancel()
+	return srv.wait(time.Second)
 }
 
 // watchParent exits the process when the node that started it is gone

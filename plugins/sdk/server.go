@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -15,17 +19,42 @@ import (
 )
 
 // server is the plugin side of the wire: it decodes calls, runs them on the
-// Dispatcher and encodes the replies.
+// Dispatcher and encodes the replies, and runs the start hook when the node
+// says so.
 type server struct {
-	d      *Dispatcher
-	broker *plugin.GRPCBroker
+	d     *Dispatcher
+	ctx   context.Context // ends when ServeWith is done serving
+	start func(context.Context) error
 
-	mu     sync.Mutex
-	caller *Caller
-	conn   *grpc.ClientConn // to the node's Host service; closed by Serve's exit
+	mu       sync.Mutex
+	broker   *plugin.GRPCBroker
+	grpc     *grpc.Server // stopped when the start hook fails
+	caller   *Caller
+	conn     *grpc.ClientConn // to the node's Host service; closed by the process exit
+	hookDone chan struct{}    // closed when the start hook returned; nil until it runs
+	hookErr  error            // written before hookDone is closed
 }
 
-func newServer(d *Dispatcher, b *plugin.GRPCBroker) *server { return &server{d: d, broker: b} }
+func newServer(ctx context.Context, d *Dispatcher, start func(context.Context) error) *server {
+	return &server{d: d, ctx: ctx, start: start}
+}
+
+// withBroker is go-plugin's Handler factory: it is called once, with the
+// broker for connecting back to the node.
+func (s *server) withBroker(b *plugin.GRPCBroker) wire.HandlerServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.broker = b
+	return s
+}
+
+func (s *server) newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	gs := wire.NewGRPCServer(opts)
+	s.mu.Lock()
+	s.grpc = gs
+	s.mu.Unlock()
+	return gs
+}
 
 // Describe connects back to the node's Host service (once) and says what
 // this plugin serves.
@@ -48,6 +77,69 @@ func (s *server) Describe(ctx context.Context, in *wrapperspb.UInt32Value) (*wra
 		return nil, err
 	}
 	return wrapperspb.Bytes(b), nil
+}
+
+// Start runs the start hook, once, on its own goroutine; ServeWith waits
+// for it.
+func (s *server) Start(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return nil, fmt.Errorf("the plugin is stopping")
+	}
+	if s.start == nil || s.hookDone != nil {
+		return &emptypb.Empty{}, nil
+	}
+	s.hookDone = make(chan struct{})
+	ctx := context.WithValue(s.ctx, callKey{}, &callInfo{caller: s.caller})
+	go s.runStart(ctx)
+	return &emptypb.Empty{}, nil
+}
+
+func (s *server) runStart(ctx context.Context) {
+	defer close(s.hookDone)
+	err := callStart(ctx, s.start)
+	if err == nil || s.ctx.Err() != nil {
+		return // done, or stopped by the node: not a failure
+	}
+	s.hookErr = err
+	slog.Error("the start hook failed; the plugin exits", "err", err)
+	// Ends plugin.Serve, so ServeWith returns the error.
+	s.mu.Lock()
+	gs := s.grpc
+	s.mu.Unlock()
+	if gs != nil {
+		gs.Stop()
+	}
+}
+
+func callStart(ctx context.Context, start func(context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("the start hook panicked", "panic", r, "stack", string(debug.Stack()))
+			err = errorf("panic in the start hook: %v", r)
+		}
+	}()
+	return start(ctx)
+}
+
+// wait returns the start hook's error once it returned, giving it up to d
+// after the node stopped the plugin.
+func (s *server) wait(d time.Duration) error {
+	s.mu.Lock()
+	done := s.hookDone
+	s.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return s.hookErr
+	case <-t.C:
+		return errorf("the start hook did not return within %v of its context ending", d)
+	}
 }
 
 func (s *server) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {

@@ -44,13 +44,11 @@ func ParseDescription(b []byte) (*Description, error) {
 	return &d, nil
 }
 
-// Validate reports the first thing wrong with d: no services, an empty or
-// malformed interface name, a service described twice, a bad method name, a
-// method described twice, or a Java type name that is not one.
+// Validate reports the first thing wrong with d: an empty or malformed
+// interface name, a service described twice, a bad method name, a
+// method described twice, or a Java type name that is not one. No services
+// at all is valid: a consumer-side plugin only calls.
 func (d *Description) Validate() error {
-	if len(d.Services) == 0 {
-		return fmt.Errorf("describes no services")
-	}
 	seen := make(map[string]bool, len(d.Services))
 	for _, s := range d.Services {
 		if !ValidJavaName(s.Interface) {

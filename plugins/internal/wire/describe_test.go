@@ -10,7 +10,8 @@ func TestParseDescription(t *testing.T) {
 		{`{"services":[{"interface":"org.example.Greeter","version":"1.0.0","methods":[{"name":"sayHello","paramTypes":["java.lang.String"],"returnType":"java.lang.String"}]}]}`, ""},
 		{`{"services":[{"interface":"a.B$C","methods":[{"name":"m","paramTypes":["int[]","java.util.List[][]"],"returnType":"void"}]}]}`, ""},
 		{`not json`, "not valid JSON"},
-		{`{"services":[]}`, "no services"},
+		{`{"services":[]}`, ""}, // a consumer-side plugin
+		{`{}`, ""},
 		{`{"services":[{"interface":"","methods":[]}]}`, "not a Java class name"},
 		{`{"services":[{"interface":"a..b","methods":[]}]}`, "not a Java class name"},
 		{`{"services":[{"interface":"a.B","methods":[]}]}`, "has no methods"},

@@ -6,7 +6,11 @@
 // Handler (served by the plugin):
 //
 //	Describe(UInt32Value callback broker id) -> BytesValue JSON Description
+//	Start(Empty)                             -> Empty
 //	Invoke(BytesValue hessian call)          -> BytesValue hessian reply
+//
+// The node calls Describe, then Start once it has accepted the description
+// (the plugin's own start hook runs from then on), then Invoke per call.
 //
 // Host (served by the node over the go-plugin broker, for calls a handler
 // makes to other services):
@@ -25,6 +29,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -33,7 +38,7 @@ import (
 // refused by go-plugin before it can serve. Bump ProtocolVersion on any
 // incompatible change to this package.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  1,
+	ProtocolVersion:  2,
 	MagicCookieKey:   "DUBBO_HANDLER_PLUGIN",
 	MagicCookieValue: "7c1d52e8-dubbo-handler-plugin",
 }
@@ -48,6 +53,9 @@ const MaxMessage = 16 << 20
 // HandlerServer is implemented in the plugin process by the SDK.
 type HandlerServer interface {
 	Describe(ctx context.Context, callbackBroker *wrapperspb.UInt32Value) (*wrapperspb.BytesValue, error)
+	// Start tells the plugin that the node accepted its description and is
+	// connected; it returns at once, the plugin's own work runs after.
+	Start(ctx context.Context, in *emptypb.Empty) (*emptypb.Empty, error)
 	Invoke(ctx context.Context, call *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
 }
 
@@ -60,6 +68,7 @@ const (
 	handlerService   = "dubbo.plugin.v1.Handler"
 	hostService      = "dubbo.plugin.v1.Host"
 	describeMethod   = "/" + handlerService + "/Describe"
+	startMethod      = "/" + handlerService + "/Start"
 	invokeMethod     = "/" + handlerService + "/Invoke"
 	hostInvokeMethod = "/" + hostService + "/Invoke"
 )
@@ -93,6 +102,9 @@ var handlerDesc = grpc.ServiceDesc{
 		{MethodName: "Describe", Handler: unary(describeMethod, func(srv any, ctx context.Context, in *wrapperspb.UInt32Value) (any, error) {
 			return srv.(HandlerServer).Describe(ctx, in)
 		})},
+		{MethodName: "Start", Handler: unary(startMethod, func(srv any, ctx context.Context, in *emptypb.Empty) (any, error) {
+			return srv.(HandlerServer).Start(ctx, in)
+		})},
 		{MethodName: "Invoke", Handler: unary(invokeMethod, func(srv any, ctx context.Context, in *wrapperspb.BytesValue) (any, error) {
 			return srv.(HandlerServer).Invoke(ctx, in)
 		})},
@@ -125,6 +137,11 @@ func (c HandlerClient) Describe(ctx context.Context, callbackBroker uint32) ([]b
 		return nil, err
 	}
 	return out.Value, nil
+}
+
+// Start tells the plugin it was accepted, which runs its start hook.
+func (c HandlerClient) Start(ctx context.Context) error {
+	return c.cc.Invoke(ctx, startMethod, &emptypb.Empty{}, new(emptypb.Empty))
 }
 
 // Invoke sends one encoded call and returns the encoded reply.
