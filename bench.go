@@ -20,10 +20,10 @@ func newBenchCommand(g *globalFlags) *cobra.Command {
 		duration    time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "bench [--registry URL | --url dubbo://HOST:PORT] [-c N] [-n CALLS | -d DURATION] INTERFACE METHOD [ARG-JSON ...]",
-		Short: "Load-test one method of any Dubbo service; prints one JSON summary line",
+		Use:     "bench [--registry URL | --url dubbo://HOST:PORT] [-c N] [-n CALLS | -d DURATION] INTERFACE METHOD [ARG-JSON ...]",
+		Short:   "Load-test one method of any Dubbo service; prints one JSON summary line",
 		Example: `  dubbo bench -c 32 -d 10s --version 1.0.0 org.example.Greeter sayHello '"world"'`,
-		Args: cobra.MinimumNArgs(2),
+		Args:    cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if calls == 0 && duration == 0 {
 				calls = 1000

@@ -139,4 +139,3 @@ func newVersionCommand() *cobra.Command {
 		},
 	}
 }
-
