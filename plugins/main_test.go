@@ -191,6 +191,10 @@ func (l *liar) Start(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	return &emptypb.Empty{}, nil
 }
 
+func (l *liar) Stop(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return &emptypb.Empty{}, nil
+}
+
 func (l *liar) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
 	if l.mode == "garbage" {
 		return wrapperspb.Bytes([]byte("\x4f\xff\x00garbage")), nil

@@ -239,6 +239,7 @@ func (p *Plugin) Err() error {
 func (p *Plugin) Close() error {
 	p.closeOnce.Do(func() {
 		p.closing.Store(true)
+		p.stopHook()
 		p.client.Kill()
 		p.stopProc()
 		p.wg.Wait()
@@ -250,6 +251,23 @@ func (p *Plugin) Close() error {
 	})
 	return nil
 }
+
+// stopHook ends the plugin's start hook, if it runs, while the node still
+// answers its calls; go-plugin's Kill closes the callback connection first.
+func (p *Plugin) stopHook() {
+	if p.conn == nil || p.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopHookTimeout)
+	defer cancel()
+	if err := p.conn.Handler.Stop(ctx); err != nil {
+		p.log.Debug("plugin did not stop its start hook", "err", err)
+	}
+}
+
+// stopHookTimeout bounds the wait for a plugin's start hook to return; the
+// SDK gives the hook a second.
+const stopHookTimeout = 1500 * time.Millisecond
 
 // Invoke calls the plugin. Calls to services or methods it did not describe
 // fail with rpc.ErrServiceNotFound without reaching it; when the process is

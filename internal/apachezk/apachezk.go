@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,10 +99,37 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("apachezk: %v", err)
 	}
+	cfg := opts.config(dataDir, port)
+	cfg = append(cfg, opts.ExtraConfig...)
+	cfgPath := filepath.Join(dir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
+		t.Fatalf("apachezk: write zoo.cfg: %v", err)
+	}
+
+	// A second server on a busy port dies, and we would then talk to a
+	// stranger: check right before starting.
+	if !portFree(port) {
+		t.Fatalf("apachezk: port %d was taken before the server started", port)
+	}
+	s, err := launch(t, cp, dir, dataDir, port, cfgPath,
+		[]string{"-Xmx256m", "-XX:+UseSerialGC"}, "org.apache.zookeeper.server.ZooKeeperServerMain")
+	if err != nil {
+		t.Fatalf("apachezk: %v", err)
+	}
+
+	if err := s.waitReady(30 * time.Second); err != nil {
+		t.Fatalf("apachezk: %v\nserver output:\n%s", err, s.log.String())
+	}
+	return s
+}
+
+// config is the zoo.cfg of one server without ExtraConfig, which callers
+// append last.
+func (opts Options) config(dataDir string, clientPort int) []string {
 	cfg := []string{
 		"tickTime=" + strconv.FormatInt(opts.TickTime.Milliseconds(), 10),
 		"dataDir=" + dataDir,
-		"clientPort=" + strconv.Itoa(port),
+		"clientPort=" + strconv.Itoa(clientPort),
 		"clientPortAddress=127.0.0.1",
 		"4lw.commands.whitelist=*",
 		// Otherwise Jetty takes :8080 on every interface.
@@ -118,29 +146,23 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.DisableFsync {
 		cfg = append(cfg, "forceSync=no")
 	}
-	cfg = append(cfg, opts.ExtraConfig...)
-	cfgPath := filepath.Join(dir, "zoo.cfg")
-	if err := os.WriteFile(cfgPath, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
-		t.Fatalf("apachezk: write zoo.cfg: %v", err)
-	}
+	return cfg
+}
 
-	// A second server on a busy port dies, and we would then talk to a
-	// stranger: check right before starting.
-	if !portFree(port) {
-		t.Fatalf("apachezk: port %d was taken before the server started", port)
-	}
-	logBuf := &syncBuffer{}
-	cmd := exec.Command("java",
-		"-Xmx256m", "-XX:+UseSerialGC",
+// launch starts one Java process of the server (mainClass reading cfgPath)
+// and registers its kill as cleanup; it does not wait for readiness.
+func launch(t testing.TB, cp, dir, dataDir string, port int, cfgPath string, jvmArgs []string, mainClass string) (*Server, error) {
+	args := append(slices.Clone(jvmArgs),
 		"-Dzookeeper.extendedTypesEnabled=true",
 		"-Dzookeeper.admin.enableServer=false",
-		"-cp", cp,
-		"org.apache.zookeeper.server.ZooKeeperServerMain", cfgPath)
+		"-cp", cp, mainClass, cfgPath)
+	logBuf := &syncBuffer{}
+	cmd := exec.Command("java", args...)
 	cmd.Dir = dir
 	cmd.Stdout = logBuf
 	cmd.Stderr = logBuf
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("apachezk: start java: %v", err)
+		return nil, fmt.Errorf("start java: %w", err)
 	}
 	s := &Server{
 		addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
@@ -154,11 +176,7 @@ func Start(t testing.TB, opts Options) *Server {
 		close(s.done)
 	}()
 	t.Cleanup(s.Stop)
-
-	if err := s.waitReady(30 * time.Second); err != nil {
-		t.Fatalf("apachezk: %v\nserver output:\n%s", err, logBuf.String())
-	}
-	return s
+	return s, nil
 }
 
 // Stop kills the server (SIGKILL, like a crash) and waits for it to exit.

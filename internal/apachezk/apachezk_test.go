@@ -44,3 +44,48 @@ func TestStartAndCLI(t *testing.T) {
 		}
 	}
 }
+
+func TestEnsembleFailover(t *testing.T) {
+	start := time.Now()
+	ens := apachezk.StartEnsemble(t, apachezk.EnsembleOptions{Size: 3, TickTime: 200 * time.Millisecond, DisableFsync: true})
+	t.Logf("ensemble %s ready in %s", ens.ConnectString(), time.Since(start))
+
+	addrs := strings.Split(ens.ConnectString(), ",")
+	if len(addrs) != 3 {
+		t.Fatalf("connect string %q, want three hosts", ens.ConnectString())
+	}
+	leader := ens.Leader()
+	for id := 1; id <= ens.Size(); id++ {
+		if addrs[id-1] != ens.Addr(id) {
+			t.Errorf("connect string host %d = %s, want Addr(%d) = %s", id, addrs[id-1], id, ens.Addr(id))
+		}
+		mode, err := ens.Mode(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{true: "leader", false: "follower"}[id == leader]; mode != want {
+			t.Errorf("member %d mode %q, want %q", id, mode, want)
+		}
+	}
+
+	// Killing the leader leaves a majority, which elects another one.
+	killed := time.Now()
+	ens.Stop(leader)
+	if ens.Running(leader) {
+		t.Fatalf("member %d still running after Stop", leader)
+	}
+	next := ens.Leader()
+	if next == leader {
+		t.Fatalf("leader is still the killed member %d", leader)
+	}
+	t.Logf("member %d killed, member %d leads after %s", leader, next, time.Since(killed))
+
+	// The old leader comes back as a follower of the new one.
+	ens.Restart(leader)
+	if mode, err := ens.Mode(leader); err != nil || mode != "follower" {
+		t.Errorf("restarted member %d: mode %q, %v; want follower", leader, mode, err)
+	}
+	if got := ens.Leader(); got != next {
+		t.Errorf("leader after restart %d, want %d", got, next)
+	}
+}

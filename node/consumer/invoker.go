@@ -2,10 +2,8 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"maps"
-	"strings"
 	"sync"
 	"time"
 
@@ -106,18 +104,7 @@ func (p *providerInvoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc
 	if res != nil {
 		res.Provider = p.url.Address()
 	}
-	if err != nil && isTokenRefusal(err) {
-		// The transport files Java's SERVICE_ERROR "Invalid token!" as a
-		// provider error; it is a refused request that no retry will fix.
-		return nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Service: inv.Service, Method: inv.Method,
-			Address: p.url.Address(), Detail: err.Error()}
-	}
 	return res, err
-}
-
-func isTokenRefusal(err error) bool {
-	var ce *rpc.CallError
-	return errors.As(err, &ce) && errors.Is(ce.Kind, rpc.ErrProvider) && strings.Contains(ce.Detail, "Invalid token!")
 }
 
 var _ cluster.ProviderInvoker = (*providerInvoker)(nil)

@@ -157,8 +157,8 @@ func FuzzFastDecode(f *testing.F) {
 func TestMixedFastAndLibraryValues(t *testing.T) {
 	shared := map[string]any{"k": "v"}
 	req := &Request{ID: 3, TwoWay: true, Path: "a.B", Version: "1.0", Method: "m",
-		ParamDesc: "Ljava/lang/String;Ljava/util/Map;Ljava/util/Map;ILjava/lang/String;",
-		Args:      []any{"x", shared, shared, int32(5), "héllo"},
+		ParamDesc:   "Ljava/lang/String;Ljava/util/Map;Ljava/util/Map;ILjava/lang/String;",
+		Args:        []any{"x", shared, shared, int32(5), "héllo"},
 		Attachments: map[string]any{"list": []any{"a"}}}
 	got, err := NewEncoder(0).AppendRequest(nil, req)
 	if err != nil {

@@ -11,7 +11,10 @@
 //   - registers the application instance under /services/<app>, the
 //     interface → application mapping and the service definition
 //     (register mode instance or all), and serves Dubbo's MetadataService so
-//     a Dubbo 3 consumer in application-first mode can read the MetadataInfo.
+//     a Dubbo 3 consumer in application-first mode can read the MetadataInfo;
+//   - follows the override rules meant for it (/dubbo/<interface>/configurators,
+//     <app>.configurators, <interface>:<version>:<group>.configurators) and
+//     re-publishes its URL when they change it (configurators.go).
 //
 // Requests are routed like Java's DubboProtocol: by path, version and group
 // attachments, with the token check, $echo and generic $invoke handled here
@@ -170,6 +173,7 @@ type Provider struct {
 	instReg  InstanceRegistry // nil: no application-level registration
 	ownsReg  func() error     // closes a registry we created
 	metadata *metadataService
+	conf     *configurators // nil: the registry offers no override rules
 
 	// regMu serialises registry work (export, unexport, shutdown) so that
 	// the instance node always reflects the last exported set.
@@ -237,6 +241,16 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		return nil, err
 	}
 	p.log = p.log.With("provider", where, "application", cfg.Application)
+	if p.reg != nil {
+		if err := p.startConfigurators(ctx); err != nil {
+			p.server.Close()
+			p.closePool()
+			if p.ownsReg != nil {
+				p.ownsReg()
+			}
+			return nil, err
+		}
+	}
 	p.log.Info("provider started", "registry", cfg.Registry, "register_mode", cfg.RegisterMode)
 	return p, nil
 }
@@ -305,13 +319,17 @@ func (p *Provider) Stats() *Stats { return p.stats }
 // Server returns the dubbo server, for its connection and pool statistics.
 func (p *Provider) Server() *transport.Server { return p.server }
 
-// URLs lists the provider URLs of the exported services, sorted.
+// URLs lists the provider URLs of the exported services as published,
+// sorted: with the override rules applied, and without the services a rule
+// disabled.
 func (p *Provider) URLs() []*url.URL {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := make([]*url.URL, 0, len(p.exporters))
 	for _, e := range p.exporters {
-		out = append(out, e.url)
+		if e.published != nil {
+			out = append(out, e.published)
+		}
 	}
 	sortURLs(out)
 	return out
@@ -331,6 +349,19 @@ func (p *Provider) Export(ctx context.Context, svc Service) error {
 	}
 	p.regMu.Lock()
 	defer p.regMu.Unlock()
+	p.mu.RLock()
+	down := p.shutdown
+	p.mu.RUnlock()
+	if down {
+		return fmt.Errorf("export %s: %w", e.key, ErrShutdown)
+	}
+	var errs []error
+	// The rules arrive with the watches, so the first registration already
+	// carries them.
+	if err := p.watchService(ctx, e); err != nil {
+		errs = append(errs, err)
+	}
+	e.published = p.configuredURL(e)
 	p.mu.Lock()
 	if p.shutdown {
 		p.mu.Unlock()
@@ -340,14 +371,13 @@ func (p *Provider) Export(ctx context.Context, svc Service) error {
 	p.exporters[e.key] = e
 	p.mu.Unlock()
 
-	var errs []error
-	if old != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance && !old.url.Equal(e.url) {
-		if err := p.reg.Unregister(ctx, old.url); err != nil {
+	if old != nil && old.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance && !sameURL(old.published, e.published) {
+		if err := p.reg.Unregister(ctx, old.published); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
-		if err := p.reg.Register(ctx, e.url); err != nil {
+	if e.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
+		if err := p.reg.Register(ctx, e.published); err != nil {
 			errs = append(errs, fmt.Errorf("register %s: %w", e.key, err))
 		}
 	}
@@ -383,8 +413,11 @@ func (p *Provider) Unexport(ctx context.Context, iface, version, group string) e
 		return fmt.Errorf("unexport %s: not exported; exported are %v", key, p.keys())
 	}
 	var errs []error
-	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
-		if err := p.reg.Unregister(ctx, e.url); err != nil {
+	if err := p.unwatchService(ctx, key); err != nil {
+		errs = append(errs, err)
+	}
+	if e.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
+		if err := p.reg.Unregister(ctx, e.published); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -433,13 +466,17 @@ func (p *Provider) refreshInstance(ctx context.Context) error {
 // for up to ShutdownTimeout (or ctx); then close the server and the
 // registry session. It returns the first error but always finishes.
 func (p *Provider) Shutdown(ctx context.Context) error {
+	// Rules stop first: their goroutine takes regMu.
+	confErr := p.stopConfigurators(ctx)
 	p.regMu.Lock()
 	p.mu.Lock()
 	already := p.shutdown
 	p.shutdown = true
 	var urls []*url.URL
 	for _, e := range p.exporters {
-		urls = append(urls, e.url)
+		if e.published != nil {
+			urls = append(urls, e.published)
+		}
 	}
 	p.mu.Unlock()
 	if already {
@@ -447,6 +484,9 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	if confErr != nil {
+		errs = append(errs, confErr)
+	}
 	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
 		for _, u := range urls {
 			if err := p.reg.Unregister(ctx, u); err != nil {
@@ -489,6 +529,9 @@ func (p *Provider) Close() error {
 	if already {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	p.stopConfigurators(ctx) // only forgets watches; the session may be ours to close anyway
+	cancel()
 	p.server.Close()
 	p.closePool()
 	if p.ownsReg != nil {

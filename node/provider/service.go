@@ -51,11 +51,14 @@ type Method struct {
 
 // exporter is one exported service: what the request router looks up.
 type exporter struct {
-	key     string // [group/]interface[:version]
-	svc     Service
-	url     *url.URL
-	token   string // "" = none
-	methods map[string][]Method
+	key string // [group/]interface[:version]
+	svc Service
+	url *url.URL // as exported, before override rules
+	// published is the URL in the registry: url after the override rules,
+	// nil while a rule disables the service. Written with regMu and mu held.
+	published *url.URL
+	token     string // "" = none
+	methods   map[string][]Method
 }
 
 func (p *Provider) newExporter(svc Service) (*exporter, error) {

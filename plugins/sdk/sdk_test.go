@@ -228,3 +228,13 @@ func TestServeOutsideNode(t *testing.T) {
 		t.Errorf("Serve outside a node: %v", err)
 	}
 }
+
+func TestServeWithNothing(t *testing.T) {
+	if err := sdk.ServeWith(sdk.Options{}); err == nil || !strings.Contains(err.Error(), "use Run") {
+		t.Errorf("ServeWith without services or Start: %v", err)
+	}
+	err := sdk.Run(func(context.Context, *sdk.Caller) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "consumer.plugins") {
+		t.Errorf("Run outside a node: %v", err)
+	}
+}

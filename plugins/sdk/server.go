@@ -23,8 +23,11 @@ import (
 // says so.
 type server struct {
 	d     *Dispatcher
-	ctx   context.Context // ends when ServeWith is done serving
 	start func(context.Context) error
+	// ctx is the start hook's; it ends when the node calls Stop or when
+	// ServeWith is done serving.
+	ctx  context.Context
+	stop context.CancelFunc
 
 	mu       sync.Mutex
 	broker   *plugin.GRPCBroker
@@ -36,7 +39,8 @@ type server struct {
 }
 
 func newServer(ctx context.Context, d *Dispatcher, start func(context.Context) error) *server {
-	return &server{d: d, ctx: ctx, start: start}
+	ctx, stop := context.WithCancel(ctx)
+	return &server{d: d, start: start, ctx: ctx, stop: stop}
 }
 
 // withBroker is go-plugin's Handler factory: it is called once, with the
@@ -104,13 +108,25 @@ func (s *server) runStart(ctx context.Context) {
 	}
 	s.hookErr = err
 	slog.Error("the start hook failed; the plugin exits", "err", err)
-	// Ends plugin.Serve, so ServeWith returns the error.
+	// Ending the gRPC server ends plugin.Serve, so ServeWith returns the
+	// error. Gracefully first, so that replies on their way (Start's own,
+	// when the hook failed at once) reach the node; the broker's stream
+	// never ends by itself, hence the forced stop after a moment.
 	s.mu.Lock()
 	gs := s.grpc
 	s.mu.Unlock()
 	if gs != nil {
-		gs.Stop()
+		t := time.AfterFunc(500*time.Millisecond, gs.Stop)
+		gs.GracefulStop()
+		t.Stop()
 	}
+}
+
+// Stop ends the start hook and waits for it, before the node closes the
+// plugin.
+func (s *server) Stop(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	s.stop()
+	return &emptypb.Empty{}, s.wait(time.Second)
 }
 
 func callStart(ctx context.Context, start func(context.Context) error) (err error) {

@@ -8,9 +8,12 @@
 //	Describe(UInt32Value callback broker id) -> BytesValue JSON Description
 //	Start(Empty)                             -> Empty
 //	Invoke(BytesValue hessian call)          -> BytesValue hessian reply
+//	Stop(Empty)                              -> Empty
 //
 // The node calls Describe, then Start once it has accepted the description
-// (the plugin's own start hook runs from then on), then Invoke per call.
+// (the plugin's own start hook runs from then on), then Invoke per call;
+// before closing the plugin it calls Stop, which ends the start hook while
+// the node still answers the hook's calls.
 //
 // Host (served by the node over the go-plugin broker, for calls a handler
 // makes to other services):
@@ -56,6 +59,8 @@ type HandlerServer interface {
 	// Start tells the plugin that the node accepted its description and is
 	// connected; it returns at once, the plugin's own work runs after.
 	Start(ctx context.Context, in *emptypb.Empty) (*emptypb.Empty, error)
+	// Stop ends the start hook and returns when it has returned.
+	Stop(ctx context.Context, in *emptypb.Empty) (*emptypb.Empty, error)
 	Invoke(ctx context.Context, call *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
 }
 
@@ -69,6 +74,7 @@ const (
 	hostService      = "dubbo.plugin.v1.Host"
 	describeMethod   = "/" + handlerService + "/Describe"
 	startMethod      = "/" + handlerService + "/Start"
+	stopMethod       = "/" + handlerService + "/Stop"
 	invokeMethod     = "/" + handlerService + "/Invoke"
 	hostInvokeMethod = "/" + hostService + "/Invoke"
 )
@@ -104,6 +110,9 @@ var handlerDesc = grpc.ServiceDesc{
 		})},
 		{MethodName: "Start", Handler: unary(startMethod, func(srv any, ctx context.Context, in *emptypb.Empty) (any, error) {
 			return srv.(HandlerServer).Start(ctx, in)
+		})},
+		{MethodName: "Stop", Handler: unary(stopMethod, func(srv any, ctx context.Context, in *emptypb.Empty) (any, error) {
+			return srv.(HandlerServer).Stop(ctx, in)
 		})},
 		{MethodName: "Invoke", Handler: unary(invokeMethod, func(srv any, ctx context.Context, in *wrapperspb.BytesValue) (any, error) {
 			return srv.(HandlerServer).Invoke(ctx, in)
@@ -142,6 +151,11 @@ func (c HandlerClient) Describe(ctx context.Context, callbackBroker uint32) ([]b
 // Start tells the plugin it was accepted, which runs its start hook.
 func (c HandlerClient) Start(ctx context.Context) error {
 	return c.cc.Invoke(ctx, startMethod, &emptypb.Empty{}, new(emptypb.Empty))
+}
+
+// Stop ends the plugin's start hook, before the node closes the plugin.
+func (c HandlerClient) Stop(ctx context.Context) error {
+	return c.cc.Invoke(ctx, stopMethod, &emptypb.Empty{}, new(emptypb.Empty))
 }
 
 // Invoke sends one encoded call and returns the encoded reply.
