@@ -1,6 +1,9 @@
 // Package apachezk starts a real Apache ZooKeeper 3.8 server for tests, so
 // that behaviour of the embedded registry can be compared with the reference
 // implementation, and runs Apache's Java CLI (zkCli) against any server.
+// Start runs one standalone server; StartEnsemble runs a quorum (three
+// members by default, as production nodes use) whose members a test can
+// crash and restart to exercise failover.
 //
 // It uses the Debian `zookeeper` package: /usr/share/java/zookeeper.jar pulls
 // in its dependencies through its manifest; only an slf4j binding is added.

@@ -36,6 +36,11 @@ func TestEnsembleMemberCrashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const providers = "/dubbo/org.example.Greeter/providers"
+	owner := leafOwners(t, ens, providers)[1] // all three members run
+	if owner == 0 {
+		t.Fatalf("provider leaf %s is not ephemeral", providers)
+	}
 
 	// Callers and a watcher of the provider list, bounded in count and time.
 	ctx, stop := context.WithTimeout(context.Background(), 40*time.Second)
@@ -53,6 +58,8 @@ func TestEnsembleMemberCrashes(t *testing.T) {
 					firstErr.CompareAndSwap(nil, err.Error())
 				}
 				done.Add(1)
+				// Leave CPU to three JVMs electing leaders on two cores.
+				time.Sleep(time.Millisecond)
 			}
 		}()
 	}
@@ -105,20 +112,39 @@ func TestEnsembleMemberCrashes(t *testing.T) {
 		t.Errorf("the consumer's provider list differed from [%s] %d times, first: %v", p.Addr(), n, firstList.Load())
 	}
 
-	// The provider's leaf is still there, once, on a surviving member.
+	// The provider's leaf is still there, once, owned by the session that
+	// created it: the session survived and nothing was re-registered.
+	for id, got := range leafOwners(t, ens, providers) {
+		if got != owner {
+			t.Errorf("member %d: provider leaf owned by 0x%x, want the first session 0x%x", id, got, owner)
+		}
+	}
+	t.Logf("%d calls, none failed", done.Load())
+}
+
+// leafOwners reads the one leaf under dir on every running member (after a
+// sync, as members may lag) and returns its ephemeral owner by member id.
+func leafOwners(t *testing.T, ens *apachezk.Ensemble, dir string) map[int]int64 {
+	t.Helper()
+	owners := make(map[int]int64)
 	for id := 1; id <= ens.Size(); id++ {
 		if !ens.Running(id) {
 			continue
 		}
 		zc := zkConn(t, ens.Addr(id))
-		const providers = "/dubbo/org.example.Greeter/providers"
-		if _, err := zc.Sync(providers); err != nil {
+		if _, err := zc.Sync(dir); err != nil {
 			t.Fatalf("sync on member %d: %v", id, err)
 		}
-		if kids, _, err := zc.Children(providers); err != nil || len(kids) != 1 {
-			t.Errorf("member %d: providers %v, %v; want the one provider", id, kids, err)
+		kids, _, err := zc.Children(dir)
+		if err != nil || len(kids) != 1 {
+			t.Fatalf("member %d: %s holds %v, %v; want one provider", id, dir, kids, err)
 		}
+		_, stat, err := zc.Get(dir + "/" + kids[0])
+		if err != nil {
+			t.Fatalf("member %d: %v", id, err)
+		}
+		owners[id] = stat.EphemeralOwner
 		zc.Close()
 	}
-	t.Logf("%d calls, none failed", done.Load())
+	return owners
 }
