@@ -11,6 +11,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
@@ -64,6 +65,25 @@ func loggedConsumer(t *testing.T, zkAddr string, ref consumer.ReferenceConfig) (
 	return c, logs
 }
 
+// startWarmProvider is startProvider for a provider already warmed up
+// (warmup=0), so that its weight counts in full from the start.
+func startWarmProvider(t *testing.T, zkAddr string, calls *counter) *provider.Provider {
+	t.Helper()
+	p, err := provider.Start(testCtx(t), provider.Config{Application: "greeter-app", Registry: "zookeeper://" + zkAddr,
+		Protocol: provider.ProtocolConfig{Host: "127.0.0.1", Port: -1}}, provider.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	addr := p.Addr()
+	svc := providertest.Greeter(func(*rpc.Invocation) { calls.add(addr) })
+	svc.Params = map[string]string{"warmup": "0"}
+	if err := p.Export(testCtx(t), svc); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // providerParams reports the consumer's view of each provider's param, by
 // address ("" when absent); disabled providers are missing.
 func providerParams(t *testing.T, c *consumer.Consumer, ref consumer.ReferenceConfig, param string) map[string]string {
@@ -96,8 +116,8 @@ func split(t *testing.T, c *consumer.Consumer, calls *counter, n int, a, b strin
 func TestConsumerOverrideRules(t *testing.T) {
 	registries(t, func(t *testing.T, zkAddr string) {
 		var calls counter
-		pa := startProvider(t, zkAddr, provider.Config{}, &calls)
-		pb := startProvider(t, zkAddr, provider.Config{}, &calls)
+		pa := startWarmProvider(t, zkAddr, &calls)
+		pb := startWarmProvider(t, zkAddr, &calls)
 		a, b := pa.Addr(), pb.Addr()
 		ref := greeterRef()
 		ref.LoadBalance = "roundrobin"

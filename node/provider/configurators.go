@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -170,7 +172,7 @@ func (p *Provider) watchService(ctx context.Context, e *exporter) error {
 				return
 			}
 			c.mu.Lock()
-			sr.registry = rules
+			sr.registry = forProviders(rules)
 			c.mu.Unlock()
 			c.poke()
 		}))
@@ -195,6 +197,23 @@ func (p *Provider) watchService(ctx context.Context, e *exporter) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// forProviders drops the old-form overrides that name a host without a
+// port and no side: as Java's AbstractConfigurator reads them, those target
+// the consumers on that host, and only 0.0.0.0 or host:port reach providers.
+func forProviders(rules configurator.Rules) configurator.Rules {
+	return slices.DeleteFunc(slices.Clone(rules), func(o *configurator.Override) bool {
+		if o.Side != "" {
+			return false
+		}
+		for _, a := range o.Addresses {
+			if _, _, err := net.SplitHostPort(a); err != nil && a != "0.0.0.0" {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // unwatchService stops following the rules of an unexported service.

@@ -120,10 +120,18 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 	case errors.As(err, &ex):
 		end(true)
 		resp.Exception = &protocol.Exception{Class: exceptionClass(ex), Message: ex.Message}
+	case err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		end(true)
+		// The consumer's timeout passed: say so, so the consumer reports a
+		// timeout whichever of its timer and this answer comes first (Java
+		// consumers read SERVER_TIMEOUT as a TimeoutException).
+		resp.Status = protocol.StatusServerTimeout
+		resp.ErrorMessage = fmt.Sprintf("Invoke remote method timeout: service %s method %s on provider %s did not finish within the consumer's timeout of %s: %v",
+			e.key, m.Name, p.Addr(), fmt.Sprint(att["timeout"])+"ms", err)
 	case err != nil:
 		end(true)
 		// Not a business exception: the service itself failed (a plugin
-		// crashed, a deadline passed). SERVICE_ERROR lets consumers fail over.
+		// crashed). SERVICE_ERROR lets consumers fail over.
 		resp.Status = protocol.StatusServiceError
 		resp.ErrorMessage = fmt.Sprintf("Failed to invoke service %s method %s on provider %s: %v", e.key, m.Name, p.Addr(), err)
 	case res == nil:
