@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"google.golang.org/protobuf/types/known/wrapperspb"
-
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -19,8 +17,8 @@ type hostServer struct {
 	invoker rpc.Invoker
 }
 
-func (h *hostServer) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
-	inv, err := wire.DecodeCall(in.GetValue())
+func (h *hostServer) Invoke(ctx context.Context, call []byte) []byte {
+	inv, err := wire.DecodeCall(call)
 	if err != nil {
 		h.log.Warn("plugin sent a call that cannot be decoded", "err", err)
 		return reply(nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
@@ -44,13 +42,12 @@ func (h *hostServer) invoke(ctx context.Context, inv *rpc.Invocation) (res *rpc.
 	return h.invoker.Invoke(ctx, inv)
 }
 
-func reply(res *rpc.Result, callErr error) (*wrapperspb.BytesValue, error) {
+// reply encodes the outcome of a call; one whose result cannot be encoded
+// becomes a provider error saying so.
+func reply(res *rpc.Result, callErr error) []byte {
 	b, err := wire.EncodeReply(res, callErr)
 	if err != nil {
-		b, err = wire.EncodeReply(nil, &rpc.CallError{Kind: rpc.ErrProvider, Detail: "the result cannot be encoded: " + err.Error()})
-		if err != nil {
-			return nil, err
-		}
+		b = wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider, Detail: "the result cannot be encoded: " + err.Error()})
 	}
-	return wrapperspb.Bytes(b), nil
+	return b
 }

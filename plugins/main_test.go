@@ -195,16 +195,19 @@ func (l *liar) Stop(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	return &emptypb.Empty{}, nil
 }
 
-func (l *liar) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
+func (l *liar) Invoke(ctx context.Context, call []byte) []byte {
 	if l.mode == "garbage" {
-		return wrapperspb.Bytes([]byte("\x4f\xff\x00garbage")), nil
+		return []byte("\x4f\xff\x00garbage")
 	}
-	inv, err := wire.DecodeCall(in.Value)
+	inv, err := wire.DecodeCall(call)
 	if err != nil {
-		return nil, err
+		return wire.ErrorReply(err)
 	}
 	b, err := wire.EncodeReply(l.d.Invoke(ctx, inv))
-	return wrapperspb.Bytes(b), err
+	if err != nil {
+		return wire.ErrorReply(err)
+	}
+	return b
 }
 
 // consume is a consumer-side plugin: it calls org.example.Echo through the

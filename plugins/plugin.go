@@ -51,6 +51,7 @@ type Plugin struct {
 	client   *plugin.Client
 	cmd      *exec.Cmd
 	conn     *wire.Conn
+	calls    *wire.Calls // the stream carrying every call to the plugin
 	services []ServiceDesc
 	methods  map[string]map[string]*MethodDesc // service key → method name
 
@@ -178,6 +179,11 @@ func (p *Plugin) start(ctx context.Context) error {
 		p.methods[sd.Key()] = ms
 		p.services = append(p.services, sd)
 	}
+	if p.calls, err = p.conn.Handler.OpenCalls(); err != nil {
+		return fmt.Errorf("opening the calls stream failed: %w", err)
+	}
+	p.wg.Add(1)
+	go p.watchCalls()
 	// Accepted: the plugin's own start hook, if any, runs from now on.
 	if err := p.conn.Handler.Start(dctx); err != nil {
 		return fmt.Errorf("Start failed: %w", err)
@@ -203,6 +209,22 @@ func (p *Plugin) watchExit() {
 		p.log.Info("plugin stopped")
 	} else {
 		p.log.Error("plugin died", "reason", why)
+	}
+}
+
+// watchCalls kills a plugin whose calls stream ended while it runs (it
+// sent a corrupt frame): it could serve no more calls, and its supervisor
+// starts a new one.
+func (p *Plugin) watchCalls() {
+	defer p.wg.Done()
+	select {
+	case <-p.calls.Done():
+	case <-p.done:
+		return
+	}
+	if !p.closing.Load() && p.Err() == nil {
+		p.log.Error("the plugin's calls stream broke; killing the plugin", "err", p.calls.Err())
+		p.stopProc()
 	}
 }
 
@@ -243,6 +265,9 @@ func (p *Plugin) Close() error {
 		p.client.Kill()
 		p.stopProc()
 		p.wg.Wait()
+		if p.calls != nil {
+			p.calls.Close()
+		}
 		// The group outlives its leader while the leader's children live;
 		// its id cannot be reused as a pid until they are gone.
 		if err := killGroup(p.Pid()); err != nil {
@@ -294,7 +319,7 @@ func (p *Plugin) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 	if err != nil {
 		return nil, p.callError(inv, rpc.ErrBadRequest, err.Error())
 	}
-	reply, err := p.conn.Handler.Invoke(ctx, call)
+	reply, err := p.calls.Call(ctx, call)
 	if err != nil {
 		return nil, p.transportError(ctx, inv, err)
 	}

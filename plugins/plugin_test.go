@@ -289,3 +289,17 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("err = %v, want ErrTimeout", err)
 	}
 }
+
+// TestTooBig: a call above the message limit is refused as a bad request
+// without breaking the stream the other calls share.
+func TestTooBig(t *testing.T) {
+	p := startGreeter(t, startConfig(t, "greeter"))
+	big := make([]byte, 17<<20)
+	_, err := p.Invoke(context.Background(), greeterCall("echo", []string{"java.lang.Object"}, big))
+	if !errors.Is(err, rpc.ErrBadRequest) {
+		t.Errorf("17 MiB call: %v, want ErrBadRequest", err)
+	}
+	if res := invoke(t, p, greeterCall("sayHello", nil, "small")); res.Value != "Hello, small" {
+		t.Errorf("after the big call: %#v", res)
+	}
+}

@@ -51,8 +51,8 @@ func WithClient(ctx context.Context, inv rpc.Invoker) context.Context {
 // Caller calls Dubbo services through the node: the node's consumer side
 // picks the provider, applies timeouts and retries, and answers.
 type Caller struct {
-	host    *wire.HostClient // set in a plugin
-	invoker rpc.Invoker      // set by WithClient
+	host    *wire.Calls // set in a plugin
+	invoker rpc.Invoker // set by WithClient
 }
 
 var errNoNode = errors.New("no node to call through: Client is only usable inside a call or the start hook of sdk.Serve")
@@ -71,7 +71,7 @@ func (c *Caller) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 	if err != nil {
 		return nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Service: inv.Service, Method: inv.Method, Detail: err.Error()}
 	}
-	reply, err := c.host.Invoke(ctx, call)
+	reply, err := c.host.Call(ctx, call)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &rpc.CallError{Kind: rpc.ErrTimeout, Service: inv.Service, Method: inv.Method, Detail: ctx.Err().Error()}

@@ -71,8 +71,13 @@ func (s *server) Describe(ctx context.Context, in *wrapperspb.UInt32Value) (*wra
 				s.mu.Unlock()
 				return nil, fmt.Errorf("connect to the node's callback service %d: %w", id, err)
 			}
-			host := wire.NewHostClient(conn)
-			s.conn, s.caller = conn, &Caller{host: &host}
+			calls, err := wire.OpenHostCalls(conn)
+			if err != nil {
+				conn.Close()
+				s.mu.Unlock()
+				return nil, fmt.Errorf("open the node's callback stream %d: %w", id, err)
+			}
+			s.conn, s.caller = conn, &Caller{host: calls}
 		}
 		s.mu.Unlock()
 	}
@@ -158,27 +163,21 @@ func (s *server) wait(d time.Duration) error {
 	}
 }
 
-func (s *server) Invoke(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
-	inv, err := wire.DecodeCall(in.GetValue())
+func (s *server) Invoke(ctx context.Context, call []byte) []byte {
+	inv, err := wire.DecodeCall(call)
 	if err != nil {
-		return s.reply(nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
+		return wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
 	}
 	s.mu.Lock()
 	caller := s.caller
 	s.mu.Unlock()
 	ctx = context.WithValue(ctx, callKey{}, &callInfo{caller: caller, attachments: inv.Attachments})
-	return s.reply(s.d.Invoke(ctx, inv))
-}
-
-func (s *server) reply(res *rpc.Result, callErr error) (*wrapperspb.BytesValue, error) {
+	res, callErr := s.d.Invoke(ctx, inv)
 	b, err := wire.EncodeReply(res, callErr)
 	if err != nil {
 		// The handler returned something hessian cannot write (an
-		// unregistered struct, a channel); say so instead of failing the RPC.
-		b, err = wire.EncodeReply(nil, &rpc.CallError{Kind: rpc.ErrProvider, Detail: "the handler's result: " + err.Error()})
-		if err != nil {
-			return nil, err
-		}
+		// unregistered struct, a channel); say so instead of failing the call.
+		return wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider, Detail: "the handler's result: " + err.Error()})
 	}
-	return wrapperspb.Bytes(b), nil
+	return b
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 
@@ -71,23 +72,19 @@ func decode(b []byte, read func(d *hessian.Decoder) error) (err error) {
 func EncodeCall(inv *rpc.Invocation) ([]byte, error) {
 	return encode(func(e *hessian.Encoder) error {
 		for _, s := range []string{inv.Service, inv.Version, inv.Group, inv.Method} {
-			if err := e.Encode(s); err != nil {
-				return err
-			}
+			encodeString(e, s)
 		}
 		if err := e.Encode(int32(len(inv.ParamTypes))); err != nil {
 			return err
 		}
 		for _, t := range inv.ParamTypes {
-			if err := e.Encode(t); err != nil {
-				return err
-			}
+			encodeString(e, t)
 		}
 		if err := e.Encode(int32(len(inv.Args))); err != nil {
 			return err
 		}
 		for i, a := range inv.Args {
-			if err := e.Encode(a); err != nil {
+			if err := encodeValue(e, a); err != nil {
 				return fmt.Errorf("argument %d (%T) cannot be encoded in hessian2: %w", i+1, a, err)
 			}
 		}
@@ -95,19 +92,57 @@ func EncodeCall(inv *rpc.Invocation) ([]byte, error) {
 	})
 }
 
+// encodeAttachments writes m as an untyped hessian2 map ('H' ... 'Z'),
+// never a POJO: a "_class" attachment must stay a key.
 func encodeAttachments(e *hessian.Encoder, m map[string]any) error {
 	if len(m) == 0 {
 		return e.Encode(nil)
 	}
-	// An untyped map, never a POJO: a "_class" attachment must stay a key.
-	mm := make(map[any]any, len(m))
+	e.Append([]byte{'H'})
 	for k, v := range m {
-		mm[k] = v
+		encodeString(e, k)
+		if err := encodeValue(e, v); err != nil {
+			return fmt.Errorf("attachment %s (%T) cannot be encoded in hessian2: %w", k, v, err)
+		}
 	}
-	if err := e.Encode(mm); err != nil {
-		return fmt.Errorf("attachments cannot be encoded in hessian2: %w", err)
-	}
+	e.Append([]byte{'Z'})
 	return nil
+}
+
+// encodeValue is e.Encode with a quicker way for strings.
+func encodeValue(e *hessian.Encoder, v any) error {
+	if s, ok := v.(string); ok {
+		encodeString(e, s)
+		return nil
+	}
+	return e.Encode(v)
+}
+
+// encodeString writes s as hessian2 does, without the library's rune by
+// rune copy for the short ASCII strings that make up most of a call
+// (names, Java types, attachment keys): 0x00-0x1f then up to 31 bytes,
+// or 0x30-0x33 and a length byte then up to 1023 bytes. Others go through
+// the library.
+func encodeString(e *hessian.Encoder, s string) {
+	if len(s) > 1023 || !ascii(s) {
+		_ = e.Encode(s) // a string always encodes
+		return
+	}
+	if len(s) <= 31 {
+		e.Append([]byte{byte(len(s))})
+	} else {
+		e.Append([]byte{0x30 + byte(len(s)>>8), byte(len(s))})
+	}
+	e.Append(unsafe.Slice(unsafe.StringData(s), len(s))) // only read
+}
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeCall decodes a call encoded by EncodeCall.
@@ -178,12 +213,22 @@ func EncodeReply(res *rpc.Result, callErr error) ([]byte, error) {
 			if err := e.Encode(statusValue); err != nil {
 				return err
 			}
-			if err := e.Encode(res.Value); err != nil {
+			if err := encodeValue(e, res.Value); err != nil {
 				return fmt.Errorf("result (%T) cannot be encoded in hessian2: %w", res.Value, err)
 			}
 		}
 		return encodeAttachments(e, attachments)
 	})
+}
+
+// ErrorReply encodes a failed call, for when the outcome itself could not
+// be encoded. It cannot fail: the reply holds strings only.
+func ErrorReply(callErr error) []byte {
+	b, err := EncodeReply(nil, callErr)
+	if err != nil {
+		panic("wire: encoding an error reply: " + err.Error())
+	}
+	return b
 }
 
 func encodeAll(e *hessian.Encoder, vs ...any) error {

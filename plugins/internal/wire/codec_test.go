@@ -1,11 +1,14 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	hessian "github.com/apache/dubbo-go-hessian2"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
@@ -117,5 +120,34 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = DecodeReply(b)
+	})
+}
+
+// TestEncodeString: the quick string encoding writes what the library
+// writes, byte for byte.
+func TestEncodeString(t *testing.T) {
+	for _, s := range []string{"", "a", strings.Repeat("x", 31), strings.Repeat("x", 32), strings.Repeat("y", 1023),
+		strings.Repeat("z", 1024), strings.Repeat("q", 70000), "héllo", "日本", "emoji 😀"} {
+		quick := hessian.NewEncoder()
+		encodeString(quick, s)
+		lib := hessian.NewEncoder()
+		if err := lib.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(quick.Buffer(), lib.Buffer()) {
+			t.Errorf("%.20q (%d bytes): % x, library % x", s, len(s), quick.Buffer()[:min(8, len(quick.Buffer()))], lib.Buffer()[:min(8, len(lib.Buffer()))])
+		}
+	}
+}
+
+func FuzzParseFrame(f *testing.F) {
+	f.Add([]byte{frameCall, 7, 0x90, 0x4e, 'c', 'a', 'l', 'l'})
+	f.Add([]byte{frameCancel, 0xff, 0x01})
+	f.Add([]byte{frameReply, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, rest, err := parseFrame(b)
+		if err == nil && len(rest) > len(b)-2 {
+			t.Fatalf("rest %d bytes of a %d-byte frame", len(rest), len(b))
+		}
 	})
 }

@@ -1,24 +1,26 @@
 // Package wire is the contract between the node (plugins) and the handler
 // plugins it launches (plugins/sdk): the go-plugin handshake, two gRPC
-// services written by hand over protobuf well-known types, and the hessian2
-// encoding of calls and replies carried inside them.
+// services written by hand over protobuf well-known types, the stream that
+// multiplexes calls over one of them, and the hessian2 encoding of calls
+// and replies carried inside.
 //
 // Handler (served by the plugin):
 //
 //	Describe(UInt32Value callback broker id) -> BytesValue JSON Description
 //	Start(Empty)                             -> Empty
-//	Invoke(BytesValue hessian call)          -> BytesValue hessian reply
+//	Calls(stream BytesValue frame)           -> stream BytesValue frame
 //	Stop(Empty)                              -> Empty
 //
 // The node calls Describe, then Start once it has accepted the description
-// (the plugin's own start hook runs from then on), then Invoke per call;
-// before closing the plugin it calls Stop, which ends the start hook while
-// the node still answers the hook's calls.
+// (the plugin's own start hook runs from then on), then opens Calls, one
+// stream for the plugin's life that carries every call and its reply
+// (calls.go); before closing the plugin it calls Stop, which ends the start
+// hook while the node still answers the hook's calls.
 //
 // Host (served by the node over the go-plugin broker, for calls a handler
 // makes to other services):
 //
-//	Invoke(BytesValue hessian call) -> BytesValue hessian reply
+//	Calls(stream BytesValue frame) -> stream BytesValue frame
 //
 // Hessian is used inside the messages, not protobuf, so that the Java types
 // the node decoded from a Dubbo request (int vs long, typed lists, POJO class
@@ -53,6 +55,13 @@ const PluginName = "handler"
 // payload, so anything the node accepted can cross, but not unbounded.
 const MaxMessage = 16 << 20
 
+// Invoker serves one call of the Calls stream: an encoded call in, the
+// encoded reply out. Calls arrive concurrently; ctx ends when the caller
+// gives up, its deadline passes, or the stream ends.
+type Invoker interface {
+	Invoke(ctx context.Context, call []byte) (reply []byte)
+}
+
 // HandlerServer is implemented in the plugin process by the SDK.
 type HandlerServer interface {
 	Describe(ctx context.Context, callbackBroker *wrapperspb.UInt32Value) (*wrapperspb.BytesValue, error)
@@ -61,22 +70,23 @@ type HandlerServer interface {
 	Start(ctx context.Context, in *emptypb.Empty) (*emptypb.Empty, error)
 	// Stop ends the start hook and returns when it has returned.
 	Stop(ctx context.Context, in *emptypb.Empty) (*emptypb.Empty, error)
-	Invoke(ctx context.Context, call *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
+	Invoker
 }
 
-// HostServer is implemented in the node for calls coming back from handlers.
+// HostServer is implemented in the node for calls coming back from
+// handlers.
 type HostServer interface {
-	Invoke(ctx context.Context, call *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error)
+	Invoker
 }
 
 const (
-	handlerService   = "dubbo.plugin.v1.Handler"
-	hostService      = "dubbo.plugin.v1.Host"
-	describeMethod   = "/" + handlerService + "/Describe"
-	startMethod      = "/" + handlerService + "/Start"
-	stopMethod       = "/" + handlerService + "/Stop"
-	invokeMethod     = "/" + handlerService + "/Invoke"
-	hostInvokeMethod = "/" + hostService + "/Invoke"
+	handlerService  = "dubbo.plugin.v1.Handler"
+	hostService     = "dubbo.plugin.v1.Host"
+	describeMethod  = "/" + handlerService + "/Describe"
+	startMethod     = "/" + handlerService + "/Start"
+	stopMethod      = "/" + handlerService + "/Stop"
+	callsMethod     = "/" + handlerService + "/Calls"
+	hostCallsMethod = "/" + hostService + "/Calls"
 )
 
 // unary builds a grpc.MethodHandler for a method taking message In; call
@@ -101,6 +111,14 @@ func unary[In any, PIn interface {
 	}
 }
 
+// callsStream is the Calls method of either service.
+var callsStream = grpc.StreamDesc{
+	StreamName:    "Calls",
+	Handler:       func(srv any, s grpc.ServerStream) error { return serveCalls(s, srv.(Invoker)) },
+	ServerStreams: true,
+	ClientStreams: true,
+}
+
 var handlerDesc = grpc.ServiceDesc{
 	ServiceName: handlerService,
 	HandlerType: (*HandlerServer)(nil),
@@ -114,22 +132,16 @@ var handlerDesc = grpc.ServiceDesc{
 		{MethodName: "Stop", Handler: unary(stopMethod, func(srv any, ctx context.Context, in *emptypb.Empty) (any, error) {
 			return srv.(HandlerServer).Stop(ctx, in)
 		})},
-		{MethodName: "Invoke", Handler: unary(invokeMethod, func(srv any, ctx context.Context, in *wrapperspb.BytesValue) (any, error) {
-			return srv.(HandlerServer).Invoke(ctx, in)
-		})},
 	},
+	Streams:  []grpc.StreamDesc{callsStream},
 	Metadata: "dubbo/plugin/v1",
 }
 
 var hostDesc = grpc.ServiceDesc{
 	ServiceName: hostService,
 	HandlerType: (*HostServer)(nil),
-	Methods: []grpc.MethodDesc{
-		{MethodName: "Invoke", Handler: unary(hostInvokeMethod, func(srv any, ctx context.Context, in *wrapperspb.BytesValue) (any, error) {
-			return srv.(HostServer).Invoke(ctx, in)
-		})},
-	},
-	Metadata: "dubbo/plugin/v1",
+	Streams:     []grpc.StreamDesc{callsStream},
+	Metadata:    "dubbo/plugin/v1",
 }
 
 // RegisterHost registers the node's callback service on s.
@@ -158,28 +170,13 @@ func (c HandlerClient) Stop(ctx context.Context) error {
 	return c.cc.Invoke(ctx, stopMethod, &emptypb.Empty{}, new(emptypb.Empty))
 }
 
-// Invoke sends one encoded call and returns the encoded reply.
-func (c HandlerClient) Invoke(ctx context.Context, call []byte) ([]byte, error) {
-	out := new(wrapperspb.BytesValue)
-	if err := c.cc.Invoke(ctx, invokeMethod, &wrapperspb.BytesValue{Value: call}, out); err != nil {
-		return nil, err
-	}
-	return out.Value, nil
-}
+// OpenCalls opens the stream that carries the node's calls to the plugin.
+func (c HandlerClient) OpenCalls() (*Calls, error) { return openCalls(c.cc, callsMethod) }
 
-// HostClient calls the node's Host service from the plugin.
-type HostClient struct{ cc grpc.ClientConnInterface }
-
-// NewHostClient wraps a connection dialed through the broker.
-func NewHostClient(cc grpc.ClientConnInterface) HostClient { return HostClient{cc} }
-
-// Invoke sends one encoded call to the node and returns the encoded reply.
-func (c HostClient) Invoke(ctx context.Context, call []byte) ([]byte, error) {
-	out := new(wrapperspb.BytesValue)
-	if err := c.cc.Invoke(ctx, hostInvokeMethod, &wrapperspb.BytesValue{Value: call}, out); err != nil {
-		return nil, err
-	}
-	return out.Value, nil
+// OpenHostCalls opens, from the plugin, the stream that carries its calls
+// to the node over a connection dialed through the broker.
+func OpenHostCalls(cc grpc.ClientConnInterface) (*Calls, error) {
+	return openCalls(cc, hostCallsMethod)
 }
 
 // Conn is what the node gets from dispensing the plugin.
@@ -211,13 +208,23 @@ func (p *GRPCPlugin) GRPCClient(ctx context.Context, b *plugin.GRPCBroker, cc *g
 	return &Conn{Handler: HandlerClient{cc}, Broker: b, Exited: ctx}, nil
 }
 
+// window is the HTTP/2 flow-control window of every connection and stream
+// between the node and a plugin. Fixed, because setting it turns off
+// gRPC's bandwidth estimation, whose PING frames would ride along with
+// replies: the peer is a local process, never a slow link.
+const window = 4 << 20
+
 // NewGRPCServer builds the gRPC servers of both sides with the message limit.
 func NewGRPCServer(opts []grpc.ServerOption) *grpc.Server {
-	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessage), grpc.MaxSendMsgSize(MaxMessage))
+	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessage), grpc.MaxSendMsgSize(MaxMessage),
+		grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window))
 	return grpc.NewServer(opts...)
 }
 
-// DialOptions are the node's options for the connection to a plugin.
+// DialOptions are the options of both sides for connecting to the other.
 func DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage))}
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
+		grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window),
+	}
 }

@@ -1,0 +1,149 @@
+package benchtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/transport"
+	"github.com/dubbo-lab/dubbo/plugins"
+	"github.com/dubbo-lab/dubbo/plugins/sdk"
+)
+
+// The test binary is also the plugin: with modeEnv set, TestMain serves the
+// greeter instead of running tests.
+const modeEnv = "DUBBO_BENCHTEST_PLUGIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(modeEnv) != "" {
+		// DUBBO_BENCHTEST_PLUGIN_CPUPROFILE=file profiles the plugin side.
+		if path := os.Getenv(modeEnv + "_CPUPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err == nil && pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile() // Serve returns when the node closes the plugin
+			}
+		}
+		if err := sdk.Serve(greeter("plugin")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// Greeter is the handler both paths serve.
+type Greeter struct{}
+
+func (Greeter) SayHello(_ context.Context, name string) (string, error) { return "Hello, " + name, nil }
+
+// greeter is org.example.Greeter 1.0.0; the group tells the two paths
+// apart on the one provider.
+func greeter(group string) sdk.Service {
+	return sdk.Service{Interface: "org.example.Greeter", Version: "1.0.0", Group: group, Handler: Greeter{}}
+}
+
+var sayHello = []provider.Method{{Name: "sayHello", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"}}
+
+// BenchmarkProviderPath calls sayHello through a real provider, served
+// in-process by the SDK's dispatcher (group inprocess) and by a plugin
+// process running the same handler (group plugin), at concurrency 1 and 32.
+// Each sub-benchmark reports qps, p50_us and p99_us.
+func BenchmarkProviderPath(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	p, err := provider.Start(ctx, provider.Config{Protocol: provider.ProtocolConfig{Host: "127.0.0.1", Port: -1}}, provider.Options{Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+
+	d, err := sdk.NewDispatcher(greeter("inprocess"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	export(b, p, "inprocess", d)
+
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pl, err := plugins.Start(ctx, plugins.Config{Path: exe, Name: "greeter", Env: []string{modeEnv + "=1"}, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pl.Close()
+	export(b, p, "plugin", pl)
+
+	c, err := transport.Dial(ctx, p.Addr(), transport.ClientConfig{Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+
+	for _, conc := range []int{1, 32} {
+		for _, group := range []string{"inprocess", "plugin"} {
+			b.Run(fmt.Sprintf("c=%d/%s", conc, group), func(b *testing.B) { run(b, c, group, conc) })
+		}
+	}
+}
+
+func export(b *testing.B, p *provider.Provider, group string, inv rpc.Invoker) {
+	b.Helper()
+	svc := provider.Service{Interface: "org.example.Greeter", Version: "1.0.0", Group: group, Methods: sayHello, Invoker: inv}
+	if err := p.Export(context.Background(), svc); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// run makes b.N calls from conc goroutines and reports throughput and
+// latency percentiles.
+func run(b *testing.B, c rpc.Invoker, group string, conc int) {
+	call := func(ctx context.Context) {
+		inv := &rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Group: group,
+			Method: "sayHello", ParamTypes: []string{"java.lang.String"}, Args: []any{"world"}}
+		res, err := c.Invoke(ctx, inv)
+		if err != nil || res.Value != "Hello, world" {
+			b.Errorf("sayHello = %+v, %v", res, err)
+		}
+	}
+	call(context.Background()) // warm: connections, pools
+	lats := make([][]time.Duration, conc)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range conc {
+		n := b.N / conc
+		if g < b.N%conc {
+			n++
+		}
+		lats[g] = make([]time.Duration, 0, n)
+		wg.Go(func() {
+			ctx := context.Background()
+			for range n {
+				t0 := time.Now()
+				call(ctx)
+				lats[g] = append(lats[g], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "qps")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50_us")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99_us")
+	b.ReportMetric(0, "ns/op") // qps says it, per concurrency
+}
