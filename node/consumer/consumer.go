@@ -213,7 +213,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
 		}
-		if err := zr.WaitConnected(ctx); err != nil && cfg.CacheFile == "" {
+		// Bounded: with a cache file the consumer starts from it when the
+		// registry is down; without one it says so instead of hanging.
+		wctx, cancel := context.WithTimeout(ctx, zookeeper.DefaultConnectTimeout)
+		err = zr.WaitConnected(wctx)
+		cancel()
+		if err != nil && cfg.CacheFile == "" {
 			zr.Close()
 			return nil, fmt.Errorf("consumer %s: %w; is the registry running?", cfg.Application, err)
 		}

@@ -50,6 +50,10 @@ const (
 
 // Defaults that are not Dubbo's transport defaults (those live in transport
 // and dispatch).
+// registryConnectWait bounds how long Start waits for the registry's
+// first session (Curator's default connection timeout in Java Dubbo).
+const registryConnectWait = 30 * time.Second
+
 const (
 	DefaultPort            = 20880
 	DefaultShutdownTimeout = 10 * time.Second
@@ -269,7 +273,12 @@ func (p *Provider) connectRegistry(ctx context.Context, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("provider %s: %w", p.cfg.Application, err)
 		}
-		if err := zr.WaitConnected(ctx); err != nil {
+		// Bounded, so a provider pointed at a dead registry fails its start
+		// with a message instead of hanging.
+		wctx, cancel := context.WithTimeout(ctx, registryConnectWait)
+		err = zr.WaitConnected(wctx)
+		cancel()
+		if err != nil {
 			zr.Close()
 			return fmt.Errorf("provider %s: %w; is the registry running?", p.cfg.Application, err)
 		}
