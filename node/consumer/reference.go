@@ -221,6 +221,12 @@ func (r *Reference) releaseInvoker(p cluster.ProviderInvoker) {
 	r.c.clients.release(p.URL().Address())
 }
 
+// consumerMetadataReport publishes a reference's parameters where Java
+// Dubbo's metadata report puts them; the ZooKeeper registry implements it.
+type consumerMetadataReport interface {
+	PublishConsumerMetadata(ctx context.Context, iface, version, group, app string, params map[string]string) error
+}
+
 // subscribe registers the consumer URL, subscribes to the service's
 // categories and watches the config-center rules.
 func (r *Reference) subscribe(ctx context.Context) error {
@@ -231,6 +237,11 @@ func (r *Reference) subscribe(ctx context.Context) error {
 		// Registration only makes us visible; calls work without it, and
 		// the registry retries it on reconnection.
 		r.log.Warn("consumer URL not registered yet", "err", err)
+	}
+	if mr, ok := reg.(consumerMetadataReport); ok {
+		if err := mr.PublishConsumerMetadata(ctx, r.rc.Interface, r.rc.Version, r.rc.Group, r.c.cfg.Application, r.consumerURL.Params()); err != nil {
+			r.log.Debug("consumer metadata not published", "err", err)
+		}
 	}
 	if err := reg.Subscribe(ctx, r.subURL, registry.ListenerFunc(r.notify)); err != nil {
 		return fmt.Errorf("reference %s: subscribe: %w", r.key, err)

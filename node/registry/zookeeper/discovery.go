@@ -188,6 +188,17 @@ func (r *Registry) PublishServiceDefinition(ctx context.Context, iface, version,
 	return r.putPersistent(ctx, metadata.ReportPath(metadataRoot, iface, version, group, "provider", app), data)
 }
 
+// PublishConsumerMetadata stores a consumer's parameters as JSON at
+// /dubbo/metadata/<iface>[/<version>][/<group>]/consumer/<app>, as Java
+// Dubbo's metadata report does for every reference.
+func (r *Registry) PublishConsumerMetadata(ctx context.Context, iface, version, group, app string, params map[string]string) error {
+	data, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("consumer metadata %s: %w", iface, err)
+	}
+	return r.putPersistent(ctx, metadata.ReportPath(metadataRoot, iface, version, group, "consumer", app), data)
+}
+
 // PublishAppMetadata stores info at /dubbo/metadata/<app>/<revision>, where
 // Java consumers look when an instance says dubbo.metadata.storage-type
 // remote.

@@ -132,11 +132,23 @@ func (r *Registry) onSession(state zk.State) {
 			r.retry(false)
 		case prev == 0:
 			r.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", id))
+			r.ensureConfigRoots()
 			r.retry(false)
 		default:
 			n, m := r.retry(true)
 			r.log.Warn(fmt.Sprintf("zookeeper session expired; re-registered %d urls, re-subscribed %d", n, m),
 				"old_session", fmt.Sprintf("0x%x", prev), "session", fmt.Sprintf("0x%x", id))
+		}
+	}
+}
+
+// ensureConfigRoots creates the config-center folders a Java Dubbo 3 node
+// leaves in ZooKeeper (PROTOCOLS.md C.8): the default rule group and the
+// migration rule group, so admin tools find the tree they expect.
+func (r *Registry) ensureConfigRoots() {
+	for _, group := range []string{DefaultConfigGroup, "DUBBO_SERVICEDISCOVERY_MIGRATION"} {
+		if err := r.ensurePath(joinPath(r.set.configRoot, group), false); err != nil {
+			r.log.Debug("config-center folder not created", "group", group, "err", err)
 		}
 	}
 }
