@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"
@@ -66,7 +67,7 @@ func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.
 		resp.Value = req.Args[0]
 		return resp
 	case protocol.MethodInvoke, protocol.MethodInvokeAsync:
-		method, gtypes, args, err := genericArgs(req.Args)
+		method, gtypes, args, err := generic.Unpack(req.Args)
 		if err != nil {
 			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 				Message: fmt.Sprintf("generic call of %s: %v", key, err)}
@@ -81,7 +82,7 @@ func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.
 
 // invoke runs one method of e and fills resp.
 func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *exporter, name string, types []string,
-	args []any, att map[string]any, generic bool) {
+	args []any, att map[string]any, isGeneric bool) {
 	m, ok := e.method(name, types)
 	if !ok {
 		resp.Exception = &protocol.Exception{Class: "java.lang.UnsupportedOperationException",
@@ -142,8 +143,8 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 	default:
 		end(false)
 		v := returnValue(res.Value, m.ReturnType)
-		if generic {
-			v = generalize(v)
+		if isGeneric {
+			v = generic.Generalize(v)
 		}
 		resp.Value = v
 		resp.Attachments = stringAttachments(res.Attachments)
@@ -185,29 +186,6 @@ func (e *exporter) methodNames() []string {
 	}
 	sortStrings(out)
 	return out
-}
-
-// genericArgs unpacks $invoke(String method, String[] types, Object[] args).
-func genericArgs(args []any) (method string, types []string, values []any, err error) {
-	if len(args) != 3 {
-		return "", nil, nil, fmt.Errorf("$invoke takes (method, types, args), got %d arguments", len(args))
-	}
-	method, ok := args[0].(string)
-	if !ok || method == "" {
-		return "", nil, nil, fmt.Errorf("$invoke: the method name is %T, want a string", args[0])
-	}
-	types, err = stringList(args[1])
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("$invoke %s: parameter types: %w", method, err)
-	}
-	values, err = anyList(args[2])
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("$invoke %s: arguments: %w", method, err)
-	}
-	if len(types) != len(values) && len(types) != 0 {
-		return "", nil, nil, fmt.Errorf("$invoke %s: %d parameter types for %d arguments", method, len(types), len(values))
-	}
-	return method, types, values, nil
 }
 
 // timeoutOf reads the consumer's timeout attachment (milliseconds).

@@ -3,10 +3,7 @@ package provider
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"strconv"
-
-	hessian "github.com/apache/dubbo-go-hessian2"
 )
 
 // Values arrive as dubbo-go-hessian2 decodes them (int32 for Java int,
@@ -129,35 +126,6 @@ func returnValue(v any, javaType string) any {
 	return v
 }
 
-// generalize turns a return value into what a generic caller gets, as
-// Java's PojoUtils.generalize: objects become maps with a "class" key.
-func generalize(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			if k == hessian.ClassKey {
-				k = "class"
-			}
-			m[k] = generalize(x)
-		}
-		return m
-	case map[any]any:
-		m := make(map[any]any, len(t))
-		for k, x := range t {
-			m[k] = generalize(x)
-		}
-		return m
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = generalize(x)
-		}
-		return out
-	}
-	return v
-}
-
 func toInt(v any, lo, hi int64) (int64, error) {
 	var n int64
 	switch t := v.(type) {
@@ -214,45 +182,4 @@ func toFloat(v any) (float64, error) {
 	}
 	n, err := toInt(v, math.MinInt64, math.MaxInt64)
 	return float64(n), err
-}
-
-// stringList reads the String[] of a generic call.
-func stringList(v any) ([]string, error) {
-	switch t := v.(type) {
-	case nil:
-		return nil, nil
-	case []string:
-		return t, nil
-	case []any:
-		out := make([]string, len(t))
-		for i, x := range t {
-			s, ok := x.(string)
-			if !ok {
-				return nil, fmt.Errorf("element %d is %T, want a string", i, x)
-			}
-			out[i] = s
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%T is not a String[]", v)
-}
-
-// anyList reads the Object[] of a generic call, whatever typed slice the
-// decoder made of it.
-func anyList(v any) ([]any, error) {
-	switch t := v.(type) {
-	case nil:
-		return nil, nil
-	case []any:
-		return t, nil
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-		return nil, fmt.Errorf("%T is not an Object[]", v)
-	}
-	out := make([]any, rv.Len())
-	for i := range out {
-		out[i] = rv.Index(i).Interface()
-	}
-	return out, nil
 }
