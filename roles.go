@@ -258,13 +258,24 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 	for _, path := range cfg.Consumer.Plugins {
 		name := filepath.Base(path)
 		sup := plugins.NewSupervisor(plugins.SupervisorConfig{Config: plugins.Config{Path: path, Name: name, Logger: log, Host: cons}})
-		n.plugins.Add(1)
+		// Consumer plugins stop before the consumer closes, so their last
+		// calls still have somewhere to go.
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
 		go func() {
-			defer n.plugins.Done()
-			if err := sup.Run(ctx); err != nil && ctx.Err() == nil {
+			defer close(done)
+			if err := sup.Run(pctx); err != nil && pctx.Err() == nil {
 				log.Error("plugin supervisor stopped", "plugin", name, "err", err)
 			}
 		}()
+		n.onStop(func(stopCtx context.Context) error {
+			cancel()
+			select {
+			case <-done:
+			case <-stopCtx.Done():
+			}
+			return nil
+		})
 		fmt.Fprintf(n.out, "consumer   plugin %s\n", name)
 	}
 	return nil
