@@ -14,6 +14,8 @@ all: build
 build:
 	$(GO) build -o $(BIN) .
 	$(GO) build -o examples/greeter/greeter ./examples/greeter
+	$(GO) build -o examples/chain/chain ./examples/chain
+	$(GO) build -o examples/greeter-caller/greeter-caller ./examples/greeter-caller
 
 up: build
 	$(BIN) up
@@ -21,6 +23,7 @@ up: build
 test: unit fuzz
 
 unit:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -w needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 
