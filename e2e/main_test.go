@@ -36,7 +36,7 @@ func buildAndRun(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	// One go build for all: the module root is the dubbo command.
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"..", "../examples/greeter", "../examples/chain")
+		"..", "../examples/greeter", "../examples/chain", "../examples/greeter-caller")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building dubbo and the example plugins:", err)
@@ -67,7 +67,7 @@ type ports struct {
 	gateway  int
 }
 
-func (p ports) registryURL() string  { return fmt.Sprintf("zookeeper://127.0.0.1:%d", p.registry) }
+func (p ports) registryURL() string { return fmt.Sprintf("zookeeper://127.0.0.1:%d", p.registry) }
 func (p ports) providerAddr(i int) string {
 	return fmt.Sprintf("127.0.0.1:%d", p.provider+i)
 }
@@ -340,6 +340,16 @@ type result struct {
 // dubbo runs a short dubbo command in dir and waits for it (at most 60 s).
 func dubbo(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	r, err := runDubbo(dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// runDubbo is dubbo for goroutines other than the test's, which must not
+// call t.Fatal.
+func runDubbo(dir string, args ...string) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary("dubbo"), args...)
@@ -352,15 +362,14 @@ func dubbo(t *testing.T, dir string, args ...string) result {
 	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
 	var ee *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		return r, fmt.Errorf("dubbo %s: still running after 60s", strings.Join(args, " "))
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("dubbo %s: %v", strings.Join(args, " "), err)
+		return r, fmt.Errorf("dubbo %s: %v", strings.Join(args, " "), err)
 	}
-	if ctx.Err() != nil {
-		t.Fatalf("dubbo %s: still running after 60s", strings.Join(args, " "))
-	}
-	return r
+	return r, nil
 }
 
 // call runs `dubbo call` of a 1.0.0 service through the registry.

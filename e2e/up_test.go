@@ -171,8 +171,8 @@ func measureStartup(t *testing.T, dir string, p ports, launched time.Time, up *n
 	go func() {
 		defer wg.Done()
 		_, callOK = waitFor(2*bound, func() bool {
-			r := call(t, dir, p, "org.example.Greeter", "sayHello", `"world"`)
-			return r.code == 0 && strings.TrimSpace(r.stdout) == `"Hello, world"` || up.exited()
+			r, err := runDubbo(dir, "call", "--registry", p.registryURL(), "--version", "1.0.0", "org.example.Greeter", "sayHello", `"world"`)
+			return err == nil && r.code == 0 && strings.TrimSpace(r.stdout) == `"Hello, world"` || up.exited()
 		})
 		viaCall = time.Since(launched)
 	}()

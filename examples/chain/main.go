@@ -46,11 +46,12 @@ func (Chain) GreetAll(ctx context.Context, names []string) (string, error) {
 
 // sayHello calls org.example.Greeter.sayHello through the node. A failure
 // is returned as it is: a business exception reaches our caller as that
-// exception, a call failure as a RuntimeException naming its kind.
+// exception, a failed call (no provider, timeout) as a RuntimeException
+// whose message names the service, the method and why.
 func sayHello(ctx context.Context, name string) (string, error) {
 	v, err := sdk.Client(ctx).Call(ctx, greeter, "sayHello", []string{"java.lang.String"}, name)
 	if err != nil {
-		return "", fmt.Errorf("%s sayHello: %w", greeter, err)
+		return "", err
 	}
 	s, ok := v.(string)
 	if !ok {

@@ -1,0 +1,41 @@
+package e2e
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var callerReply = regexp.MustCompile(`msg=sayHello .*plugin=greeter-caller .*reply="Hello, world"`)
+
+// TestGreeterCaller runs the consumer-side example plugin: it serves
+// nothing, and calls sayHello through the node a few times a second from
+// the moment the node has connected it.
+func TestGreeterCaller(t *testing.T) {
+	dir := t.TempDir()
+	p := freePorts(t, 2)
+	cfg := writeConfig(t, dir, p, setup{
+		replicas:        2,
+		providerPlugins: []string{"greeter"},
+		consumerPlugins: []string{"greeter-caller"},
+		references:      []string{"org.example.Greeter"},
+	})
+	up := startNode(t, "dubbo up", dir, "up", "-c", cfg)
+	took, ok := waitFor(10*time.Second, func() bool {
+		return len(callerReply.FindAllString(up.stderr.String(), -1)) >= 3 || up.exited()
+	})
+	if !ok || up.exited() {
+		t.Fatalf("the node's log shows fewer than 3 answers to greeter-caller within 10s")
+	}
+	t.Logf("3 answers logged %v after launch", took.Round(time.Millisecond))
+	if strings.Contains(up.stderr.String(), "sayHello failed") {
+		t.Errorf("greeter-caller logged failed calls with both providers up")
+	}
+	if len(up.pluginPIDs("greeter-caller")) != 1 {
+		t.Errorf("greeter-caller is not running as a child of the node")
+	}
+	if code := up.stop(t); code != 0 {
+		t.Errorf("dubbo up exited %d after Ctrl-C, want 0", code)
+	}
+}
