@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,6 +30,13 @@ func TestGreeterCaller(t *testing.T) {
 		t.Fatalf("the node's log shows fewer than 3 answers to greeter-caller within 10s")
 	}
 	t.Logf("3 answers logged %v after launch", took.Round(time.Millisecond))
+	// Each answer names the provider that gave it; both serve in turn.
+	for _, port := range []int{p.provider, p.provider + 1} {
+		want := fmt.Sprintf("provider=127.0.0.1:%d", port)
+		if _, ok := waitFor(10*time.Second, func() bool { return strings.Contains(up.stderr.String(), want) }); !ok {
+			t.Errorf("no greeter-caller answer logged %s", want)
+		}
+	}
 	if strings.Contains(up.stderr.String(), "sayHello failed") {
 		t.Errorf("greeter-caller logged failed calls with both providers up")
 	}

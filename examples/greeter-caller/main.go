@@ -50,8 +50,7 @@ func sayHello(ctx context.Context, c *sdk.Caller, n int) {
 	case res.Exception != nil:
 		slog.Warn("sayHello threw", "call", n, "took", took, "exception", res.Exception.Class, "message", res.Exception.Message)
 	default:
-		// Provider is the host:port the node's consumer picked; it stays
-		// empty when the node does not pass it back to the plugin.
+		// Provider is the host:port the node's consumer picked.
 		slog.Info("sayHello", "call", n, "reply", res.Value, "provider", res.Provider, "took", took)
 	}
 }

@@ -25,6 +25,8 @@ import (
 //	  statusException: class, message (strings)
 //	  statusError:     kind, detail (strings); kind names an rpc.Err* category
 //	attachments (map, or null)
+//	provider (string, value and exception replies only): the host:port
+//	  that answered a call made through the node, "" otherwise
 const (
 	statusValue     int32 = 0
 	statusException int32 = 1
@@ -197,12 +199,12 @@ func EncodeReply(res *rpc.Result, callErr error) ([]byte, error) {
 		case callErr != nil:
 			var ex *rpc.Exception
 			if errors.As(callErr, &ex) {
-				return encodeAll(e, statusException, ex.Class, ex.Message, nil)
+				return encodeAll(e, statusException, ex.Class, ex.Message, nil, "")
 			}
 			kind, detail := kindOf(callErr)
 			return encodeAll(e, statusError, kind, detail, nil)
 		case res == nil:
-			return encodeAll(e, statusValue, nil, nil)
+			return encodeAll(e, statusValue, nil, nil, "")
 		case res.Exception != nil:
 			attachments = res.Attachments
 			if err := encodeAll(e, statusException, res.Exception.Class, res.Exception.Message); err != nil {
@@ -217,7 +219,11 @@ func EncodeReply(res *rpc.Result, callErr error) ([]byte, error) {
 				return fmt.Errorf("result (%T) cannot be encoded in hessian2: %w", res.Value, err)
 			}
 		}
-		return encodeAttachments(e, attachments)
+		if err := encodeAttachments(e, attachments); err != nil {
+			return err
+		}
+		encodeString(e, res.Provider)
+		return nil
 	})
 }
 
@@ -288,7 +294,10 @@ func DecodeReply(b []byte) (*rpc.Result, error) {
 		default:
 			return fmt.Errorf("unknown reply status %d", status)
 		}
-		res.Attachments, err = readAttachments(d)
+		if res.Attachments, err = readAttachments(d); err != nil {
+			return err
+		}
+		res.Provider, err = readString(d)
 		return err
 	})
 	if err != nil {

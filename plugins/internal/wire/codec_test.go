@@ -60,6 +60,12 @@ func TestReplyRoundTrip(t *testing.T) {
 		}
 	}
 
+	// The provider that answered a call made through the node comes back.
+	b, _ := EncodeReply(&rpc.Result{Value: "v", Provider: "127.0.0.1:20880"}, nil)
+	if res, err := DecodeReply(b); err != nil || res.Provider != "127.0.0.1:20880" {
+		t.Errorf("provider came back as %+v, %v", res, err)
+	}
+
 	ex := &rpc.Exception{Class: "java.lang.IllegalStateException", Message: "no"}
 	for _, in := range []struct {
 		res *rpc.Result
@@ -80,7 +86,7 @@ func TestReplyRoundTrip(t *testing.T) {
 			t.Errorf("%s came back as %v", k.name, err)
 		}
 	}
-	b, _ := EncodeReply(nil, errors.New("plain"))
+	b, _ = EncodeReply(nil, errors.New("plain"))
 	if _, err := DecodeReply(b); !errors.Is(err, rpc.ErrProvider) || !strings.Contains(err.Error(), "plain") {
 		t.Errorf("plain error came back as %v", err)
 	}
