@@ -141,11 +141,11 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 		TagName:          "koanf",
 	}
 	if err := k.UnmarshalWithConf("", &f, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
-		return nil, locate(path, raw, err)
+		return nil, locate(path, raw, err, k.Get)
 	}
 	f.applyDefaults()
 	if err := f.Registry.Server.Validate(); err != nil {
-		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err))
+		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err), k.Get)
 	}
 	return &f, nil
 }
@@ -199,7 +199,7 @@ var (
 )
 
 // locate turns a decoding error into "file:line: key ...: what is wrong".
-func locate(path string, raw []byte, err error) error {
+func locate(path string, raw []byte, err error, value func(string) any) error {
 	msg := strings.TrimSpace(strings.ReplaceAll(err.Error(), "decoding failed due to the following error(s):", ""))
 	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
 	var key string
@@ -210,6 +210,14 @@ func locate(path string, raw []byte, err error) error {
 		key = m[1]
 	} else if i := strings.IndexAny(msg, " :"); strings.HasPrefix(msg, "registry.") && i > 0 {
 		key = msg[:i]
+	}
+	// The decoder does not always quote the value it refused; say it.
+	if key != "" && msg != "unknown key" {
+		if v := value(key); v != nil {
+			if raw := fmt.Sprint(v); !strings.Contains(msg, raw) {
+				msg += fmt.Sprintf(" (got %q)", raw)
+			}
+		}
 	}
 	if path == "" {
 		if key != "" {
