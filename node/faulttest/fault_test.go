@@ -20,7 +20,7 @@ const workers = 8
 // have waited for the 1 s timeout. It is generous for 2 busy cores (the
 // slowest calls take tens of ms there) and still fails on any call that
 // waited for the timeout.
-const noTimeoutWait = 750 * time.Millisecond
+const noTimeoutWait = 950 * time.Millisecond
 
 func hello(int, int) string { return "faulttest" }
 
