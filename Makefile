@@ -39,6 +39,8 @@ bench:
 		-benchtime $(BENCHTIME) -timeout 30m ./embeddedzk/ | tee bench.out
 	$(GO) test -run '^$$' -bench 'BenchmarkSayHello' \
 		-benchtime $(BENCHTIME) -timeout 30m ./node/interop/ | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'BenchmarkProviderPath' \
+		-benchtime $(BENCHTIME) -timeout 30m ./plugins/benchtest/ | tee -a bench.out
 	$(GO) run ./internal/benchratio < bench.out
 
 clean:

@@ -5,7 +5,8 @@
 //	go test -run '^$' -bench . ./embeddedzk/ | go run ./internal/benchratio
 //
 // The pairs, ours first: /embedded vs /apache (the registry), /ours vs
-// /dubbogo and /ours-plugin vs /dubbogo (the RPC providers).
+// /dubbogo and /ours-plugin vs /dubbogo (the RPC providers), and /plugin vs
+// /inprocess (the same handler behind a plugin or in the provider).
 //
 // The ratio is oriented so that above 1 always means ours is better: for
 // "lower is better" metrics (ns/op, p50_us, p99_us, B/op, ...) it is
@@ -48,6 +49,7 @@ var pairs = []pair{
 	{"embedded", "apache"},
 	{"ours", "dubbogo"},
 	{"ours-plugin", "dubbogo"},
+	{"plugin", "inprocess"},
 }
 
 // higherIsBetter are the units of rates.
