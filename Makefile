@@ -6,6 +6,9 @@ GO        ?= go
 BIN       ?= ./dubbo
 FUZZTIME  ?= 5s
 BENCHTIME ?= 2s
+# Packages that measure behaviour under load with real processes; they run
+# one at a time after the rest so other packages' tests do not skew them.
+SERIAL    := node/faulttest|e2e|node/interop
 
 .PHONY: all build up test unit fuzz bench clean
 
@@ -25,7 +28,8 @@ test: unit fuzz
 unit:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -w needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -E '$(SERIAL)')
+	$(GO) test -count=1 -timeout 15m -p 1 $(addprefix ./,$(subst |, ,$(SERIAL)))
 
 # Every fuzz target runs briefly on top of its committed corpus.
 fuzz:
