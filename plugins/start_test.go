@@ -66,7 +66,9 @@ func TestStartHookFails(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the plugin is still up after its start hook failed")
 	}
-	if err := p.Err(); err == nil || !strings.Contains(err.Error(), "exit status 1") {
+	// The plugin exits with status 1; the node may see its calls stream
+	// break first and kill it, which is as good: it is gone either way.
+	if err := p.Err(); err == nil || !(strings.Contains(err.Error(), "exit status 1") || strings.Contains(err.Error(), "signal: killed")) {
 		t.Errorf("Err = %v", err)
 	}
 	waitLog("start hook failed", "cannot reach the bank")
