@@ -4,7 +4,7 @@
 # make bench     side-by-side benchmarks (ours vs Apache ZooKeeper, ours vs dubbo-go) with ratios
 GO        ?= go
 BIN       ?= ./dubbo
-FUZZTIME  ?= 3000x
+FUZZTIME  ?= 10000x
 BENCHTIME ?= 2s
 # Packages that measure behaviour under load with real processes; they run
 # one at a time after the rest so other packages' tests do not skew them.
