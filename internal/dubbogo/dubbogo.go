@@ -353,8 +353,14 @@ func StartProvider(t testing.TB, opts ProviderOptions) *Process {
 type ConsumerOptions struct {
 	// Registry is a registry URL, zookeeper://host:port.
 	Registry string
-	// RegisterMode is how the consumer registers and discovers providers;
-	// default RegisterInterface (subscribes to /dubbo/<interface>/providers).
+	// RegisterMode is how the consumer registers and discovers providers:
+	// RegisterInterface (the default) subscribes to
+	// /dubbo/<interface>/providers; RegisterInstance discovers at
+	// application level only (dubbo-go's service-discovery-registry:
+	// /dubbo/mapping/<interface> → /services/<app> → each instance's
+	// MetadataService, called over the protocol in its
+	// dubbo.metadata-service.url-params, or the metadata report when
+	// dubbo.metadata.storage-type is remote); RegisterAll does both.
 	RegisterMode string
 	// URL is a direct provider address, dubbo://host:port.
 	URL string
@@ -436,6 +442,11 @@ func RunConsumer(t testing.TB, opts ConsumerOptions) ([]CallResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opts.RunTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bins.Consumer, args...)
+	// In application-level mode dubbo-go keeps the MetadataInfo it fetched
+	// in a cache keyed by revision only and dumps it every 10 minutes to
+	// ./dubbo.metadata.<app>, reloaded at the next start: run in a fresh
+	// directory so that no run sees another's cache or leaves one behind.
+	cmd.Dir = t.TempDir()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -302,8 +302,9 @@ func startProcess(t testing.TB, cmd *exec.Cmd, prefix string, holdStdin bool) *p
 
 // startPluginProvider runs `dubbo run --role=provider` with the greeter
 // handler plugin, registered in registry ("" = none), and waits until the
-// plugin's service answers sayHello.
-func startPluginProvider(t testing.TB, registry string) *process {
+// plugin's service answers sayHello. extra are more command-line flags,
+// e.g. --set provider.register-mode=instance.
+func startPluginProvider(t testing.TB, registry string, extra ...string) *process {
 	t.Helper()
 	bin, plugin := buildOurs(t)
 	dir := t.TempDir()
@@ -330,7 +331,7 @@ plugins = [%q]
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", "--role=provider", "-c", path, "--log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"run", "--role=provider", "-c", path, "--log-level", "warn"}, extra...)...)
 	cmd.Dir = dir
 	p := startProcess(t, cmd, "provider ", false)
 	waitServing(t, p.Addr, p.log)
