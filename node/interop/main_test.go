@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -39,6 +40,13 @@ func TestMain(m *testing.M) {
 // "READY host:port", and runs until SIGTERM (graceful shutdown) or until its
 // stdin closes (the test process is gone).
 func runProvider() int {
+	// INTEROP_CPUPROFILE=file profiles the provider process until it exits
+	// (for looking into BenchmarkSayHello; unset in normal runs).
+	if f := os.Getenv("INTEROP_CPUPROFILE"); f != "" {
+		if out, err := os.Create(f); err == nil && pprof.StartCPUProfile(out) == nil {
+			defer func() { pprof.StopCPUProfile(); out.Close() }()
+		}
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)

@@ -51,7 +51,10 @@ func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.
 			key, req.Method, req.ParamDesc, len(req.Args))
 		return resp
 	}
-	if t := timeoutOf(req); t > 0 {
+	// The transport already bounds ctx by the same timeout, counted from
+	// when the request arrived; a second, later deadline would only cost a
+	// timer and a goroutine-safe registration per call.
+	if t := timeoutOf(req); t > 0 && !deadlineWithin(ctx, t) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
@@ -194,6 +197,12 @@ func timeoutOf(req *protocol.Request) time.Duration {
 		return time.Duration(ms) * time.Millisecond
 	}
 	return 0
+}
+
+// deadlineWithin reports whether ctx already ends within d from now.
+func deadlineWithin(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) <= d
 }
 
 // peer names the consumer of a request in messages.
