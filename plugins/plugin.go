@@ -323,6 +323,12 @@ func (p *Plugin) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 	if err != nil {
 		return nil, p.transportError(ctx, inv, err)
 	}
+	// The handler got the caller's deadline; an answer that raced it home
+	// (typically the handler's own "deadline exceeded") is still a timeout
+	// for the caller.
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, p.callError(inv, rpc.ErrTimeout, "plugin "+p.cfg.Name+" did not answer in time")
+	}
 	res, err := wire.DecodeReply(reply)
 	var ce *rpc.CallError
 	switch {
