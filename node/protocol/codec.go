@@ -220,7 +220,7 @@ func (b *BodyDecoder) attachments(f Frame) (map[string]any, error) {
 		for k, v := range m {
 			ks, ok := k.(string)
 			if !ok {
-				return nil, fmt.Errorf("%w: frame %d: attachment key %v is %T, want string", ErrMalformedBody, f.ID, k, k)
+				return nil, fmt.Errorf("%w: frame %d: an attachment key is a %T, want a string", ErrMalformedBody, f.ID, k)
 			}
 			out[ks] = v
 		}
@@ -338,7 +338,12 @@ func (b *BodyDecoder) DecodeResponse(f Frame) (*Response, error) {
 	}
 	typ, ok := tv.(int32)
 	if !ok || typ < respWithException || typ > respNullValueWithAttachments {
-		return nil, fmt.Errorf("%w: frame %d: unknown response type %v", ErrMalformedBody, f.ID, tv)
+		// The type only when it is not an int: a decoded value may
+		// reference itself, and printing it would never end.
+		if ok {
+			return nil, fmt.Errorf("%w: frame %d: unknown response type %d", ErrMalformedBody, f.ID, typ)
+		}
+		return nil, fmt.Errorf("%w: frame %d: response type is a %T, not an int", ErrMalformedBody, f.ID, tv)
 	}
 	resp.Legacy = typ < respWithExceptionWithAttachments
 	want := 0 // values after the type
