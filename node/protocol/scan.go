@@ -445,3 +445,19 @@ func (s *scanner) classAt(pos int) string {
 	}
 	return string(raw)
 }
+
+// CheckHessian walks b, a stream of hessian2 values, without building them,
+// and reports an error wrapping ErrMalformedBody when a declared length is
+// not backed by bytes or values nest too deeply. Decode untrusted hessian
+// (e.g. from another process) only after it passed: the library allocates
+// whatever a length says.
+func CheckHessian(b []byte) error {
+	var s scanner
+	s.reset(b)
+	for !s.atEnd() {
+		if err := s.next(); err != nil {
+			return fmt.Errorf("%w: at byte %d: %w", ErrMalformedBody, s.pos, err)
+		}
+	}
+	return nil
+}

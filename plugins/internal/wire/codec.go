@@ -8,6 +8,7 @@ import (
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -57,6 +58,11 @@ func encode(fill func(e *hessian.Encoder) error) ([]byte, error) {
 // decode runs read over b; the hessian library can panic on corrupt input,
 // which must not take down the reader (the node, for a garbage reply).
 func decode(b []byte, read func(d *hessian.Decoder) error) (err error) {
+	// The library allocates whatever a declared length says; check the
+	// lengths against the bytes first.
+	if err := protocol.CheckHessian(b); err != nil {
+		return err
+	}
 	d := decoders.Get().(*hessian.Decoder)
 	d.Reset(b)
 	defer func() {
