@@ -175,9 +175,11 @@ configs:
 		if !u.WithoutParams("weight").Equal(original) {
 			t.Fatalf("registered %s, want %s with weight=300", u, original)
 		}
-		if !p.URLs()[0].Equal(u) {
-			t.Fatalf("URLs() = %s, registered %s", p.URLs()[0], u)
-		}
+		// The provider records its new URL right after registering it.
+		waitFor(t, "URLs() to show the registered URL", func() (bool, string) {
+			got := p.URLs()[0]
+			return got.Equal(u), fmt.Sprintf("URLs() = %s, registered %s", got, u)
+		})
 	})
 
 	t.Run("invalid rule keeps the previous one", func(t *testing.T) {
