@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/provider/providertest"
@@ -114,7 +117,7 @@ func split(t *testing.T, c *consumer.Consumer, calls *counter, n int, a, b strin
 // TestConsumerOverrideRules changes the weights of a running consumer's
 // providers, disables one, and restores them, with config-center rules.
 func TestConsumerOverrideRules(t *testing.T) {
-	registries(t, func(t *testing.T, zkAddr string) {
+	zktest.Both(t, func(t *testing.T, zkAddr string) {
 		var calls counter
 		pa := startWarmProvider(t, zkAddr, &calls)
 		pb := startWarmProvider(t, zkAddr, &calls)
@@ -188,7 +191,7 @@ configs:
 // TestConsumerTimeoutOverride gives one method a timeout shorter than the
 // call takes, then takes it away.
 func TestConsumerTimeoutOverride(t *testing.T) {
-	zkAddr := startEmbeddedZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	pa := startProvider(t, zkAddr, provider.Config{}, nil)
 	ref := greeterRef()
 	c := newConsumer(t, zkAddr, ref)

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/provider/providertest"
@@ -31,38 +32,6 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func startEmbeddedZK(t *testing.T) string {
-	t.Helper()
-	srv, err := embeddedzk.New(embeddedzk.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		srv.Close()
-		<-done
-	})
-	return srv.Addr().String()
-}
-
-// registries runs fn against our embedded ZooKeeper and Apache ZooKeeper
-// (skipped when it is not installed, or with -short).
-func registries(t *testing.T, fn func(t *testing.T, zkAddr string)) {
-	t.Run("embedded", func(t *testing.T) { fn(t, startEmbeddedZK(t)) })
-	t.Run("apache", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("Apache ZooKeeper skipped with -short")
-		}
-		fn(t, apachezk.Start(t, apachezk.Options{}).Addr())
-	})
 }
 
 // counter counts the calls each provider served.
@@ -222,7 +191,7 @@ func TestDirectURL(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
-	zkAddr := startEmbeddedZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	p := startProvider(t, zkAddr, provider.Config{Token: "true"}, nil)
 
 	// Through the registry the consumer learns the token from the URL.
@@ -243,7 +212,7 @@ func TestToken(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	registries(t, func(t *testing.T, zkAddr string) {
+	zktest.Both(t, func(t *testing.T, zkAddr string) {
 		p := startProvider(t, zkAddr, provider.Config{}, nil)
 		c := newConsumer(t, zkAddr, greeterRef())
 		checkGreeter(t, c, true)
@@ -311,7 +280,7 @@ func sayHello(c *consumer.Consumer, ctx context.Context) error {
 }
 
 func TestRoundRobinAndFailover(t *testing.T) {
-	zkAddr := startEmbeddedZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	var calls counter
 	p1 := startProvider(t, zkAddr, provider.Config{}, &calls)
 	p2 := startProvider(t, zkAddr, provider.Config{}, &calls)
@@ -345,7 +314,7 @@ func TestRoundRobinAndFailover(t *testing.T) {
 }
 
 func TestGracefulShutdownUnderLoad(t *testing.T) {
-	registries(t, func(t *testing.T, zkAddr string) {
+	zktest.Both(t, func(t *testing.T, zkAddr string) {
 		var calls counter
 		p1 := startProvider(t, zkAddr, provider.Config{}, &calls)
 		p2 := startProvider(t, zkAddr, provider.Config{}, &calls)
@@ -402,7 +371,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 }
 
 func TestConditionRule(t *testing.T) {
-	registries(t, func(t *testing.T, zkAddr string) {
+	zktest.Both(t, func(t *testing.T, zkAddr string) {
 		var calls counter
 		p1 := startProvider(t, zkAddr, provider.Config{}, &calls)
 		p2 := startProvider(t, zkAddr, provider.Config{}, &calls)

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/node/consumer"
@@ -30,7 +33,7 @@ func waitProviders(t *testing.T, c *consumer.Consumer, ref consumer.ReferenceCon
 // instance, dubbo-go's default) are found through the mapping, the
 // instances and their MetadataService.
 func TestApplicationLevelDiscovery(t *testing.T) {
-	registries(t, func(t *testing.T, zkAddr string) {
+	zktest.Both(t, func(t *testing.T, zkAddr string) {
 		var calls counter
 		p1 := startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
 		zc := zkConn(t, zkAddr)
@@ -82,7 +85,7 @@ func TestApplicationLevelDiscovery(t *testing.T) {
 // A provider in register mode all is one provider, not two: the
 // interface-level URL wins over the one built from its metadata.
 func TestBothLevelsCountOnce(t *testing.T) {
-	zkAddr := startEmbeddedZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	var calls counter
 	all := startProvider(t, zkAddr, provider.Config{}, &calls)
 	inst := startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
@@ -124,7 +127,7 @@ func TestBothLevelsCountOnce(t *testing.T) {
 // /dubbo/<app>/<revision>; a revision whose metadata cannot be read keeps
 // the instance's last providers.
 func TestRemoteMetadata(t *testing.T) {
-	registries(t, func(t *testing.T, zkAddr string) {
+	zktest.Both(t, func(t *testing.T, zkAddr string) {
 		var calls counter
 		// Providers without a registry: only the hand-written nodes lead to them.
 		java := startProvider(t, "", provider.Config{}, &calls)

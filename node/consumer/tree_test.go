@@ -3,13 +3,15 @@ package consumer_test
 import (
 	"testing"
 
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/dubbo-lab/dubbo/node/provider"
 )
 
 // TestZooKeeperTreeLikeDubbo3 checks that a provider and a consumer leave the
 // tree a Java Dubbo 3.3 pair leaves (PROTOCOLS.md C.8), node by node.
 func TestZooKeeperTreeLikeDubbo3(t *testing.T) {
-	registries(t, func(t *testing.T, zkAddr string) {
+	zktest.Both(t, func(t *testing.T, zkAddr string) {
 		p := startProvider(t, zkAddr, provider.Config{}, nil)
 		newConsumer(t, zkAddr, greeterRef())
 		zc := zkConn(t, zkAddr)

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/go-zookeeper/zk"
 )
 
@@ -36,7 +39,7 @@ func checkBalanced(t *testing.T, what string, s summary, a, b *providerProc) {
 // the calls in flight on it fail over to the survivor at once, and every
 // later call goes to the survivor.
 func TestKill9UnderLoad(t *testing.T) {
-	zkAddr := startEmbeddedZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	a, b := startProvider(t, zkAddr), startProvider(t, zkAddr)
 	c, r := newConsumer(t, zkAddr, 2, "")
 
@@ -82,7 +85,7 @@ func TestKill9UnderLoad(t *testing.T) {
 // SIGTERM is Dubbo's graceful shutdown: no call fails, the provider's node
 // leaves the registry within 100 ms of the signal and the process exits 0.
 func TestSigtermUnderLoad(t *testing.T) {
-	registries(t, func(t *testing.T, zkAddr string) {
+	zktest.Both(t, func(t *testing.T, zkAddr string) {
 		a, b := startProvider(t, zkAddr), startProvider(t, zkAddr)
 		c, r := newConsumer(t, zkAddr, 2, "")
 		zc := zkConn(t, zkAddr)
@@ -177,7 +180,7 @@ func sigterm(t *testing.T, zc *zk.Conn, p *providerProc) time.Duration {
 // balancing. The rule is written with a plain ZooKeeper client, as an
 // operator's tool would.
 func TestConditionRuleUnderLoad(t *testing.T) {
-	zkAddr := startEmbeddedZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	a, b := startProvider(t, zkAddr), startProvider(t, zkAddr)
 	c, _ := newConsumer(t, zkAddr, 2, "")
 	zc := zkConn(t, zkAddr)
@@ -287,7 +290,7 @@ func TestFrozenProvider(t *testing.T) {
 }
 
 func frozenProvider(t *testing.T, lb string) {
-	zkAddr := startEmbeddedZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	a, b := startProvider(t, zkAddr), startProvider(t, zkAddr)
 	c, _ := newConsumer(t, zkAddr, 2, lb)
 

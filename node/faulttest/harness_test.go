@@ -22,8 +22,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/embeddedzk"
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -33,39 +31,6 @@ import (
 const providersPath = "/dubbo/" + providertest.GreeterInterface + "/providers"
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// startEmbeddedZK runs our ZooKeeper-compatible server in the test process.
-func startEmbeddedZK(t *testing.T) string {
-	t.Helper()
-	srv, err := embeddedzk.New(embeddedzk.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		srv.Close()
-		<-done
-	})
-	return srv.Addr().String()
-}
-
-// registries runs fn against the embedded registry and, unless -short,
-// against Apache ZooKeeper (skipped when it is not installed).
-func registries(t *testing.T, fn func(t *testing.T, zkAddr string)) {
-	t.Run("embedded", func(t *testing.T) { fn(t, startEmbeddedZK(t)) })
-	t.Run("apache", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("Apache ZooKeeper skipped with -short")
-		}
-		fn(t, apachezk.Start(t, apachezk.Options{}).Addr())
-	})
-}
 
 type nopLogger struct{}
 

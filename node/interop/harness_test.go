@@ -19,7 +19,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/dubbogo"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/provider/providertest"
@@ -36,28 +35,6 @@ const (
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// startEmbeddedZK runs our ZooKeeper-compatible server in the test process
-// and returns its address.
-func startEmbeddedZK(t testing.TB) string {
-	t.Helper()
-	srv, err := embeddedzk.New(embeddedzk.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		srv.Close()
-		<-done
-	})
-	return srv.Addr().String()
-}
 
 func zkConnect(t testing.TB, addr string) *zk.Conn {
 	t.Helper()

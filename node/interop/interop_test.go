@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/dubbo-lab/dubbo/internal/apachezk"
 	"github.com/dubbo-lab/dubbo/internal/dubbogo"
 	"github.com/dubbo-lab/dubbo/node/consumer"
@@ -20,7 +23,7 @@ import (
 // withRegistries runs fn against our embedded registry and against Apache
 // ZooKeeper, each in its own subtest sharing one server.
 func withRegistries(t *testing.T, fn func(t *testing.T, zkAddr string)) {
-	t.Run("embedded", func(t *testing.T) { fn(t, startEmbeddedZK(t)) })
+	t.Run("embedded", func(t *testing.T) { fn(t, zktest.StartEmbedded(t, embeddedzk.Config{})) })
 	t.Run("apache", func(t *testing.T) { fn(t, apachezk.Start(t, apachezk.Options{}).Addr()) })
 }
 
@@ -283,7 +286,7 @@ func stringKeys(v any) map[string]any {
 func TestDubboCallAgainstDubboGoProvider(t *testing.T) {
 	dubbogo.Build(t)
 	bin, _ := buildOurs(t)
-	zkAddr := startEmbeddedZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	registry := "zookeeper://" + zkAddr
 	dg := dubbogo.StartProvider(t, dubbogo.ProviderOptions{Registry: registry})
 

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/internal/apachezk"
@@ -62,7 +65,7 @@ const (
 // TestProviderOverrideRules follows provider-side rules from all three
 // sources and checks the registered URL, on our ZooKeeper and Apache's.
 func TestProviderOverrideRules(t *testing.T) {
-	t.Run("embedded", func(t *testing.T) { testProviderOverrideRules(t, startZK(t)) })
+	t.Run("embedded", func(t *testing.T) { testProviderOverrideRules(t, zktest.StartEmbedded(t, embeddedzk.Config{})) })
 	t.Run("apache", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("Apache ZooKeeper skipped with -short")

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
@@ -182,27 +184,6 @@ func TestProviderURL(t *testing.T) {
 	}
 }
 
-// startZK runs our embedded ZooKeeper server for one test.
-func startZK(t *testing.T) string {
-	t.Helper()
-	srv, err := embeddedzk.New(embeddedzk.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}, quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		srv.Close()
-		<-done
-	})
-	return srv.Addr().String()
-}
-
 func zkConn(t *testing.T, addr string) *zk.Conn {
 	t.Helper()
 	c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
@@ -218,7 +199,7 @@ type nopLogger struct{}
 func (nopLogger) Printf(string, ...any) {}
 
 func TestProviderRegistersAndShutsDown(t *testing.T) {
-	zkAddr := startZK(t)
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	p := startProvider(t, provider.Config{Application: "greeter-app", Registry: "zookeeper://" + zkAddr})
 	zc := zkConn(t, zkAddr)
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/zktest"
+
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
@@ -32,34 +34,11 @@ type server struct {
 
 func servers() []server {
 	return []server{
-		{"embedded", startEmbedded},
+		{"embedded", func(t *testing.T) string { return zktest.StartEmbedded(t, embeddedzk.Config{TickTime: tick}) }},
 		{"apache", func(t *testing.T) string {
 			return apachezk.Start(t, apachezk.Options{TickTime: tick, DisableFsync: true}).Addr()
 		}},
 	}
-}
-
-func startEmbedded(t *testing.T) string {
-	t.Helper()
-	srv, err := embeddedzk.New(embeddedzk.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TickTime: tick},
-		slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("embeddedzk.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ctx); err != nil {
-			t.Errorf("embedded Serve: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		srv.Close()
-		<-done
-	})
-	return srv.Addr().String()
 }
 
 // forEachServer runs body once per implementation, each with its own server.
