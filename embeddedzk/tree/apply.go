@@ -175,6 +175,29 @@ func (t *Tree) checkReplayable(x *Txn) error {
 
 // prepare validates one write op and returns the resolved sub-transaction
 // and a function building its response record after apply.
+// target finds the node a conditional request names and checks, in
+// ZooKeeper's order, that the path is valid, the node exists, the caller
+// has perm on it, and its version (as read by version) is the expected one
+// (-1 = any).
+func (t *Tree) target(path string, perm, expected int32, version func(*node) int32, c Caller) (*node, wire.ErrCode) {
+	if !ValidatePath(path) {
+		return nil, wire.ErrBadArguments
+	}
+	n := t.nodes[path]
+	switch {
+	case n == nil:
+		return nil, wire.ErrNoNode
+	case !allowed(n.acl, perm, c):
+		return nil, wire.ErrNoAuth
+	case expected != -1 && expected != version(n):
+		return nil, wire.ErrBadVersion
+	}
+	return n, wire.ErrOk
+}
+
+func dataVersion(n *node) int32 { return n.version }
+func aclVersion(n *node) int32  { return n.aversion }
+
 func (t *Tree) prepare(op wire.OpCode, req wire.Record, c Caller, now int64) (Txn, respFn, wire.ErrCode) {
 	switch op {
 	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
@@ -200,18 +223,8 @@ func (t *Tree) prepare(op wire.OpCode, req wire.Record, c Caller, now int64) (Tx
 		if !ok {
 			return Txn{}, nil, wire.ErrMarshallingError
 		}
-		if !ValidatePath(r.Path) {
-			return Txn{}, nil, wire.ErrBadArguments
-		}
-		n := t.nodes[r.Path]
-		if n == nil {
-			return Txn{}, nil, wire.ErrNoNode
-		}
-		if !allowed(n.acl, wire.PermRead, c) {
-			return Txn{}, nil, wire.ErrNoAuth
-		}
-		if r.Version != -1 && r.Version != n.version {
-			return Txn{}, nil, wire.ErrBadVersion
+		if _, code := t.target(r.Path, wire.PermRead, r.Version, dataVersion, c); code != wire.ErrOk {
+			return Txn{}, nil, code
 		}
 		return Txn{Type: wire.OpCheck, Path: r.Path}, nil, wire.ErrOk
 	case wire.OpSetData:
@@ -219,18 +232,9 @@ func (t *Tree) prepare(op wire.OpCode, req wire.Record, c Caller, now int64) (Tx
 		if !ok {
 			return Txn{}, nil, wire.ErrMarshallingError
 		}
-		if !ValidatePath(r.Path) {
-			return Txn{}, nil, wire.ErrBadArguments
-		}
-		n := t.nodes[r.Path]
-		if n == nil {
-			return Txn{}, nil, wire.ErrNoNode
-		}
-		if !allowed(n.acl, wire.PermWrite, c) {
-			return Txn{}, nil, wire.ErrNoAuth
-		}
-		if r.Version != -1 && r.Version != n.version {
-			return Txn{}, nil, wire.ErrBadVersion
+		n, code := t.target(r.Path, wire.PermWrite, r.Version, dataVersion, c)
+		if code != wire.ErrOk {
+			return Txn{}, nil, code
 		}
 		p := r.Path
 		return Txn{Type: wire.OpSetData, Path: p, Data: r.Data, Version: n.version + 1},
@@ -247,15 +251,9 @@ func (t *Tree) prepare(op wire.OpCode, req wire.Record, c Caller, now int64) (Tx
 		if !ok {
 			return Txn{}, nil, wire.ErrInvalidACL
 		}
-		n := t.nodes[r.Path]
-		if n == nil {
-			return Txn{}, nil, wire.ErrNoNode
-		}
-		if !allowed(n.acl, wire.PermAdmin, c) {
-			return Txn{}, nil, wire.ErrNoAuth
-		}
-		if r.Version != -1 && r.Version != n.aversion {
-			return Txn{}, nil, wire.ErrBadVersion
+		n, code := t.target(r.Path, wire.PermAdmin, r.Version, aclVersion, c)
+		if code != wire.ErrOk {
+			return Txn{}, nil, code
 		}
 		p := r.Path
 		return Txn{Type: wire.OpSetACL, Path: p, ACL: acl, Version: n.aversion + 1},
