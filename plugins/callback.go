@@ -17,13 +17,16 @@ type hostServer struct {
 	invoker rpc.Invoker
 }
 
-func (h *hostServer) Invoke(ctx context.Context, call []byte) []byte {
+// Prepare decodes a call from the plugin; it runs on a worker, since it goes
+// through the consumer pipeline to other providers.
+func (h *hostServer) Prepare(call []byte) (run func(context.Context) []byte, inline bool) {
 	inv, err := wire.DecodeCall(call)
 	if err != nil {
 		h.log.Warn("plugin sent a call that cannot be decoded", "err", err)
-		return reply(nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
+		b := reply(nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
+		return func(context.Context) []byte { return b }, true
 	}
-	return reply(h.invoke(ctx, inv))
+	return func(ctx context.Context) []byte { return reply(h.invoke(ctx, inv)) }, false
 }
 
 func (h *hostServer) invoke(ctx context.Context, inv *rpc.Invocation) (res *rpc.Result, err error) {
@@ -31,8 +34,8 @@ func (h *hostServer) invoke(ctx context.Context, inv *rpc.Invocation) (res *rpc.
 		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
 			Detail: "the node gives plugin " + h.name + " no services to call (plugins.Config.Host is nil)"}
 	}
-	// The owner's invoker runs on a gRPC server goroutine, where a panic
-	// would take the node down.
+	// The owner's invoker runs on a link worker, where a panic would take
+	// the node down.
 	defer func() {
 		if r := recover(); r != nil {
 			h.log.Error("host invoker panicked on a plugin callback", "service", inv.Service, "method", inv.Method, "panic", r)

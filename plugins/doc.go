@@ -16,7 +16,8 @@
 // types a Dubbo caller sent (int vs long, List, Map, POJO class names) reach
 // the handler and come back unchanged. A handler can call other services
 // through the node (sdk.Client); the node answers those calls with the
-// Config.Host invoker over the go-plugin broker.
+// Config.Host invoker. Calls both ways travel on a Unix socket pair the node
+// passes the plugin at launch; gRPC carries the handshake and life cycle.
 //
 // A plugin's stdout, stderr and slog output go to the node's logger, tagged
 // with the plugin's name. When the plugin process dies, calls in flight

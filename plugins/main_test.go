@@ -153,12 +153,17 @@ func runPlugin(mode string) error {
 		if err != nil {
 			return err
 		}
+		l := &liar{mode: mode, d: d}
+		link, err := wire.PluginLink()
+		if err != nil {
+			return err
+		}
+		defer link.Close()
+		link.Start(l)
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig: wire.Handshake,
-			Plugins: plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{
-				Handler: func(*plugin.GRPCBroker) wire.HandlerServer { return &liar{mode: mode, d: d} },
-			}},
-			GRPCServer: wire.NewGRPCServer,
+			Plugins:         plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{Handler: l}},
+			GRPCServer:      wire.NewGRPCServer,
 		})
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
@@ -172,7 +177,7 @@ type liar struct {
 	d    *sdk.Dispatcher
 }
 
-func (l *liar) Describe(context.Context, *wrapperspb.UInt32Value) (*wrapperspb.BytesValue, error) {
+func (l *liar) Describe(context.Context, *emptypb.Empty) (*wrapperspb.BytesValue, error) {
 	methods := []wire.Method{{Name: "sayHello", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"}}
 	desc := wire.Description{Services: []wire.Service{{Interface: "org.example.Greeter", Version: "1.0.0", Methods: methods}}}
 	switch l.mode {
@@ -195,19 +200,21 @@ func (l *liar) Stop(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	return &emptypb.Empty{}, nil
 }
 
-func (l *liar) Invoke(ctx context.Context, call []byte) []byte {
-	if l.mode == "garbage" {
-		return []byte("\x4f\xff\x00garbage")
-	}
-	inv, err := wire.DecodeCall(call)
-	if err != nil {
-		return wire.ErrorReply(err)
-	}
-	b, err := wire.EncodeReply(l.d.Invoke(ctx, inv))
-	if err != nil {
-		return wire.ErrorReply(err)
-	}
-	return b
+func (l *liar) Prepare(call []byte) (func(context.Context) []byte, bool) {
+	return func(ctx context.Context) []byte {
+		if l.mode == "garbage" {
+			return []byte("\x4f\xff\x00garbage")
+		}
+		inv, err := wire.DecodeCall(call)
+		if err != nil {
+			return wire.ErrorReply(err)
+		}
+		b, err := wire.EncodeReply(l.d.Invoke(ctx, inv))
+		if err != nil {
+			return wire.ErrorReply(err)
+		}
+		return b
+	}, false
 }
 
 // consume is a consumer-side plugin: it calls org.example.Echo through the

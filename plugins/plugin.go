@@ -16,9 +16,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
@@ -51,7 +48,7 @@ type Plugin struct {
 	client   *plugin.Client
 	cmd      *exec.Cmd
 	conn     *wire.Conn
-	calls    *wire.Calls // the stream carrying every call to the plugin
+	link     *wire.Link // carries every call to the plugin, and its calls back
 	services []ServiceDesc
 	methods  map[string]map[string]*MethodDesc // service key → method name
 
@@ -89,13 +86,23 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	// environment after cfg.Env and so override it.
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	ownProcessGroup(cmd)
+	nodeEnd, childEnd, err := wire.NewSocketPair()
+	if err != nil {
+		stopProc()
+		return nil, fmt.Errorf("plugin %s: %w", cfg.Name, err)
+	}
+	// The child's end is its fd 3, the first of ExtraFiles.
+	cmd.ExtraFiles = []*os.File{childEnd}
+	cmd.Env = append(cmd.Env, wire.LinkFDEnv+"=3")
 	p := &Plugin{
 		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc,
 		done:    make(chan struct{}),
 		out:     newLineLogger(log, "stdout", slog.LevelInfo),
 		errs:    newLineLogger(log, "stderr", slog.LevelWarn),
 		rawErrs: newLineLogger(log, "stderr", slog.LevelWarn),
+		link:    wire.NewLink(nodeEnd),
 	}
+	p.link.Start(&hostServer{name: cfg.Name, log: log, invoker: cfg.Host})
 	timeout := cfg.StartTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = max(time.Until(dl), time.Millisecond)
@@ -119,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 
 	// A ctx canceled during the handshake kills the process, which ends it.
 	stop := context.AfterFunc(ctx, stopProc)
-	err := p.start(ctx)
+	err = p.start(ctx, childEnd)
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
@@ -131,8 +138,9 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	return p, nil
 }
 
-func (p *Plugin) start(ctx context.Context) error {
+func (p *Plugin) start(ctx context.Context, childEnd *os.File) error {
 	cp, err := p.client.Client()
+	childEnd.Close() // the plugin has its own copy, or never started
 	if err != nil {
 		return fmt.Errorf("handshake failed: %w", err)
 	}
@@ -144,21 +152,11 @@ func (p *Plugin) start(ctx context.Context) error {
 
 	p.wg.Add(2)
 	go p.watchExit()
-	// The Host service for this plugin's callbacks lives until the broker
-	// closes, which Close does.
-	id := p.conn.Broker.NextId()
-	go func() {
-		defer p.wg.Done()
-		p.conn.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
-			s := wire.NewGRPCServer(opts)
-			wire.RegisterHost(s, &hostServer{name: p.cfg.Name, log: p.log, invoker: p.cfg.Host})
-			return s
-		})
-	}()
+	go p.watchLink()
 
 	dctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
-	b, err := p.conn.Handler.Describe(dctx, id)
+	b, err := p.conn.Handler.Describe(dctx)
 	if err != nil {
 		return fmt.Errorf("Describe failed: %w", err)
 	}
@@ -179,11 +177,6 @@ func (p *Plugin) start(ctx context.Context) error {
 		p.methods[sd.Key()] = ms
 		p.services = append(p.services, sd)
 	}
-	if p.calls, err = p.conn.Handler.OpenCalls(); err != nil {
-		return fmt.Errorf("opening the calls stream failed: %w", err)
-	}
-	p.wg.Add(1)
-	go p.watchCalls()
 	// Accepted: the plugin's own start hook, if any, runs from now on.
 	if err := p.conn.Handler.Start(dctx); err != nil {
 		return fmt.Errorf("Start failed: %w", err)
@@ -212,18 +205,25 @@ func (p *Plugin) watchExit() {
 	}
 }
 
-// watchCalls kills a plugin whose calls stream ended while it runs (it
-// sent a corrupt frame): it could serve no more calls, and its supervisor
-// starts a new one.
-func (p *Plugin) watchCalls() {
+// watchLink kills a plugin whose link ended while it runs (it sent a
+// corrupt frame, or closed its end): it could serve no more calls, and its
+// supervisor starts a new one.
+func (p *Plugin) watchLink() {
 	defer p.wg.Done()
 	select {
-	case <-p.calls.Done():
+	case <-p.link.Done():
 	case <-p.done:
 		return
 	}
-	if !p.closing.Load() && p.Err() == nil {
-		p.log.Error("the plugin's calls stream broke; killing the plugin", "err", p.calls.Err())
+	// A link that ends because the process died is not news: the exit
+	// watcher says so.
+	select {
+	case <-p.done:
+		return
+	case <-time.After(50 * time.Millisecond):
+	}
+	if !p.closing.Load() {
+		p.log.Error("the plugin's link broke; killing the plugin", "err", p.link.Err())
 		p.stopProc()
 	}
 }
@@ -264,10 +264,8 @@ func (p *Plugin) Close() error {
 		p.stopHook()
 		p.client.Kill()
 		p.stopProc()
+		p.link.Close()
 		p.wg.Wait()
-		if p.calls != nil {
-			p.calls.Close()
-		}
 		// The group outlives its leader while the leader's children live;
 		// its id cannot be reused as a pid until they are gone.
 		if err := killGroup(p.Pid()); err != nil {
@@ -278,7 +276,7 @@ func (p *Plugin) Close() error {
 }
 
 // stopHook ends the plugin's start hook, if it runs, while the node still
-// answers its calls; go-plugin's Kill closes the callback connection first.
+// answers its calls.
 func (p *Plugin) stopHook() {
 	if p.conn == nil || p.Err() != nil {
 		return
@@ -299,11 +297,6 @@ const stopHookTimeout = 1500 * time.Millisecond
 // gone or dies during the call, the error wraps rpc.ErrConnection at once.
 // Generic calls ($invoke) and echo ($echo) are served too.
 func (p *Plugin) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	select {
-	case <-p.done:
-		return nil, p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" is down: "+p.exitErr.Error())
-	default:
-	}
 	switch inv.Method {
 	case "$echo":
 		if len(inv.Args) == 1 {
@@ -312,17 +305,53 @@ func (p *Plugin) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 	case "$invoke", "$invokeAsync":
 		return p.invokeGeneric(ctx, inv)
 	}
+	type outcome struct {
+		res *rpc.Result
+		err error
+	}
+	ch := make(chan outcome, 1)
+	p.InvokeAsync(ctx, inv, func(res *rpc.Result, err error) { ch <- outcome{res, err} })
+	o := <-ch
+	return o.res, o.err
+}
+
+// InvokeAsync is Invoke without the wait, for the provider, which then
+// needs no pool worker while the plugin works: it sends the call and
+// returns; done gets the outcome exactly once, on the goroutine of the
+// link that received the reply, so it must not block. Generic and echo
+// calls are not served here: the provider asks Invoke for those.
+func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func(*rpc.Result, error)) {
+	select {
+	case <-p.done:
+		done(nil, p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" is down: "+p.exitErr.Error()))
+		return
+	default:
+	}
 	if err := p.check(inv); err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
 	call, err := wire.EncodeCall(inv)
 	if err != nil {
-		return nil, p.callError(inv, rpc.ErrBadRequest, err.Error())
+		done(nil, p.callError(inv, rpc.ErrBadRequest, err.Error()))
+		return
 	}
-	reply, err := p.calls.Call(ctx, call)
-	if err != nil {
-		return nil, p.transportError(ctx, inv, err)
-	}
+	p.link.CallAsync(ctx, call, func(reply []byte, err error) {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, wire.ErrTooBig) {
+			// The link broke: wait for the exit watcher's reason elsewhere
+			// than on the link's goroutine.
+			go func() { done(nil, p.transportError(ctx, inv, err)) }()
+			return
+		}
+		if err != nil {
+			done(nil, p.transportError(ctx, inv, err))
+			return
+		}
+		done(p.decodeReply(ctx, inv, reply))
+	})
+}
+
+func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []byte) (*rpc.Result, error) {
 	// The handler got the caller's deadline; an answer that raced it home
 	// (typically the handler's own "deadline exceeded") is still a timeout
 	// for the caller.
@@ -367,7 +396,7 @@ func (p *Plugin) check(inv *rpc.Invocation) error {
 	return nil
 }
 
-// transportError classifies a failed gRPC call to the plugin.
+// transportError classifies a failed call on the link.
 func (p *Plugin) transportError(ctx context.Context, inv *rpc.Invocation, err error) error {
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -375,20 +404,17 @@ func (p *Plugin) transportError(ctx context.Context, inv *rpc.Invocation, err er
 		}
 		return fmt.Errorf("%s.%s: %w", inv.Service, inv.Method, ctx.Err())
 	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.Canceled:
-		// The connection broke: almost always the process died. Give the
-		// exit watcher a moment so the error can say how.
-		select {
-		case <-p.done:
-			return p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" died during the call: "+p.exitErr.Error())
-		case <-time.After(50 * time.Millisecond):
-		}
-		return p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+": "+status.Convert(err).Message())
-	case codes.ResourceExhausted:
-		return p.callError(inv, rpc.ErrBadRequest, "plugin "+p.cfg.Name+": "+status.Convert(err).Message())
+	if errors.Is(err, wire.ErrTooBig) {
+		return p.callError(inv, rpc.ErrBadRequest, "plugin "+p.cfg.Name+": "+err.Error())
 	}
-	return p.callError(inv, rpc.ErrProvider, "plugin "+p.cfg.Name+": "+status.Convert(err).Message())
+	// The link broke: almost always the process died. Give the exit
+	// watcher a moment so the error can say how.
+	select {
+	case <-p.done:
+		return p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" died during the call: "+p.exitErr.Error())
+	case <-time.After(50 * time.Millisecond):
+	}
+	return p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+": "+err.Error())
 }
 
 func (p *Plugin) callError(inv *rpc.Invocation, kind error, detail string) error {

@@ -116,6 +116,17 @@ func (s *Supervisor) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Resu
 	return p.Invoke(ctx, inv)
 }
 
+// InvokeAsync calls the running plugin without waiting (Plugin.InvokeAsync).
+func (s *Supervisor) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func(*rpc.Result, error)) {
+	p := s.cur.Load()
+	if p == nil {
+		done(nil, &rpc.CallError{Kind: rpc.ErrConnection, Service: inv.Service, Method: inv.Method,
+			Detail: "plugin " + s.cfg.Name + " is not running (starting or restarting)"})
+		return
+	}
+	p.InvokeAsync(ctx, inv, done)
+}
+
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()

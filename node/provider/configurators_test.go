@@ -218,9 +218,11 @@ configs:
 			us := registered(t)
 			return len(us) == 0, fmt.Sprint(us)
 		})
-		if ok, _, _ := zc.Exists("/services/greeter-app/" + p.Addr()); ok {
-			t.Fatal("the instance of a provider whose only service is disabled is still registered")
-		}
+		// The instance goes with its last service, just after it.
+		waitFor(t, "instance withdrawn", func() (bool, string) {
+			ok, _, err := zc.Exists("/services/greeter-app/" + p.Addr())
+			return !ok && err == nil, fmt.Sprintf("the instance of a provider whose only service is disabled is still registered (%v)", err)
+		})
 		// Withdrawn, not stopped: direct calls work.
 		res, err := dial(t, p.Addr()).Invoke(ctx, greeterCall("sayHello", []string{"java.lang.String"}, "still here"))
 		if err != nil || res.Value != "Hello, still here" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/generic"
@@ -15,16 +16,59 @@ import (
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
+// AsyncInvoker is an rpc.Invoker that can also start a call without
+// waiting for it (a plugin, whose handler runs in another process):
+// InvokeAsync returns at once and calls done exactly once, from any
+// goroutine. The provider serves such services without a pool worker.
+type AsyncInvoker interface {
+	rpc.Invoker
+	InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func(*rpc.Result, error))
+}
+
 // Handle implements transport.Handler: it routes one request to its
 // exporter as Java's DubboProtocol does and answers it.
 func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.Response {
-	resp := protocol.ResponseTo(req)
+	ch := make(chan *protocol.Response, 1)
+	p.serve(ctx, req, func(resp *protocol.Response) { ch <- resp })
+	return <-ch
+}
+
+// Async implements transport.AsyncHandler: plain calls of services whose
+// invoker is an AsyncInvoker are started on the IO goroutine, since the
+// node's part is decoding and a socket write; the business code runs in
+// the plugin. Echo and generic calls take the usual way.
+func (p *Provider) Async(req *protocol.Request) bool {
+	switch req.Method {
+	case protocol.MethodEcho, protocol.MethodInvoke, protocol.MethodInvokeAsync:
+		return false
+	}
+	e := p.lookup(requestKey(req))
+	if e == nil {
+		return false
+	}
+	_, ok := e.svc.Invoker.(AsyncInvoker)
+	return ok
+}
+
+// HandleAsync implements transport.AsyncHandler.
+func (p *Provider) HandleAsync(ctx context.Context, req *protocol.Request, reply func(*protocol.Response)) {
+	p.serve(ctx, req, reply)
+}
+
+// requestKey is the service key a request asks for.
+func requestKey(req *protocol.Request) string {
 	version := req.Attachment(url.KeyVersion)
 	if version == "" {
 		version = req.Version
 	}
-	group := req.Attachment(url.KeyGroup)
-	key := url.ServiceKey(req.Path, group, version)
+	return url.ServiceKey(req.Path, req.Attachment(url.KeyGroup), version)
+}
+
+// serve answers req through finish, called exactly once: before serve
+// returns, or later when the service is an AsyncInvoker.
+func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func(*protocol.Response)) {
+	resp := protocol.ResponseTo(req)
+	key := requestKey(req)
 	e := p.lookup(key)
 	if e == nil {
 		// Java answers an unexported service with SERVICE_ERROR and this
@@ -33,7 +77,8 @@ func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.
 		resp.ErrorMessage = fmt.Sprintf("Not found exported service: %s:%d in %v, may be version or group mismatch; "+
 			"check the interface, version and group of the reference (consumer %s, provider %s)",
 			key, p.port, p.keys(), peer(ctx), p.Addr())
-		return resp
+		finish(resp)
+		return
 	}
 	if e.token != "" && req.Attachment("token") != e.token {
 		// Java's TokenFilter throws, which the exchange layer turns into
@@ -42,14 +87,16 @@ func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.
 		resp.ErrorMessage = fmt.Sprintf("Invalid token! Forbid invoke remote service %s method %s() from consumer %s to provider %s: "+
 			"the consumer must send the token published in the provider URL (subscribe through the registry, or set it)",
 			e.svc.Interface, req.Method, peer(ctx), p.Addr())
-		return resp
+		finish(resp)
+		return
 	}
 	types, err := protocol.ParseDescriptor(req.ParamDesc)
 	if err != nil || len(types) != len(req.Args) {
 		resp.Status = protocol.StatusBadRequest
 		resp.ErrorMessage = fmt.Sprintf("service %s method %s: parameter descriptor %q does not match %d arguments",
 			key, req.Method, req.ParamDesc, len(req.Args))
-		return resp
+		finish(resp)
+		return
 	}
 	// The transport already bounds ctx by the same timeout, counted from
 	// when the request arrived; a second, later deadline would only cost a
@@ -57,7 +104,8 @@ func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.
 	if t := timeoutOf(req); t > 0 && !deadlineWithin(ctx, t) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
-		defer cancel()
+		inner := finish
+		finish = func(resp *protocol.Response) { cancel(); inner(resp) }
 	}
 
 	switch req.Method {
@@ -65,37 +113,41 @@ func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.
 		if len(req.Args) != 1 {
 			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 				Message: fmt.Sprintf("$echo of %s takes one argument, got %d", key, len(req.Args))}
-			return resp
+			finish(resp)
+			return
 		}
 		resp.Value = req.Args[0]
-		return resp
+		finish(resp)
+		return
 	case protocol.MethodInvoke, protocol.MethodInvokeAsync:
 		method, gtypes, args, err := generic.Unpack(req.Args)
 		if err != nil {
 			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 				Message: fmt.Sprintf("generic call of %s: %v", key, err)}
-			return resp
+			finish(resp)
+			return
 		}
-		p.invoke(ctx, resp, e, method, gtypes, args, req.Attachments, true)
-		return resp
+		p.invoke(ctx, resp, e, method, gtypes, args, req.Attachments, true, finish)
+		return
 	}
-	p.invoke(ctx, resp, e, req.Method, types, req.Args, req.Attachments, false)
-	return resp
+	p.invoke(ctx, resp, e, req.Method, types, req.Args, req.Attachments, false, finish)
 }
 
-// invoke runs one method of e and fills resp.
+// invoke runs one method of e, fills resp and finishes it.
 func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *exporter, name string, types []string,
-	args []any, att map[string]any, isGeneric bool) {
+	args []any, att map[string]any, isGeneric bool, finish func(*protocol.Response)) {
 	m, ok := e.method(name, types)
 	if !ok {
 		resp.Exception = &protocol.Exception{Class: "java.lang.UnsupportedOperationException",
 			Message: fmt.Sprintf("cannot find method [%s] of service [%s]; it has %v", name, e.key, e.methodNames())}
+		finish(resp)
 		return
 	}
 	if len(args) != len(m.ParamTypes) {
 		resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 			Message: fmt.Sprintf("method %s of service %s takes %d arguments (%s), got %d",
 				m.Name, e.key, len(m.ParamTypes), strings.Join(m.ParamTypes, ", "), len(args))}
+		finish(resp)
 		return
 	}
 	conv := make([]any, len(args))
@@ -104,6 +156,7 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 		if err != nil {
 			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 				Message: fmt.Sprintf("method %s of service %s, argument %d: %v", m.Name, e.key, i, err)}
+			finish(resp)
 			return
 		}
 		conv[i] = v
@@ -118,7 +171,20 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 		Attachments: att,
 	}
 	end := p.stats.begin(e.key, m.Name)
-	res, err := safeInvoke(ctx, e.svc.Invoker, inv)
+	complete := func(res *rpc.Result, err error) {
+		p.complete(ctx, resp, e, m, att, isGeneric, end, res, err)
+		finish(resp)
+	}
+	if ai, ok := e.svc.Invoker.(AsyncInvoker); ok {
+		safeInvokeAsync(ctx, ai, inv, complete)
+		return
+	}
+	complete(safeInvoke(ctx, e.svc.Invoker, inv))
+}
+
+// complete fills resp with the outcome of a call of method m of e.
+func (p *Provider) complete(ctx context.Context, resp *protocol.Response, e *exporter, m Method, att map[string]any,
+	isGeneric bool, end func(failed bool), res *rpc.Result, err error) {
 	var ex *rpc.Exception
 	switch {
 	case errors.As(err, &ex):
@@ -152,6 +218,23 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 		resp.Value = v
 		resp.Attachments = stringAttachments(res.Attachments)
 	}
+}
+
+// safeInvokeAsync is safeInvoke for an AsyncInvoker: done is called once,
+// with the panic as the error if the invoker panicked before calling it.
+func safeInvokeAsync(ctx context.Context, inv AsyncInvoker, call *rpc.Invocation, done func(*rpc.Result, error)) {
+	var called atomic.Bool
+	once := func(res *rpc.Result, err error) {
+		if called.CompareAndSwap(false, true) {
+			done(res, err)
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			once(nil, fmt.Errorf("service panicked: %v", r))
+		}
+	}()
+	inv.InvokeAsync(ctx, call, once)
 }
 
 // safeInvoke turns a panic in a service into an error, so it is counted

@@ -293,7 +293,7 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 		return nil, fail(rpc.ErrBadRequest, err.Error())
 	}
 	if !req.TwoWay {
-		err = cc.w.enqueue(enc.buf, true)
+		err = cc.w.enqueue(enc.buf, inline)
 		c.encoders.put(enc)
 		if err != nil {
 			return nil, fail(rpc.ErrConnection, err.Error())
@@ -307,7 +307,7 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 		return nil, fail(rpc.ErrConnection, err.Error())
 	}
 	sent := cc.sending()
-	err = cc.w.enqueue(enc.buf, true)
+	err = cc.w.enqueue(enc.buf, inline)
 	c.encoders.put(enc)
 	if err != nil {
 		// The connection died: take our call back, or wait for the failure

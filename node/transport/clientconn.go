@@ -348,7 +348,7 @@ func (cc *clientConn) sendRequest(req *protocol.Request) {
 	defer cc.c.encoders.put(enc)
 	var err error
 	if enc.buf, err = enc.AppendRequest(enc.buf[:0], req); err == nil {
-		_ = cc.w.enqueue(enc.buf, false)
+		_ = cc.w.enqueue(enc.buf, queued)
 	}
 }
 
@@ -357,7 +357,7 @@ func (cc *clientConn) sendResponse(resp *protocol.Response) {
 	defer cc.c.encoders.put(enc)
 	var err error
 	if enc.buf, err = enc.AppendResponse(enc.buf[:0], resp); err == nil {
-		_ = cc.w.enqueue(enc.buf, false)
+		_ = cc.w.enqueue(enc.buf, queued)
 	}
 }
 

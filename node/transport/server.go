@@ -21,6 +21,18 @@ type Handler interface {
 	Handle(ctx context.Context, req *protocol.Request) *protocol.Response
 }
 
+// An AsyncHandler is a Handler that can answer some requests without a
+// pool worker, when its work is waiting on another process (a plugin)
+// rather than running business code: on the IO goroutine, Async says
+// whether it takes req, and HandleAsync starts it without blocking and
+// calls reply exactly once, from any goroutine. The requests it declines go
+// to the dispatcher as usual.
+type AsyncHandler interface {
+	Handler
+	Async(req *protocol.Request) bool
+	HandleAsync(ctx context.Context, req *protocol.Request, reply func(*protocol.Response))
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, req *protocol.Request) *protocol.Response
 

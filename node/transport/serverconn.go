@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/callctx"
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 )
@@ -110,7 +112,7 @@ func (c *serverConn) read() error {
 // event answers heartbeats right here, never behind business work.
 func (c *serverConn) event(req *protocol.Request) {
 	if req.IsHeartbeat() && req.TwoWay {
-		c.send(protocol.ResponseTo(req), false)
+		c.send(protocol.ResponseTo(req), queued)
 	}
 }
 
@@ -122,6 +124,10 @@ func (c *serverConn) dispatch(req *protocol.Request) {
 		deadline = time.Now().Add(d)
 	}
 	c.s.inFlight.Add(1)
+	if h, ok := c.s.handler.(AsyncHandler); ok && h.Async(req) {
+		c.handleAsync(h, req, deadline)
+		return
+	}
 	err := c.s.dispatcher.Dispatch(dispatch.Request, func() { c.handle(req, deadline) })
 	if err == nil {
 		return
@@ -131,7 +137,7 @@ func (c *serverConn) dispatch(req *protocol.Request) {
 		resp := protocol.ResponseTo(req)
 		resp.Status = protocol.StatusServerThreadpoolExhaust
 		resp.ErrorMessage = fmt.Sprintf("Server side(%s) thread pool is exhausted, detail msg:%v", hostComma(c.conn.LocalAddr()), err)
-		c.send(resp, false)
+		c.send(resp, queued)
 	}
 }
 
@@ -147,15 +153,52 @@ func (c *serverConn) handle(req *protocol.Request, deadline time.Time) {
 			resp.ErrorMessage = fmt.Sprintf("service %s method %s returned no response", req.Path, req.Method)
 		}
 		resp.ID = req.ID
-		c.send(resp, true)
+		c.send(resp, inline)
 	}
+}
+
+// handleAsync starts req on the IO goroutine; the reply is written by
+// whoever completes it (a plugin link's reader), briefly.
+func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline time.Time) {
+	ctx, release := c.ctx, func() {}
+	if !deadline.IsZero() {
+		cc := callctx.New(c.ctx, deadline)
+		ctx, release = cc, cc.Release
+	}
+	var once sync.Once
+	reply := func(resp *protocol.Response) {
+		once.Do(func() {
+			defer c.s.inFlight.Add(-1)
+			release()
+			if !req.TwoWay {
+				return
+			}
+			if resp == nil {
+				resp = protocol.ResponseTo(req)
+				resp.Status = protocol.StatusServiceError
+				resp.ErrorMessage = fmt.Sprintf("service %s method %s returned no response", req.Path, req.Method)
+			}
+			resp.ID = req.ID
+			c.send(resp, brief)
+		})
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.log.Error("handler panicked", "service", req.Path, "method", req.Method, "panic", r)
+			resp := protocol.ResponseTo(req)
+			resp.Status = protocol.StatusServiceError
+			resp.ErrorMessage = fmt.Sprintf("provider handler panicked in %s.%s: %v", req.Path, req.Method, r)
+			reply(resp)
+		}
+	}()
+	h.HandleAsync(ctx, req, reply)
 }
 
 func (c *serverConn) call(req *protocol.Request, deadline time.Time) (resp *protocol.Response) {
 	ctx := c.ctx
 	if !deadline.IsZero() {
-		cc := newCallContext(c.ctx, deadline)
-		defer cc.release()
+		cc := callctx.New(c.ctx, deadline)
+		defer cc.Release()
 		ctx = cc
 	}
 	defer func() {
@@ -171,7 +214,7 @@ func (c *serverConn) call(req *protocol.Request, deadline time.Time) (resp *prot
 
 // reject answers a request the reader could not decode.
 func (c *serverConn) reject(h protocol.Header, status protocol.Status, msg string) {
-	c.send(&protocol.Response{ID: h.ID, Status: status, ErrorMessage: msg}, false)
+	c.send(&protocol.Response{ID: h.ID, Status: status, ErrorMessage: msg}, queued)
 }
 
 func (c *serverConn) payloadMessage(h protocol.Header) string {
@@ -180,11 +223,12 @@ func (c *serverConn) payloadMessage(h protocol.Header) string {
 		h.BodyLen, c.s.cfg.Payload, c.conn.RemoteAddr(), c.conn.LocalAddr())
 }
 
-// send encodes resp and queues it for the writer; inline lets a pool
-// worker write it itself (never the reader, which must not block). A response too large for
+// send encodes resp and writes it as mode says: a pool worker writes it
+// itself (inline), the connection's reader never (queued), a plugin link's
+// reader only briefly (brief). A response too large for
 // the payload limit is replaced by SERIALIZATION_ERROR, one the codec cannot
 // write by BAD_RESPONSE, as Java does.
-func (c *serverConn) send(resp *protocol.Response, inline bool) {
+func (c *serverConn) send(resp *protocol.Response, mode writeMode) {
 	enc := c.s.encoders.get()
 	defer c.s.encoders.put(enc)
 	var err error
@@ -202,7 +246,7 @@ func (c *serverConn) send(resp *protocol.Response, inline bool) {
 		}
 	}
 	// An error means the connection is gone; the consumer sees that instead.
-	_ = c.w.enqueue(enc.buf, inline)
+	_ = c.w.enqueue(enc.buf, mode)
 }
 
 // sendReadOnly queues the oneway read-only event (flags a2, body "R").
@@ -212,7 +256,7 @@ func (c *serverConn) sendReadOnly() {
 	var err error
 	enc.buf, err = enc.AppendRequest(enc.buf[:0], protocol.ReadOnlyEvent(c.s.eventID.Add(1)))
 	if err == nil {
-		_ = c.w.enqueue(enc.buf, false)
+		_ = c.w.enqueue(enc.buf, queued)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/trywrite"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 )
 
@@ -32,6 +33,7 @@ func monoNow() int64 { return int64(time.Since(epoch)) }
 // flushing to the writer goroutine (run) instead.
 type frameWriter struct {
 	conn      net.Conn
+	try       *trywrite.Writer
 	stall     time.Duration // longest a single write may block
 	wake      chan struct{} // capacity 1: "flush what is pending"
 	lastWrite atomic.Int64  // monoNow of the last completed write
@@ -48,16 +50,30 @@ type frameWriter struct {
 // newFrameWriter writes to conn; a write blocked for stall (a peer that
 // stopped reading) fails the connection.
 func newFrameWriter(conn net.Conn, stall time.Duration) *frameWriter {
-	w := &frameWriter{conn: conn, stall: stall, wake: make(chan struct{}, 1)}
+	w := &frameWriter{conn: conn, try: trywrite.New(conn), stall: stall, wake: make(chan struct{}, 1)}
 	w.lastWrite.Store(monoNow())
 	return w
 }
 
-// enqueue appends frame (copied) to the pending batch. With inline set and
-// no write in progress the caller writes the batch itself, which saves a
-// goroutine hop per call when traffic is light; otherwise the writer
-// goroutine or the active flusher picks it up.
-func (w *frameWriter) enqueue(frame []byte, inline bool) error {
+// How a frame gets written.
+type writeMode uint8
+
+const (
+	// queued: the writer goroutine or the active flusher writes it.
+	queued writeMode = iota
+	// inline: with no write in progress the caller writes the batch
+	// itself, which saves a goroutine hop per call when traffic is light.
+	inline
+	// brief is inline for a caller that must not be held up by a peer that
+	// stopped reading (the goroutine of a plugin link, serving every
+	// consumer): what the socket does not take at once is left to the
+	// writer goroutine.
+	brief
+)
+
+// enqueue appends frame (copied) to the pending batch and writes it as
+// mode says.
+func (w *frameWriter) enqueue(frame []byte, mode writeMode) error {
 	w.mu.Lock()
 	if w.closed || w.flushing {
 		err := w.err
@@ -77,15 +93,56 @@ func (w *frameWriter) enqueue(frame []byte, inline bool) error {
 		w.mu.Unlock()
 		return nil
 	}
-	if !inline {
+	if mode == queued {
 		w.mu.Unlock()
 		w.signal()
 		return nil
 	}
 	w.writing = true
 	w.mu.Unlock()
+	if mode == brief {
+		w.flushBrief()
+		return nil
+	}
 	w.flush(inlineRounds)
 	return nil
+}
+
+// flushBrief writes what the socket takes of the pending batch now; the
+// rest goes to the writer goroutine. w.writing is set.
+func (w *frameWriter) flushBrief() {
+	w.mu.Lock()
+	out := w.buf
+	if len(out) == 0 || w.closed {
+		w.writing = false
+		w.mu.Unlock()
+		return
+	}
+	w.buf = w.spare[:0]
+	w.spare = nil
+	w.mu.Unlock()
+
+	n, err := w.try.Write(out)
+	if n > 0 {
+		w.lastWrite.Store(monoNow())
+	}
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	w.mu.Lock()
+	if rest := out[n:]; len(rest) > 0 {
+		// Ahead of what was queued meanwhile, to keep the order.
+		w.buf = append(append(make([]byte, 0, len(rest)+len(w.buf)), rest...), w.buf...)
+	} else if cap(out) <= 1<<20 {
+		w.spare = out[:0]
+	}
+	w.writing = false
+	more := len(w.buf) > 0
+	w.mu.Unlock()
+	if more {
+		w.signal()
+	}
 }
 
 func (w *frameWriter) signal() {

@@ -51,7 +51,7 @@ func TestFrameWriterCoalescesAndKeepsOrder(t *testing.T) {
 				var f [8]byte
 				binary.BigEndian.PutUint32(f[:4], uint32(g))
 				binary.BigEndian.PutUint32(f[4:], uint32(i))
-				if err := w.enqueue(f[:], i%2 == 0); err != nil {
+				if err := w.enqueue(f[:], writeMode(i%3)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -77,7 +77,7 @@ func TestFrameWriterCoalescesAndKeepsOrder(t *testing.T) {
 	}
 	w.closeAfterFlush()
 	<-done
-	if err := w.enqueue([]byte{1}, true); err == nil {
+	if err := w.enqueue([]byte{1}, inline); err == nil {
 		t.Fatal("enqueue after close succeeded")
 	}
 }

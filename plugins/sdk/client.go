@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
@@ -14,6 +15,7 @@ type callKey struct{}
 type callInfo struct {
 	caller      *Caller
 	attachments map[string]any
+	calledOut   atomic.Bool // the handler called through the node
 }
 
 // Attachments returns the attachments the caller sent with this call (nil
@@ -51,7 +53,7 @@ func WithClient(ctx context.Context, inv rpc.Invoker) context.Context {
 // Caller calls Dubbo services through the node: the node's consumer side
 // picks the provider, applies timeouts and retries, and answers.
 type Caller struct {
-	host    *wire.Calls // set in a plugin
+	host    *wire.Link  // set in a plugin
 	invoker rpc.Invoker // set by WithClient
 }
 
@@ -66,6 +68,9 @@ func (c *Caller) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 		return c.invoker.Invoke(ctx, inv)
 	case c.host == nil:
 		return nil, &rpc.CallError{Kind: rpc.ErrConnection, Service: inv.Service, Method: inv.Method, Detail: errNoNode.Error()}
+	}
+	if ci, _ := ctx.Value(callKey{}).(*callInfo); ci != nil {
+		ci.calledOut.Store(true)
 	}
 	call, err := wire.EncodeCall(inv)
 	if err != nil {

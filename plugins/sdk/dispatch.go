@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	hessian "github.com/apache/dubbo-go-hessian2"
@@ -34,6 +35,44 @@ type method struct {
 	params  []reflect.Type
 	result  bool // returns (T, error) rather than error
 	javaSig Signature
+	// quick counts the runs in a row under quickRun, up to quickRuns; -1
+	// for good once a run took slowRun or called through the node.
+	quick atomic.Int32
+}
+
+// A method whose last quickRuns runs each returned within quickRun runs on
+// the link's reader, which saves a worker's wake-up per call; one that ever
+// took slowRun, or called through the node, never does. A handler that
+// blocks only now and then holds the plugin's other calls up once, for
+// that run.
+const (
+	quickRun  = 50 * time.Microsecond
+	quickRuns = 16
+	slowRun   = time.Millisecond
+)
+
+// inline says whether the method has earned running on the reader.
+func (m *method) inline() bool { return m.quick.Load() >= quickRuns }
+
+// observe counts one run that took d.
+func (m *method) observe(d time.Duration, calledOut bool) {
+	for {
+		q := m.quick.Load()
+		next := q
+		switch {
+		case q < 0:
+			return
+		case calledOut || d >= slowRun:
+			next = -1
+		case d >= quickRun:
+			next = 0
+		case q < quickRuns:
+			next = q + 1
+		}
+		if next == q || m.quick.CompareAndSwap(q, next) {
+			return
+		}
+	}
 }
 
 var (
@@ -253,6 +292,14 @@ func registerPOJO(t reflect.Type, seen map[reflect.Type]bool) error {
 		}
 	}
 	hessian.RegisterPOJO(reflect.New(t).Interface().(hessian.POJO))
+	return nil
+}
+
+// method is the method inv names, or nil.
+func (d *Dispatcher) method(inv *rpc.Invocation) *method {
+	if svc := d.services[wire.ServiceKey(inv.Service, inv.Version, inv.Group)]; svc != nil {
+		return svc.methods[inv.Method]
+	}
 	return nil
 }
 

@@ -165,12 +165,17 @@ func ServeWith(opts Options, services ...Service) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := newServer(ctx, d, opts.Start)
+	link, err := wire.PluginLink()
+	if err != nil {
+		return err
+	}
+	defer link.Close()
+	srv.caller = &Caller{host: link}
+	link.Start(srv)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: wire.Handshake,
-		Plugins: plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{
-			Handler: func(b *plugin.GRPCBroker) wire.HandlerServer { return srv.withBroker(b) },
-		}},
-		GRPCServer: srv.newGRPCServer,
+		Plugins:         plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{Handler: srv}},
+		GRPCServer:      srv.newGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name:       "go-plugin",
 			Level:      hclog.Warn,

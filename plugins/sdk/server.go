@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -29,27 +28,17 @@ type server struct {
 	ctx  context.Context
 	stop context.CancelFunc
 
+	caller *Caller // set before the link serves
+
 	mu       sync.Mutex
-	broker   *plugin.GRPCBroker
-	grpc     *grpc.Server // stopped when the start hook fails
-	caller   *Caller
-	conn     *grpc.ClientConn // to the node's Host service; closed by the process exit
-	hookDone chan struct{}    // closed when the start hook returned; nil until it runs
-	hookErr  error            // written before hookDone is closed
+	grpc     *grpc.Server  // stopped when the start hook fails
+	hookDone chan struct{} // closed when the start hook returned; nil until it runs
+	hookErr  error         // written before hookDone is closed
 }
 
 func newServer(ctx context.Context, d *Dispatcher, start func(context.Context) error) *server {
 	ctx, stop := context.WithCancel(ctx)
 	return &server{d: d, start: start, ctx: ctx, stop: stop}
-}
-
-// withBroker is go-plugin's Handler factory: it is called once, with the
-// broker for connecting back to the node.
-func (s *server) withBroker(b *plugin.GRPCBroker) wire.HandlerServer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.broker = b
-	return s
 }
 
 func (s *server) newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
@@ -60,27 +49,8 @@ func (s *server) newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 	return gs
 }
 
-// Describe connects back to the node's Host service (once) and says what
-// this plugin serves.
-func (s *server) Describe(ctx context.Context, in *wrapperspb.UInt32Value) (*wrapperspb.BytesValue, error) {
-	if id := in.GetValue(); id != 0 {
-		s.mu.Lock()
-		if s.conn == nil {
-			conn, err := s.broker.DialWithOptions(id, wire.DialOptions()...)
-			if err != nil {
-				s.mu.Unlock()
-				return nil, fmt.Errorf("connect to the node's callback service %d: %w", id, err)
-			}
-			calls, err := wire.OpenHostCalls(conn)
-			if err != nil {
-				conn.Close()
-				s.mu.Unlock()
-				return nil, fmt.Errorf("open the node's callback stream %d: %w", id, err)
-			}
-			s.conn, s.caller = conn, &Caller{host: calls}
-		}
-		s.mu.Unlock()
-	}
+// Describe says what this plugin serves.
+func (s *server) Describe(context.Context, *emptypb.Empty) (*wrapperspb.BytesValue, error) {
 	b, err := json.Marshal(s.d.description())
 	if err != nil {
 		return nil, err
@@ -115,8 +85,9 @@ func (s *server) runStart(ctx context.Context) {
 	slog.Error("the start hook failed; the plugin exits", "err", err)
 	// Ending the gRPC server ends plugin.Serve, so ServeWith returns the
 	// error. Gracefully first, so that replies on their way (Start's own,
-	// when the hook failed at once) reach the node; the broker's stream
-	// never ends by itself, hence the forced stop after a moment.
+	// when the hook failed at once) reach the node; go-plugin's broker and
+	// stdio streams never end by themselves, hence the forced stop after a
+	// moment.
 	s.mu.Lock()
 	gs := s.grpc
 	s.mu.Unlock()
@@ -163,21 +134,30 @@ func (s *server) wait(d time.Duration) error {
 	}
 }
 
-func (s *server) Invoke(ctx context.Context, call []byte) []byte {
+// Prepare decodes a call from the node; methods that have always been
+// quick run on the link's reader (wire.Invoker).
+func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline bool) {
 	inv, err := wire.DecodeCall(call)
 	if err != nil {
-		return wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
+		b := wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
+		return func(context.Context) []byte { return b }, true
 	}
-	s.mu.Lock()
-	caller := s.caller
-	s.mu.Unlock()
-	ctx = context.WithValue(ctx, callKey{}, &callInfo{caller: caller, attachments: inv.Attachments})
-	res, callErr := s.d.Invoke(ctx, inv)
-	b, err := wire.EncodeReply(res, callErr)
-	if err != nil {
-		// The handler returned something hessian cannot write (an
-		// unregistered struct, a channel); say so instead of failing the call.
-		return wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider, Detail: "the handler's result: " + err.Error()})
+	m := s.d.method(inv)
+	run = func(ctx context.Context) []byte {
+		ci := &callInfo{caller: s.caller, attachments: inv.Attachments}
+		ctx = context.WithValue(ctx, callKey{}, ci)
+		start := time.Now()
+		res, callErr := s.d.Invoke(ctx, inv)
+		if m != nil {
+			m.observe(time.Since(start), ci.calledOut.Load())
+		}
+		b, err := wire.EncodeReply(res, callErr)
+		if err != nil {
+			// The handler returned something hessian cannot write (an
+			// unregistered struct, a channel); say so instead of failing the call.
+			return wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider, Detail: "the handler's result: " + err.Error()})
+		}
+		return b
 	}
-	return b
+	return run, m != nil && m.inline()
 }

@@ -1,26 +1,24 @@
 // Package wire is the contract between the node (plugins) and the handler
-// plugins it launches (plugins/sdk): the go-plugin handshake, two gRPC
-// services written by hand over protobuf well-known types, the stream that
-// multiplexes calls over one of them, and the hessian2 encoding of calls
-// and replies carried inside.
+// plugins it launches (plugins/sdk): the go-plugin handshake and a gRPC
+// service for the plugin's life cycle, written by hand over protobuf
+// well-known types; the link that carries calls both ways (link.go); and
+// the hessian2 encoding of calls and replies.
 //
-// Handler (served by the plugin):
+// Handler (served by the plugin over go-plugin's gRPC, mutual TLS on):
 //
-//	Describe(UInt32Value callback broker id) -> BytesValue JSON Description
-//	Start(Empty)                             -> Empty
-//	Calls(stream BytesValue frame)           -> stream BytesValue frame
-//	Stop(Empty)                              -> Empty
+//	Describe(Empty) -> BytesValue JSON Description
+//	Start(Empty)    -> Empty
+//	Stop(Empty)     -> Empty
 //
 // The node calls Describe, then Start once it has accepted the description
-// (the plugin's own start hook runs from then on), then opens Calls, one
-// stream for the plugin's life that carries every call and its reply
-// (calls.go); before closing the plugin it calls Stop, which ends the start
-// hook while the node still answers the hook's calls.
+// (the plugin's own start hook runs from then on); before closing the
+// plugin it calls Stop, which ends the start hook while the node still
+// answers the hook's calls.
 //
-// Host (served by the node over the go-plugin broker, for calls a handler
-// makes to other services):
-//
-//	Calls(stream BytesValue frame) -> stream BytesValue frame
+// Calls do not travel over gRPC: the node makes a Unix socket pair before
+// launching the plugin and passes one end to it (LinkFDEnv), and both sides
+// call each other over it: the node its handlers, the handlers other
+// services through the node. Only the two processes hold the pair.
 //
 // Hessian is used inside the messages, not protobuf, so that the Java types
 // the node decoded from a Dubbo request (int vs long, typed lists, POJO class
@@ -43,7 +41,7 @@ import (
 // refused by go-plugin before it can serve. Bump ProtocolVersion on any
 // incompatible change to this package.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  2,
+	ProtocolVersion:  3,
 	MagicCookieKey:   "DUBBO_HANDLER_PLUGIN",
 	MagicCookieValue: "7c1d52e8-dubbo-handler-plugin",
 }
@@ -51,42 +49,38 @@ var Handshake = plugin.HandshakeConfig{
 // PluginName is the single plugin kind a handler binary dispenses.
 const PluginName = "handler"
 
-// MaxMessage bounds one gRPC message each way: above Dubbo's default 8 MiB
-// payload, so anything the node accepted can cross, but not unbounded.
-const MaxMessage = 16 << 20
+// maxMessage bounds one gRPC message each way (a description).
+const maxMessage = 4 << 20
 
-// Invoker serves one call of the Calls stream: an encoded call in, the
-// encoded reply out. Calls arrive concurrently; ctx ends when the caller
-// gives up, its deadline passes, or the stream ends.
+// Invoker serves the calls from the other side of a Link. Prepare runs on
+// the link's reader: it decodes call and returns what serves it. Calls
+// arrive concurrently; run's ctx ends when the caller gives up, its
+// deadline passes, or the link ends.
+//
+// inline says that run returns at once without waiting on anything (a
+// handler that has always been quick), so the reader runs it itself:
+// handing a call to a worker goroutine costs a wake-up, tens of µs on a
+// small VM. Should an inline call call the other side after all, the link
+// starts another reader before it waits.
 type Invoker interface {
-	Invoke(ctx context.Context, call []byte) (reply []byte)
+	Prepare(call []byte) (run func(ctx context.Context) (reply []byte), inline bool)
 }
 
 // HandlerServer is implemented in the plugin process by the SDK.
 type HandlerServer interface {
-	Describe(ctx context.Context, callbackBroker *wrapperspb.UInt32Value) (*wrapperspb.BytesValue, error)
+	Describe(ctx context.Context, in *emptypb.Empty) (*wrapperspb.BytesValue, error)
 	// Start tells the plugin that the node accepted its description and is
 	// connected; it returns at once, the plugin's own work runs after.
 	Start(ctx context.Context, in *emptypb.Empty) (*emptypb.Empty, error)
 	// Stop ends the start hook and returns when it has returned.
 	Stop(ctx context.Context, in *emptypb.Empty) (*emptypb.Empty, error)
-	Invoker
-}
-
-// HostServer is implemented in the node for calls coming back from
-// handlers.
-type HostServer interface {
-	Invoker
 }
 
 const (
-	handlerService  = "dubbo.plugin.v1.Handler"
-	hostService     = "dubbo.plugin.v1.Host"
-	describeMethod  = "/" + handlerService + "/Describe"
-	startMethod     = "/" + handlerService + "/Start"
-	stopMethod      = "/" + handlerService + "/Stop"
-	callsMethod     = "/" + handlerService + "/Calls"
-	hostCallsMethod = "/" + hostService + "/Calls"
+	handlerService = "dubbo.plugin.v1.Handler"
+	describeMethod = "/" + handlerService + "/Describe"
+	startMethod    = "/" + handlerService + "/Start"
+	stopMethod     = "/" + handlerService + "/Stop"
 )
 
 // unary builds a grpc.MethodHandler for a method taking message In; call
@@ -111,19 +105,11 @@ func unary[In any, PIn interface {
 	}
 }
 
-// callsStream is the Calls method of either service.
-var callsStream = grpc.StreamDesc{
-	StreamName:    "Calls",
-	Handler:       func(srv any, s grpc.ServerStream) error { return serveCalls(s, srv.(Invoker)) },
-	ServerStreams: true,
-	ClientStreams: true,
-}
-
 var handlerDesc = grpc.ServiceDesc{
 	ServiceName: handlerService,
 	HandlerType: (*HandlerServer)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "Describe", Handler: unary(describeMethod, func(srv any, ctx context.Context, in *wrapperspb.UInt32Value) (any, error) {
+		{MethodName: "Describe", Handler: unary(describeMethod, func(srv any, ctx context.Context, in *emptypb.Empty) (any, error) {
 			return srv.(HandlerServer).Describe(ctx, in)
 		})},
 		{MethodName: "Start", Handler: unary(startMethod, func(srv any, ctx context.Context, in *emptypb.Empty) (any, error) {
@@ -133,28 +119,16 @@ var handlerDesc = grpc.ServiceDesc{
 			return srv.(HandlerServer).Stop(ctx, in)
 		})},
 	},
-	Streams:  []grpc.StreamDesc{callsStream},
 	Metadata: "dubbo/plugin/v1",
 }
-
-var hostDesc = grpc.ServiceDesc{
-	ServiceName: hostService,
-	HandlerType: (*HostServer)(nil),
-	Streams:     []grpc.StreamDesc{callsStream},
-	Metadata:    "dubbo/plugin/v1",
-}
-
-// RegisterHost registers the node's callback service on s.
-func RegisterHost(s *grpc.Server, h HostServer) { s.RegisterService(&hostDesc, h) }
 
 // HandlerClient calls a plugin's Handler service.
 type HandlerClient struct{ cc grpc.ClientConnInterface }
 
-// Describe asks what the plugin serves; callbackBroker is the broker id on
-// which the node serves the Host service for this plugin.
-func (c HandlerClient) Describe(ctx context.Context, callbackBroker uint32) ([]byte, error) {
+// Describe asks what the plugin serves.
+func (c HandlerClient) Describe(ctx context.Context) ([]byte, error) {
 	out := new(wrapperspb.BytesValue)
-	if err := c.cc.Invoke(ctx, describeMethod, wrapperspb.UInt32(callbackBroker), out); err != nil {
+	if err := c.cc.Invoke(ctx, describeMethod, &emptypb.Empty{}, out); err != nil {
 		return nil, err
 	}
 	return out.Value, nil
@@ -170,19 +144,9 @@ func (c HandlerClient) Stop(ctx context.Context) error {
 	return c.cc.Invoke(ctx, stopMethod, &emptypb.Empty{}, new(emptypb.Empty))
 }
 
-// OpenCalls opens the stream that carries the node's calls to the plugin.
-func (c HandlerClient) OpenCalls() (*Calls, error) { return openCalls(c.cc, callsMethod) }
-
-// OpenHostCalls opens, from the plugin, the stream that carries its calls
-// to the node over a connection dialed through the broker.
-func OpenHostCalls(cc grpc.ClientConnInterface) (*Calls, error) {
-	return openCalls(cc, hostCallsMethod)
-}
-
 // Conn is what the node gets from dispensing the plugin.
 type Conn struct {
 	Handler HandlerClient
-	Broker  *plugin.GRPCBroker
 	// Exited is canceled by go-plugin when the plugin process has exited.
 	Exited context.Context
 }
@@ -191,40 +155,32 @@ type Conn struct {
 // sets Handler; the node leaves it nil and gets a *Conn from Dispense.
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	Handler func(*plugin.GRPCBroker) HandlerServer
+	Handler HandlerServer
 }
 
 // GRPCServer registers the Handler service (plugin side).
-func (p *GRPCPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
+func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Handler == nil {
 		return errors.New("wire: GRPCPlugin.Handler is nil")
 	}
-	s.RegisterService(&handlerDesc, p.Handler(b))
+	s.RegisterService(&handlerDesc, p.Handler)
 	return nil
 }
 
 // GRPCClient returns a *Conn (node side).
-func (p *GRPCPlugin) GRPCClient(ctx context.Context, b *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
-	return &Conn{Handler: HandlerClient{cc}, Broker: b, Exited: ctx}, nil
+func (p *GRPCPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
+	return &Conn{Handler: HandlerClient{cc}, Exited: ctx}, nil
 }
 
-// window is the HTTP/2 flow-control window of every connection and stream
-// between the node and a plugin. Fixed, because setting it turns off
-// gRPC's bandwidth estimation, whose PING frames would ride along with
-// replies: the peer is a local process, never a slow link.
-const window = 4 << 20
-
-// NewGRPCServer builds the gRPC servers of both sides with the message limit.
+// NewGRPCServer builds the plugin's gRPC server with the message limit.
 func NewGRPCServer(opts []grpc.ServerOption) *grpc.Server {
-	opts = append(opts, grpc.MaxRecvMsgSize(MaxMessage), grpc.MaxSendMsgSize(MaxMessage),
-		grpc.InitialWindowSize(window), grpc.InitialConnWindowSize(window))
+	opts = append(opts, grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
 	return grpc.NewServer(opts...)
 }
 
-// DialOptions are the options of both sides for connecting to the other.
+// DialOptions are the node's options for connecting to a plugin.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
-		grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 	}
 }

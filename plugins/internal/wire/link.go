@@ -1,0 +1,459 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/callctx"
+	"github.com/dubbo-lab/dubbo/internal/trywrite"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
+
+// A Link is one end of the socket pair between the node and a plugin. It
+// carries calls both ways (the node's calls to the plugin's handlers, and
+// the handlers' calls to other services through the node), many at once,
+// each frame tagged with a request id its caller picks:
+//
+//	length (4 bytes, big-endian) then one of
+//	'c' id timeout call   a call; timeout is the µs left (0: none), call as
+//	                      EncodeCall
+//	'x' id                the caller gave up: cancel the call
+//	'r' id reply          the reply to the receiver's call id, as EncodeReply
+//
+// id and timeout are uvarints. A socket rather than a gRPC stream: the gRPC
+// stream cost a goroutine hand-off to its writer and one to its reader on
+// each side, and kept under a third of the in-process throughput.
+const (
+	frameCall   = 'c'
+	frameCancel = 'x'
+	frameReply  = 'r'
+)
+
+var (
+	// ErrLinkDown is wrapped by the errors of calls on a link that ended:
+	// the other process closed it or died.
+	ErrLinkDown = errors.New("the link to the other process is down")
+	// ErrTooBig is the error of a call larger than a link carries.
+	ErrTooBig = errors.New("too large for the plugin link")
+)
+
+// maxFramed is the largest call or reply a frame carries: above Dubbo's
+// default 8 MiB payload, so anything the node accepted can cross, but not
+// unbounded.
+const maxFramed = 16 << 20
+
+// frameOverhead is the most a frame adds to its call or reply.
+const frameOverhead = 4 + 1 + 2*binary.MaxVarintLen64
+
+// maxQueued bounds the bytes waiting for a peer that stopped reading; past
+// it the link is given up rather than grown without limit.
+const maxQueued = 64 << 20
+
+// Link is safe for concurrent use.
+type Link struct {
+	conn net.Conn
+	inv  Invoker // serves the other side's calls; nil refuses them
+
+	done chan struct{} // closed when the link ended; err says why
+
+	mu      sync.Mutex
+	pending map[uint64]func([]byte, error) // our calls waiting for replies
+	nextID  uint64
+	err     error
+	closed  bool // Close was called
+
+	// The other side's calls: they run on workers that live on (a handler
+	// may block), so the stacks the hessian decoder grew are kept.
+	serveCtx context.Context
+	stop     context.CancelFunc
+	cmu      sync.Mutex
+	cancels  map[uint64]context.CancelFunc
+	work     chan func() // to an idle worker
+
+	// Frames are appended to wbuf; whoever finds no write in progress
+	// writes what the socket takes at once, while the others only append;
+	// what it does not take, the writer goroutine writes. Nobody sending a
+	// frame waits on the other side reading (the node's sender is a
+	// consumer connection's reader). Under load one write carries many
+	// frames.
+	try     *trywrite.Writer
+	wake    chan struct{} // capacity 1: the writer goroutine has work
+	wmu     sync.Mutex
+	wbuf    []byte
+	spare   []byte
+	writing bool
+	werr    error
+}
+
+// NewLink makes a link over conn; Start starts it.
+func NewLink(conn net.Conn) *Link {
+	ctx, stop := context.WithCancel(context.Background())
+	return &Link{
+		conn: conn, done: make(chan struct{}),
+		try: trywrite.New(conn), wake: make(chan struct{}, 1),
+		pending:  make(map[uint64]func([]byte, error)),
+		serveCtx: ctx, stop: stop,
+		cancels: make(map[uint64]context.CancelFunc),
+		work:    make(chan func()),
+	}
+}
+
+// Start starts reading: calls from the other side go to inv (nil refuses
+// them). Call it once.
+func (l *Link) Start(inv Invoker) {
+	l.inv = inv
+	go l.read()
+	go l.writeRest()
+}
+
+// read is the link's reader: one goroutine at a time reads, and never
+// waits on a handler other than an inline one.
+func (l *Link) read() { l.readFrom(bufio.NewReaderSize(l.conn, 64<<10)) }
+
+// errHandedOver ends a reader whose inline call started another one.
+var errHandedOver = errors.New("another goroutine reads the link now")
+
+// readFrom handles frames from r until the link fails, or until an inline
+// call handed the reading on.
+func (l *Link) readFrom(r *bufio.Reader) {
+	err := l.readFrames(r)
+	if err == errHandedOver {
+		return
+	}
+	l.conn.Close()
+	l.stop()
+	l.mu.Lock()
+	switch {
+	case l.closed:
+		err = fmt.Errorf("%w: closed", ErrLinkDown)
+	case errors.Is(err, io.EOF):
+		err = fmt.Errorf("%w: the other side closed it", ErrLinkDown)
+	default:
+		err = fmt.Errorf("%w: %w", ErrLinkDown, err)
+	}
+	l.err = err
+	pending := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	close(l.work) // idle workers end; busy ones after their call
+	close(l.done)
+	for _, done := range pending {
+		done(nil, err)
+	}
+}
+
+func (l *Link) readFrames(r *bufio.Reader) error {
+	var head [4]byte
+	for {
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return err
+		}
+		n := binary.BigEndian.Uint32(head[:])
+		if n > maxFramed+frameOverhead {
+			return fmt.Errorf("%w: a %d-byte frame, more than the %d a link carries", ErrCorrupt, n, maxFramed+frameOverhead)
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return err
+		}
+		kind, id, rest, err := parseFrame(frame)
+		if err != nil {
+			return fmt.Errorf("%w: bad frame: %v", ErrCorrupt, err)
+		}
+		switch kind {
+		case frameReply:
+			l.mu.Lock()
+			done := l.pending[id]
+			delete(l.pending, id)
+			l.mu.Unlock()
+			if done != nil {
+				done(rest, nil)
+			}
+		case frameCancel:
+			l.cmu.Lock()
+			cancel := l.cancels[id]
+			l.cmu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		case frameCall:
+			timeout, n := binary.Uvarint(rest)
+			if n <= 0 {
+				return fmt.Errorf("%w: bad call timeout", ErrCorrupt)
+			}
+			if !l.serve(r, id, time.Duration(min(timeout, 1<<40))*time.Microsecond, rest[n:]) {
+				return errHandedOver
+			}
+		default:
+			return fmt.Errorf("%w: unknown frame kind %q", ErrCorrupt, kind)
+		}
+	}
+}
+
+// serve runs one call of the other side, inline or on a worker; it says
+// whether this goroutine is still the reader.
+func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []byte) (reader bool) {
+	run, inline := refuse, false
+	if l.inv != nil {
+		run, inline = l.inv.Prepare(call)
+	}
+	var ctx context.Context
+	var release func()
+	if timeout > 0 {
+		cc := callctx.New(l.serveCtx, time.Now().Add(timeout))
+		ctx, release = cc, cc.Release
+	} else {
+		ctx, release = context.WithCancel(l.serveCtx)
+	}
+	l.cmu.Lock()
+	l.cancels[id] = release
+	l.cmu.Unlock()
+	f := func(ctx context.Context) {
+		reply := run(ctx)
+		l.cmu.Lock()
+		delete(l.cancels, id)
+		l.cmu.Unlock()
+		release()
+		if len(reply) > maxFramed {
+			reply = ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider,
+				Detail: fmt.Sprintf("the reply is %d bytes, more than the %d a plugin reply may have", len(reply), maxFramed)})
+		}
+		_ = l.send(frameReply, id, nil, reply) // fails only when the link is down
+	}
+	if inline {
+		h := &handover{l: l, r: r}
+		f(context.WithValue(ctx, handoverKey{}, h))
+		return h.finish()
+	}
+	select {
+	case l.work <- func() { f(ctx) }:
+	default:
+		go func() {
+			f(ctx)
+			for f := range l.work {
+				f()
+			}
+		}()
+	}
+	return true
+}
+
+func refuse(context.Context) []byte {
+	return ErrorReply(&rpc.CallError{Kind: rpc.ErrServiceNotFound, Detail: "this side serves no calls"})
+}
+
+// handover lets an inline call that calls the other side (and so needs the
+// reader to get its reply) pass the reading to a new goroutine first.
+type handover struct {
+	l     *Link
+	r     *bufio.Reader
+	state atomic.Int32 // 0 running inline, 1 handed over, 2 returned
+}
+
+type handoverKey struct{}
+
+func (h *handover) handOver() {
+	if h.state.CompareAndSwap(0, 1) {
+		go h.l.readFrom(h.r)
+	}
+}
+
+// finish says whether the inline call returned without handing over.
+func (h *handover) finish() bool { return h.state.CompareAndSwap(0, 2) }
+
+// Call sends one encoded call and waits for its reply, ctx's end, or the
+// link's. ctx's deadline travels with the call. Errors are ctx.Err(), or
+// wrap ErrTooBig or ErrLinkDown.
+func (l *Link) Call(ctx context.Context, call []byte) ([]byte, error) {
+	type outcome struct {
+		reply []byte
+		err   error
+	}
+	ch := make(chan outcome, 1)
+	l.CallAsync(ctx, call, func(reply []byte, err error) { ch <- outcome{reply, err} })
+	o := <-ch
+	return o.reply, o.err
+}
+
+// CallAsync is Call without the wait: done gets the outcome exactly once,
+// on the goroutine that learnt it (the link's reader for a reply, so done
+// must not block; the caller's for a call that could not be sent).
+func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byte, err error)) {
+	if len(call) > maxFramed {
+		done(nil, fmt.Errorf("%w: the call is %d bytes, more than the %d a plugin call may have", ErrTooBig, len(call), maxFramed))
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		done(nil, err)
+		return
+	}
+	if h, ok := ctx.Value(handoverKey{}).(*handover); ok && h.l == l {
+		h.handOver() // the reply comes through the reader this goroutine is
+	}
+	l.mu.Lock()
+	if l.pending == nil {
+		err := l.err
+		l.mu.Unlock()
+		done(nil, err)
+		return
+	}
+	l.nextID++
+	id := l.nextID
+	// The caller giving up ends the call at once, and tells the other side.
+	var stop func() bool
+	l.pending[id] = func(reply []byte, err error) {
+		if stop != nil {
+			stop()
+		}
+		done(reply, err)
+	}
+	stop = context.AfterFunc(ctx, func() {
+		if l.forget(id) {
+			_ = l.send(frameCancel, id, nil, nil)
+			done(nil, ctx.Err())
+		}
+	})
+	l.mu.Unlock()
+
+	var timeout uint64
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = uint64(max(time.Until(dl).Microseconds(), 1))
+	}
+	if err := l.send(frameCall, id, binary.AppendUvarint(nil, timeout), call); err != nil && l.forget(id) {
+		stop()
+		done(nil, err)
+	}
+}
+
+// forget drops a call whose outcome is known otherwise; it says whether
+// the caller was still waiting, which makes the forgetter the one to tell
+// it.
+func (l *Link) forget(id uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, waiting := l.pending[id]
+	delete(l.pending, id)
+	return waiting
+}
+
+// send queues one frame and, unless a write is in progress, writes what
+// the socket takes now.
+func (l *Link) send(kind byte, id uint64, head, body []byte) error {
+	l.wmu.Lock()
+	if l.werr != nil {
+		err := l.werr
+		l.wmu.Unlock()
+		return err
+	}
+	if len(l.wbuf) > maxQueued {
+		l.wmu.Unlock()
+		l.conn.Close() // the reader ends the link
+		return fmt.Errorf("%w: the other side stopped reading", ErrLinkDown)
+	}
+	start := len(l.wbuf)
+	l.wbuf = append(l.wbuf, 0, 0, 0, 0, kind)
+	l.wbuf = binary.AppendUvarint(l.wbuf, id)
+	l.wbuf = append(l.wbuf, head...)
+	l.wbuf = append(l.wbuf, body...)
+	binary.BigEndian.PutUint32(l.wbuf[start:], uint32(len(l.wbuf)-start-4))
+	if l.writing {
+		l.wmu.Unlock()
+		return nil
+	}
+	l.writing = true
+	buf := l.wbuf
+	l.wbuf = l.spare[:0]
+	l.wmu.Unlock()
+	n, err := l.try.Write(buf)
+	return l.wrote(buf, n, err)
+}
+
+// wrote settles a write of buf that took n bytes: the rest goes back ahead
+// of what was queued meanwhile, for the writer goroutine.
+func (l *Link) wrote(buf []byte, n int, err error) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.writing = false
+	if err != nil {
+		l.werr = fmt.Errorf("%w: %w", ErrLinkDown, err)
+		l.conn.Close() // the reader ends the link
+		return l.werr
+	}
+	if rest := buf[n:]; len(rest) > 0 {
+		l.wbuf = append(append(make([]byte, 0, len(rest)+len(l.wbuf)), rest...), l.wbuf...)
+	} else if cap(buf) <= 1<<20 { // a huge one is not kept for the next round
+		l.spare = buf[:0]
+	}
+	if len(l.wbuf) > 0 {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// writeRest is the writer goroutine: it writes, blocking, what senders
+// left, until the link ends.
+func (l *Link) writeRest() {
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-l.wake:
+		}
+		l.wmu.Lock()
+		if l.writing || len(l.wbuf) == 0 || l.werr != nil {
+			l.wmu.Unlock()
+			continue
+		}
+		l.writing = true
+		buf := l.wbuf
+		l.wbuf = l.spare[:0]
+		l.wmu.Unlock()
+		n, err := l.conn.Write(buf)
+		_ = l.wrote(buf, n, err)
+	}
+}
+
+// Done is closed when the link has ended.
+func (l *Link) Done() <-chan struct{} { return l.done }
+
+// Err says why the link ended; nil while it is up.
+func (l *Link) Err() error {
+	select {
+	case <-l.done:
+		return l.err
+	default:
+		return nil
+	}
+}
+
+// Close ends the link: waiting calls fail, served calls' contexts end.
+func (l *Link) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.conn.Close()
+	<-l.done
+	return nil
+}
+
+func parseFrame(b []byte) (kind byte, id uint64, rest []byte, err error) {
+	if len(b) < 2 {
+		return 0, 0, nil, errors.New("short frame")
+	}
+	id, n := binary.Uvarint(b[1:])
+	if n <= 0 {
+		return 0, 0, nil, errors.New("bad request id")
+	}
+	return b[0], id, b[1+n:], nil
+}

@@ -1,0 +1,247 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// pair returns two started links joined by a socket pair; a serves aInv, b
+// serves bInv.
+func pair(t *testing.T, aInv, bInv Invoker) (a, b *Link) {
+	t.Helper()
+	ca, f, err := NewSocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b = NewLink(ca), NewLink(cb)
+	a.Start(aInv)
+	b.Start(bInv)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// invokerFunc serves every call with f, inline or not.
+type invokerFunc struct {
+	f      func(ctx context.Context, call []byte) []byte
+	inline bool
+}
+
+func (i invokerFunc) Prepare(call []byte) (func(context.Context) []byte, bool) {
+	return func(ctx context.Context) []byte { return i.f(ctx, call) }, i.inline
+}
+
+func echo(inline bool) Invoker {
+	return invokerFunc{f: func(_ context.Context, call []byte) []byte { return append([]byte("re:"), call...) }, inline: inline}
+}
+
+func TestLinkCallsBothWays(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		a, b := pair(t, echo(inline), echo(inline))
+		for _, c := range []struct {
+			from *Link
+			msg  string
+		}{{a, "from a"}, {b, "from b"}, {a, ""}} {
+			got, err := c.from.Call(context.Background(), []byte(c.msg))
+			if err != nil || string(got) != "re:"+c.msg {
+				t.Errorf("inline=%v: Call(%q) = %q, %v", inline, c.msg, got, err)
+			}
+		}
+	}
+}
+
+// An inline call that calls back through the link needs the reader to get
+// its reply: the link hands the reading to another goroutine first.
+func TestLinkInlineCallOut(t *testing.T) {
+	var b *Link
+	callsOut := invokerFunc{inline: true, f: func(ctx context.Context, call []byte) []byte {
+		reply, err := b.Call(ctx, []byte("inner"))
+		if err != nil {
+			return []byte("error: " + err.Error())
+		}
+		return append(append([]byte(nil), call...), reply...)
+	}}
+	a, bl := pair(t, echo(false), callsOut)
+	b = bl
+	for i := range 5 { // the reader keeps working after each hand-over
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		got, err := a.Call(ctx, []byte("outer+"))
+		cancel()
+		if err != nil || string(got) != "outer+re:inner" {
+			t.Fatalf("call %d = %q, %v", i, got, err)
+		}
+	}
+}
+
+func TestLinkCancel(t *testing.T) {
+	canceled := make(chan error, 1)
+	slow := invokerFunc{f: func(ctx context.Context, _ []byte) []byte {
+		<-ctx.Done()
+		canceled <- ctx.Err()
+		return nil
+	}}
+	a, _ := pair(t, nil, slow)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := a.Call(ctx, []byte("x")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call = %v, want context.Canceled", err)
+	}
+	select {
+	case err := <-canceled:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("handler's ctx ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context did not end after the caller gave up")
+	}
+
+	// The deadline travels with the call.
+	deadline := make(chan time.Duration, 1)
+	a2, _ := pair(t, nil, invokerFunc{f: func(ctx context.Context, _ []byte) []byte {
+		dl, ok := ctx.Deadline()
+		if !ok {
+			dl = time.Now()
+		}
+		deadline <- time.Until(dl)
+		return nil
+	}})
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := a2.Call(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if left := <-deadline; left < 50*time.Second || left > time.Minute {
+		t.Errorf("the handler's deadline was %v away, want about a minute", left)
+	}
+}
+
+func TestLinkTooBig(t *testing.T) {
+	a, _ := pair(t, nil, echo(false))
+	if _, err := a.Call(context.Background(), make([]byte, maxFramed+1)); !errors.Is(err, ErrTooBig) {
+		t.Fatalf("Call = %v, want ErrTooBig", err)
+	}
+	// The link still works.
+	if got, err := a.Call(context.Background(), []byte("ok")); err != nil || string(got) != "re:ok" {
+		t.Fatalf("Call after = %q, %v", got, err)
+	}
+}
+
+// Calls waiting when the other side goes away fail at once.
+func TestLinkDown(t *testing.T) {
+	started := make(chan struct{})
+	hang := invokerFunc{f: func(ctx context.Context, _ []byte) []byte {
+		close(started)
+		<-ctx.Done()
+		return nil
+	}}
+	a, b := pair(t, nil, hang)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Call(context.Background(), []byte("x"))
+		errc <- err
+	}()
+	<-started
+	b.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrLinkDown) {
+			t.Errorf("Call = %v, want ErrLinkDown", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not fail when the other side closed")
+	}
+	if _, err := a.Call(context.Background(), []byte("y")); !errors.Is(err, ErrLinkDown) {
+		t.Errorf("Call after = %v, want ErrLinkDown", err)
+	}
+}
+
+// A sender never waits for the other side to read: the node's sender is a
+// consumer connection's reader.
+func TestLinkSendDoesNotBlock(t *testing.T) {
+	ca, f, err := NewSocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() // the other end is never read
+	a := NewLink(ca)
+	a.Start(nil)
+	defer a.Close()
+	call := bytes.Repeat([]byte("x"), 1<<20)
+	var sent atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 8 { // 8 MiB, far more than a socket buffer
+			a.CallAsync(context.Background(), call, func([]byte, error) {})
+			sent.Add(1)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("sending blocked after %d calls on a peer that does not read", sent.Load())
+	}
+}
+
+func TestLinkCorruptFrame(t *testing.T) {
+	ca, f, err := NewSocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	a := NewLink(ca)
+	a.Start(echo(false))
+	defer a.Close()
+	cb.Write([]byte{0, 0, 0, 3, 'z', 1, 2}) // unknown frame kind
+	select {
+	case <-a.Done():
+		if !errors.Is(a.Err(), ErrCorrupt) {
+			t.Errorf("Err = %v, want ErrCorrupt", a.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a corrupt frame did not end the link")
+	}
+}
+
+// FuzzLinkFrames feeds arbitrary bytes to a link's reader: it serves what
+// parses and ends the link on the rest, without panicking or hanging.
+func FuzzLinkFrames(f *testing.F) {
+	call := func(kind byte, rest ...byte) []byte {
+		b := []byte{0, 0, 0, byte(1 + len(rest)), kind}
+		return append(b, rest...)
+	}
+	f.Add(call(frameCall, 1, 0, 'h', 'i'))
+	f.Add(append(call(frameCall, 2, 0x90, 0x4e, 'x'), call(frameCancel, 2)...))
+	f.Add(call(frameReply, 7, 'r'))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 'c'})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		ca, cb := net.Pipe()
+		defer cb.Close()
+		l := NewLink(ca)
+		l.Start(echo(true))
+		go io.Copy(io.Discard, cb) // the replies
+		cb.Write(in)
+		cb.Close()
+		select {
+		case <-l.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the link did not end when its peer closed")
+		}
+	})
+}
