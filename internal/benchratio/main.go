@@ -5,8 +5,10 @@
 //	go test -run '^$' -bench . ./embeddedzk/ | go run ./internal/benchratio
 //
 // The pairs, ours first: /embedded vs /apache (the registry), /ours vs
-// /dubbogo and /ours-plugin vs /dubbogo (the RPC providers), and /plugin vs
-// /inprocess (the same handler behind a plugin or in the provider).
+// /dubbogo and /ours-plugin vs /dubbogo (the RPC providers), /plugin vs
+// /inprocess (the same handler behind a plugin or in the provider), and
+// /floor vs /inprocess and /plugin vs /floor (the least a process boundary
+// costs, and how close the plugin path comes to it).
 //
 // The ratio is oriented so that above 1 always means ours is better: for
 // "lower is better" metrics (ns/op, p50_us, p99_us, B/op, ...) it is
@@ -50,6 +52,8 @@ var pairs = []pair{
 	{"ours", "dubbogo"},
 	{"ours-plugin", "dubbogo"},
 	{"plugin", "inprocess"},
+	{"floor", "inprocess"},
+	{"plugin", "floor"},
 }
 
 // higherIsBetter are the units of rates.

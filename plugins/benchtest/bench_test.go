@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/plugins"
+	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 	"github.com/dubbo-lab/dubbo/plugins/sdk"
 )
 
@@ -24,6 +26,10 @@ import (
 const modeEnv = "DUBBO_BENCHTEST_PLUGIN"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(modeEnv) == "echo" {
+		echo()
+		return
+	}
 	if os.Getenv(modeEnv) != "" {
 		// DUBBO_BENCHTEST_PLUGIN_CPUPROFILE=file profiles the plugin side.
 		if path := os.Getenv(modeEnv + "_CPUPROFILE"); path != "" {
@@ -55,9 +61,12 @@ func greeter(group string) sdk.Service {
 var sayHello = []provider.Method{{Name: "sayHello", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"}}
 
 // BenchmarkProviderPath calls sayHello through a real provider, served
-// in-process by the SDK's dispatcher (group inprocess) and by a plugin
-// process running the same handler (group plugin), at concurrency 1 and 32.
-// Each sub-benchmark reports qps, p50_us and p99_us.
+// in-process by the SDK's dispatcher (group inprocess), by a plugin process
+// running the same handler (group plugin), and by the least a process
+// boundary costs (group floor: a child process that answers every call on
+// a plugin link with canned bytes, no decoding, no handler, no go-plugin),
+// at concurrency 1 and 32. Each sub-benchmark reports qps, p50_us and
+// p99_us.
 func BenchmarkProviderPath(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
@@ -90,8 +99,12 @@ func BenchmarkProviderPath(b *testing.B) {
 	}
 	defer c.Close()
 
+	floor, stopFloor := startFloor(b)
+	defer stopFloor()
+	export(b, p, "floor", floor)
+
 	for _, conc := range []int{1, 32} {
-		for _, group := range []string{"inprocess", "plugin"} {
+		for _, group := range []string{"inprocess", "plugin", "floor"} {
 			b.Run(fmt.Sprintf("c=%d/%s", conc, group), func(b *testing.B) { run(b, c, group, conc) })
 		}
 	}
@@ -146,4 +159,82 @@ func run(b *testing.B, c rpc.Invoker, group string, conc int) {
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50_us")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99_us")
 	b.ReportMetric(0, "ns/op") // qps says it, per concurrency
+}
+
+// floorReply is the encoded reply the echo child sends to every call.
+var floorReply = func() []byte {
+	b, err := wire.EncodeReply(&rpc.Result{Value: "Hello, world"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// echo is the child process of the floor: it answers every call on its
+// link with floorReply, on the link's reader, until the link ends.
+func echo() {
+	link, err := wire.PluginLink()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	link.Start(cannedReply{})
+	<-link.Done()
+}
+
+type cannedReply struct{}
+
+func (cannedReply) Prepare([]byte) (func(context.Context) []byte, bool) {
+	return func(context.Context) []byte { return floorReply }, true
+}
+
+// floorInvoker sends every call to the echo child as it is, without
+// encoding the arguments, and decodes the canned reply: the provider
+// serves it like a plugin (an AsyncInvoker).
+type floorInvoker struct{ link *wire.Link }
+
+var floorCall = []byte("sayHello")
+
+func (f floorInvoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	reply, err := f.link.Call(ctx, floorCall)
+	if err != nil {
+		return nil, err
+	}
+	return wire.DecodeReply(reply)
+}
+
+func (f floorInvoker) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func(*rpc.Result, error)) {
+	f.link.CallAsync(ctx, floorCall, func(reply []byte, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(wire.DecodeReply(reply))
+	})
+}
+
+// startFloor starts the echo child of this test binary on a link.
+func startFloor(b *testing.B) (floorInvoker, func()) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	node, child, err := wire.NewSocketPair()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), modeEnv+"=echo", wire.LinkFDEnv+"=3")
+	cmd.ExtraFiles = []*os.File{child}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	child.Close()
+	link := wire.NewLink(node)
+	link.Start(nil)
+	return floorInvoker{link}, func() {
+		link.Close()
+		cmd.Wait() // the child's link ends with ours
+	}
 }
