@@ -28,9 +28,7 @@ type AsyncInvoker interface {
 // Handle implements transport.Handler: it routes one request to its
 // exporter as Java's DubboProtocol does and answers it.
 func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.Response {
-	ch := make(chan *protocol.Response, 1)
-	p.serve(ctx, req, func(resp *protocol.Response) { ch <- resp })
-	return <-ch
+	return p.serve(ctx, req, nil)
 }
 
 // Async implements transport.AsyncHandler: plain calls of services whose
@@ -52,7 +50,9 @@ func (p *Provider) Async(req *protocol.Request) bool {
 
 // HandleAsync implements transport.AsyncHandler.
 func (p *Provider) HandleAsync(ctx context.Context, req *protocol.Request, reply func(*protocol.Response)) {
-	p.serve(ctx, req, reply)
+	if resp := p.serve(ctx, req, reply); resp != nil {
+		reply(resp)
+	}
 }
 
 // requestKey is the service key a request asks for.
@@ -64,9 +64,9 @@ func requestKey(req *protocol.Request) string {
 	return url.ServiceKey(req.Path, req.Attachment(url.KeyGroup), version)
 }
 
-// serve answers req through finish, called exactly once: before serve
-// returns, or later when the service is an AsyncInvoker.
-func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func(*protocol.Response)) {
+// serve answers req. With finish set, a call of an AsyncInvoker's service
+// is only started: serve returns nil and finish gets the response later.
+func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func(*protocol.Response)) (out *protocol.Response) {
 	resp := protocol.ResponseTo(req)
 	key := requestKey(req)
 	e := p.lookup(key)
@@ -77,8 +77,7 @@ func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func
 		resp.ErrorMessage = fmt.Sprintf("Not found exported service: %s:%d in %v, may be version or group mismatch; "+
 			"check the interface, version and group of the reference (consumer %s, provider %s)",
 			key, p.port, p.keys(), peer(ctx), p.Addr())
-		finish(resp)
-		return
+		return resp
 	}
 	if e.token != "" && req.Attachment("token") != e.token {
 		// Java's TokenFilter throws, which the exchange layer turns into
@@ -87,16 +86,14 @@ func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func
 		resp.ErrorMessage = fmt.Sprintf("Invalid token! Forbid invoke remote service %s method %s() from consumer %s to provider %s: "+
 			"the consumer must send the token published in the provider URL (subscribe through the registry, or set it)",
 			e.svc.Interface, req.Method, peer(ctx), p.Addr())
-		finish(resp)
-		return
+		return resp
 	}
 	types, err := protocol.ParseDescriptor(req.ParamDesc)
 	if err != nil || len(types) != len(req.Args) {
 		resp.Status = protocol.StatusBadRequest
 		resp.ErrorMessage = fmt.Sprintf("service %s method %s: parameter descriptor %q does not match %d arguments",
 			key, req.Method, req.ParamDesc, len(req.Args))
-		finish(resp)
-		return
+		return resp
 	}
 	// The transport already bounds ctx by the same timeout, counted from
 	// when the request arrived; a second, later deadline would only cost a
@@ -104,8 +101,17 @@ func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func
 	if t := timeoutOf(req); t > 0 && !deadlineWithin(ctx, t) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
-		inner := finish
-		finish = func(resp *protocol.Response) { cancel(); inner(resp) }
+		if finish == nil {
+			defer cancel()
+		} else {
+			inner := finish
+			finish = func(resp *protocol.Response) { cancel(); inner(resp) }
+			defer func() {
+				if out != nil { // answered without starting anything
+					cancel()
+				}
+			}()
+		}
 	}
 
 	switch req.Method {
@@ -113,42 +119,37 @@ func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func
 		if len(req.Args) != 1 {
 			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 				Message: fmt.Sprintf("$echo of %s takes one argument, got %d", key, len(req.Args))}
-			finish(resp)
-			return
+			return resp
 		}
 		resp.Value = req.Args[0]
-		finish(resp)
-		return
+		return resp
 	case protocol.MethodInvoke, protocol.MethodInvokeAsync:
 		method, gtypes, args, err := generic.Unpack(req.Args)
 		if err != nil {
 			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 				Message: fmt.Sprintf("generic call of %s: %v", key, err)}
-			finish(resp)
-			return
+			return resp
 		}
-		p.invoke(ctx, resp, e, method, gtypes, args, req.Attachments, true, finish)
-		return
+		return p.invoke(ctx, resp, e, method, gtypes, args, req.Attachments, true, finish)
 	}
-	p.invoke(ctx, resp, e, req.Method, types, req.Args, req.Attachments, false, finish)
+	return p.invoke(ctx, resp, e, req.Method, types, req.Args, req.Attachments, false, finish)
 }
 
-// invoke runs one method of e, fills resp and finishes it.
+// invoke runs one method of e and returns resp filled, or starts it and
+// returns nil (serve).
 func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *exporter, name string, types []string,
-	args []any, att map[string]any, isGeneric bool, finish func(*protocol.Response)) {
+	args []any, att map[string]any, isGeneric bool, finish func(*protocol.Response)) *protocol.Response {
 	m, ok := e.method(name, types)
 	if !ok {
 		resp.Exception = &protocol.Exception{Class: "java.lang.UnsupportedOperationException",
 			Message: fmt.Sprintf("cannot find method [%s] of service [%s]; it has %v", name, e.key, e.methodNames())}
-		finish(resp)
-		return
+		return resp
 	}
 	if len(args) != len(m.ParamTypes) {
 		resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 			Message: fmt.Sprintf("method %s of service %s takes %d arguments (%s), got %d",
 				m.Name, e.key, len(m.ParamTypes), strings.Join(m.ParamTypes, ", "), len(args))}
-		finish(resp)
-		return
+		return resp
 	}
 	conv := make([]any, len(args))
 	for i, a := range args {
@@ -156,8 +157,7 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 		if err != nil {
 			resp.Exception = &protocol.Exception{Class: "java.lang.IllegalArgumentException",
 				Message: fmt.Sprintf("method %s of service %s, argument %d: %v", m.Name, e.key, i, err)}
-			finish(resp)
-			return
+			return resp
 		}
 		conv[i] = v
 	}
@@ -171,15 +171,16 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 		Attachments: att,
 	}
 	end := p.stats.begin(e.key, m.Name)
-	complete := func(res *rpc.Result, err error) {
-		p.complete(ctx, resp, e, m, att, isGeneric, end, res, err)
-		finish(resp)
+	if ai, ok := e.svc.Invoker.(AsyncInvoker); ok && finish != nil {
+		safeInvokeAsync(ctx, ai, inv, func(res *rpc.Result, err error) {
+			p.complete(ctx, resp, e, m, att, isGeneric, end, res, err)
+			finish(resp)
+		})
+		return nil
 	}
-	if ai, ok := e.svc.Invoker.(AsyncInvoker); ok {
-		safeInvokeAsync(ctx, ai, inv, complete)
-		return
-	}
-	complete(safeInvoke(ctx, e.svc.Invoker, inv))
+	res, err := safeInvoke(ctx, e.svc.Invoker, inv)
+	p.complete(ctx, resp, e, m, att, isGeneric, end, res, err)
+	return resp
 }
 
 // complete fills resp with the outcome of a call of method m of e.
