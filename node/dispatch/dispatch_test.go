@@ -349,3 +349,42 @@ func TestDispatcherErrors(t *testing.T) {
 }
 
 func (t target) String() string { return [...]string{"inline", "pooled", "serial"}[t] }
+
+// RunHere runs on the caller's goroutine within the pool's limit, and the
+// pool counts what it runs against Threads.
+func TestPoolRunHere(t *testing.T) {
+	p, err := NewPool(PoolConfig{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	if !p.RunHere(func() { ran = true }) || !ran {
+		t.Fatal("RunHere on an idle pool did not run the task")
+	}
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	go p.RunHere(func() { close(inside); <-release })
+	<-inside
+	if st := p.Stats(); st.Active != 1 {
+		t.Errorf("Active = %d while a task runs here, want 1", st.Active)
+	}
+	if p.RunHere(func() {}) {
+		t.Error("RunHere ran a second task on a pool of one")
+	}
+	if err := p.Submit(func() {}); err == nil {
+		t.Error("Submit accepted a task while the pool's one slot runs a task here")
+	}
+	close(release)
+	for p.Stats().Active != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan struct{})
+	if err := p.Submit(func() { close(done) }); err != nil {
+		t.Fatalf("Submit after the task here ended: %v", err)
+	}
+	<-done
+	p.Close()
+	if p.RunHere(func() {}) {
+		t.Error("RunHere ran a task on a closed pool")
+	}
+}

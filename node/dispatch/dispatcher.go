@@ -117,6 +117,13 @@ func (d *Dispatcher) Dispatch(k Kind, task func()) error {
 	return nil
 }
 
+// RunHere runs a request's task on the calling goroutine when the
+// dispatcher would run it on the pool and the pool has room (Pool.RunHere);
+// it says whether it ran it.
+func (d *Dispatcher) RunHere(task func()) bool {
+	return d.route[Request] == pooled && d.pool.RunHere(task)
+}
+
 // Close stops the ordered queue of the connection dispatcher after it has
 // run what it holds. The pool belongs to the caller and stays open.
 func (d *Dispatcher) Close() {

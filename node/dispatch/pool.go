@@ -139,17 +139,21 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 // *RejectedError (errors.Is rpc.ErrPoolExhausted) when every worker is busy
 // and the queue, if any, is full. It never blocks.
 func (p *Pool) Submit(task func()) error {
-	select {
-	case p.handoff <- task:
-		p.tasks.Add(1)
-		return nil
-	default:
+	// Tasks run by RunHere count against Threads too.
+	room := p.active.Load() < int64(p.max)
+	if room {
+		select {
+		case p.handoff <- task:
+			p.tasks.Add(1)
+			return nil
+		default:
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.closed:
-	case p.workers < p.core || p.growFirst && p.workers < p.max:
+	case room && (p.workers < p.core || p.growFirst && p.workers < p.max):
 		p.spawn(task)
 		return nil
 	case p.queue != nil && p.enqueue(task):
@@ -157,12 +161,45 @@ func (p *Pool) Submit(task func()) error {
 			p.spawn(nil)
 		}
 		return nil
-	case p.workers < p.max:
+	case room && p.workers < p.max:
 		p.spawn(task)
 		return nil
 	}
 	p.rejected.Add(1)
 	return &RejectedError{Stats: p.statsLocked(), Name: p.name, Where: p.where, Shutdown: p.closed}
+}
+
+// RunHere runs task on the calling goroutine, counted as one of the
+// pool's busy workers (Submit refuses what would exceed Threads with it),
+// when the pool has room for it (fewer than Threads tasks running, not
+// closed); otherwise it runs nothing and says so. It
+// lets a caller that would only wait for the task (the connection's reader
+// when nothing else of its connection is running) skip the hand-off to a
+// worker, which on a small VM costs tens of µs of latency.
+func (p *Pool) RunHere(task func()) bool {
+	for {
+		a := p.active.Load()
+		if a >= int64(p.max) {
+			return false
+		}
+		if p.active.CompareAndSwap(a, a+1) {
+			break
+		}
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		p.active.Add(-1)
+		return false
+	}
+	p.tasks.Add(1)
+	defer func() {
+		p.active.Add(-1)
+		p.completed.Add(1)
+	}()
+	task()
+	return true
 }
 
 func (p *Pool) enqueue(task func()) bool {

@@ -71,6 +71,7 @@ type Server struct {
 	ownsPool   bool
 	log        *slog.Logger
 	encoders   *encoders
+	watch      *watchdog
 
 	eventID  atomic.Int64 // ids of the read-only events we send
 	inFlight atomic.Int64
@@ -129,6 +130,7 @@ func Serve(ln net.Listener, h Handler, cfg ServerConfig) (*Server, error) {
 		}
 		s.ownsPool = true
 	}
+	s.watch = newWatchdog(s)
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -242,6 +244,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.wg.Wait()
 	}
+	s.watch.close()
 	if s.ownsPool {
 		s.dispatcher.Close()
 		if perr := s.dispatcher.Pool().Shutdown(ctx); perr != nil && err == nil {
@@ -273,6 +276,7 @@ func (s *Server) Close() error {
 		c.w.fail(errWriterClosed)
 	}
 	s.wg.Wait()
+	s.watch.close()
 	if s.ownsPool {
 		s.dispatcher.Close()
 		s.dispatcher.Pool().Close()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/callctx"
@@ -35,7 +36,30 @@ type serverConn struct {
 	// work nobody will receive.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	dec  *protocol.Decoder // the reader's, passed on with the reading
+	busy atomic.Int32      // requests of this connection being served
+	// here is the request the reader is running itself, if any; the
+	// server's watchdog hands the reading to a new goroutine when it runs
+	// for long.
+	here atomic.Pointer[hereRun]
 }
+
+// hereRun is one request run on the connection's reader.
+type hereRun struct {
+	since int64        // monoNow when it started
+	state atomic.Int32 // hereRunning, hereHandedOver, hereDone
+}
+
+const (
+	hereRunning int32 = iota
+	hereHandedOver
+	hereDone
+)
+
+// errHandedOver ends a reader whose request ran long: another goroutine
+// reads the connection now.
+var errHandedOver = errors.New("another goroutine reads the connection now")
 
 func newServerConn(s *Server, conn net.Conn) *serverConn {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()))
@@ -43,12 +67,24 @@ func newServerConn(s *Server, conn net.Conn) *serverConn {
 }
 
 func (c *serverConn) serve() {
-	defer c.s.wg.Done()
-	remote := c.conn.RemoteAddr()
 	if fn := c.s.cfg.OnConnect; fn != nil {
+		remote := c.conn.RemoteAddr()
 		c.s.dispatcher.Dispatch(dispatch.Connect, func() { fn(remote) })
 	}
+	c.dec = protocol.NewDecoder(bufio.NewReaderSize(c.conn, 16<<10), c.s.cfg.Payload)
+	c.readAndClose()
+}
+
+// readAndClose reads until the connection ends, then closes it; a reader
+// that handed the reading over returns at once and leaves that to its
+// successor, which also takes over its place in s.wg.
+func (c *serverConn) readAndClose() {
 	err := c.read()
+	if err == errHandedOver {
+		return
+	}
+	defer c.s.wg.Done()
+	remote := c.conn.RemoteAddr()
 	c.cancel()
 	c.w.fail(err)
 	c.s.removeConn(c)
@@ -60,10 +96,12 @@ func (c *serverConn) serve() {
 	}
 }
 
-// read decodes frames until the connection fails or stops speaking dubbo.
-// It never runs business code and never waits for it.
+// read decodes frames until the connection fails or stops speaking dubbo,
+// or until a request it ran itself was handed over. It runs a handler only
+// when nothing else of its connection runs (runHere), never waits on one
+// for long.
 func (c *serverConn) read() error {
-	dec := protocol.NewDecoder(bufio.NewReaderSize(c.conn, 16<<10), c.s.cfg.Payload)
+	dec := c.dec
 	idle := c.s.cfg.HeartbeatTimeout
 	for {
 		// A consumer heartbeats every minute; silence for three means it is gone.
@@ -105,7 +143,9 @@ func (c *serverConn) read() error {
 			c.event(req)
 			continue
 		}
-		c.dispatch(req)
+		if !c.dispatch(req) {
+			return errHandedOver
+		}
 	}
 }
 
@@ -116,7 +156,9 @@ func (c *serverConn) event(req *protocol.Request) {
 	}
 }
 
-func (c *serverConn) dispatch(req *protocol.Request) {
+// dispatch serves req; it says whether this goroutine is still the
+// connection's reader.
+func (c *serverConn) dispatch(req *protocol.Request) (reader bool) {
 	// The consumer gives up after its timeout attachment, counted from now,
 	// so the handler's context does too (time in the pool queue counts).
 	var deadline time.Time
@@ -124,20 +166,50 @@ func (c *serverConn) dispatch(req *protocol.Request) {
 		deadline = time.Now().Add(d)
 	}
 	c.s.inFlight.Add(1)
+	c.busy.Add(1)
 	if h, ok := c.s.handler.(AsyncHandler); ok && h.Async(req) {
 		c.handleAsync(h, req, deadline)
-		return
+		return true
+	}
+	if c.busy.Load() == 1 {
+		// Nothing else of this connection runs, so the reader would only
+		// wait for this request: it runs it itself rather than wake a pool
+		// worker, which costs more than the typical handler. Should the
+		// handler run long, the watchdog lets another goroutine read on.
+		run := &hereRun{since: monoNow()}
+		c.here.Store(run)
+		c.s.watch.poke()
+		ran := c.s.dispatcher.RunHere(func() { c.handle(req, deadline) })
+		c.here.Store(nil)
+		reader = run.state.CompareAndSwap(hereRunning, hereDone)
+		if ran {
+			return reader
+		}
+	} else {
+		reader = true
 	}
 	err := c.s.dispatcher.Dispatch(dispatch.Request, func() { c.handle(req, deadline) })
 	if err == nil {
-		return
+		return reader
 	}
 	c.s.inFlight.Add(-1)
+	c.busy.Add(-1)
 	if req.TwoWay {
 		resp := protocol.ResponseTo(req)
 		resp.Status = protocol.StatusServerThreadpoolExhaust
 		resp.ErrorMessage = fmt.Sprintf("Server side(%s) thread pool is exhausted, detail msg:%v", hostComma(c.conn.LocalAddr()), err)
 		c.send(resp, queued)
+	}
+	return reader
+}
+
+// handOver lets a new goroutine read the connection while run, a request
+// the reader runs itself, goes on; the new reader takes over the old one's
+// place in s.wg, so the old one is then no more waited for than a pool
+// worker.
+func (c *serverConn) handOver(run *hereRun) {
+	if run.state.CompareAndSwap(hereRunning, hereHandedOver) {
+		go c.readAndClose()
 	}
 }
 
@@ -145,6 +217,7 @@ func (c *serverConn) dispatch(req *protocol.Request) {
 // context.
 func (c *serverConn) handle(req *protocol.Request, deadline time.Time) {
 	defer c.s.inFlight.Add(-1)
+	defer c.busy.Add(-1)
 	resp := c.call(req, deadline)
 	if req.TwoWay {
 		if resp == nil {
@@ -169,6 +242,7 @@ func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline
 	reply := func(resp *protocol.Response) {
 		once.Do(func() {
 			defer c.s.inFlight.Add(-1)
+			defer c.busy.Add(-1)
 			release()
 			if !req.TwoWay {
 				return

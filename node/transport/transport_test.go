@@ -770,3 +770,37 @@ func TestHandlerDeadlineFromTimeoutAttachment(t *testing.T) {
 		}
 	})
 }
+
+// A request the reader runs itself (its connection was idle) that turns out
+// slow holds the connection's next requests up for a few milliseconds at
+// most: the watchdog lets another goroutine read on.
+func TestSlowRequestRunHereHandedOver(t *testing.T) {
+	s := startServer(t, "", greeter, ServerConfig{})
+	c := dial(t, s, ClientConfig{Timeout: 5 * time.Second})
+	slow := make(chan error, 1)
+	go func() { _, err := c.Invoke(context.Background(), sleepInv(1000)); slow <- err }()
+	waitFor(t, "the slow call in flight", func() bool { return s.Stats().InFlight == 1 })
+	start := time.Now()
+	callHello(t, c, "meanwhile")
+	if took := time.Since(start); took > 300*time.Millisecond {
+		t.Fatalf("a call behind a slow one on the same connection took %v", took)
+	}
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	callHello(t, c, "after")
+}
+
+// Close does not wait for a handler its reader runs, any more than for one
+// on the pool.
+func TestCloseDoesNotWaitForHandlerRunHere(t *testing.T) {
+	s := startServer(t, "", greeter, ServerConfig{})
+	c := dial(t, s, ClientConfig{Timeout: 10 * time.Second})
+	go c.Invoke(context.Background(), sleepInv(5000))
+	waitFor(t, "the slow call in flight", func() bool { return s.Stats().InFlight == 1 })
+	start := time.Now()
+	s.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Close took %v with a 5s handler running", took)
+	}
+}
