@@ -90,6 +90,7 @@ type Link struct {
 	wbuf    []byte
 	spare   []byte
 	writing bool
+	held    bool // frames wait in wbuf for the reader's flushHeld
 	werr    error
 }
 
@@ -153,6 +154,9 @@ func (l *Link) readFrom(r *bufio.Reader) {
 func (l *Link) readFrames(r *bufio.Reader) error {
 	var head [4]byte
 	for {
+		if !frameBuffered(r) {
+			l.flushHeld() // the burst is over: write the replies held back
+		}
 		if _, err := io.ReadFull(r, head[:]); err != nil {
 			return err
 		}
@@ -216,7 +220,9 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 	l.cmu.Lock()
 	l.cancels[id] = release
 	l.cmu.Unlock()
-	f := func(ctx context.Context) {
+	// hold says whether the reply may wait for the end of the burst of
+	// frames the reader is in.
+	f := func(ctx context.Context, hold func() bool) {
 		reply := run(ctx)
 		l.cmu.Lock()
 		delete(l.cancels, id)
@@ -226,18 +232,20 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 			reply = ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider,
 				Detail: fmt.Sprintf("the reply is %d bytes, more than the %d a plugin reply may have", len(reply), maxFramed)})
 		}
-		_ = l.send(frameReply, id, nil, reply) // fails only when the link is down
+		_ = l.sendHeld(frameReply, id, nil, reply, hold()) // fails only when the link is down
 	}
 	if inline {
 		h := &handover{l: l, r: r}
-		f(context.WithValue(ctx, handoverKey{}, h))
+		// More frames buffered: their replies go out in one write with
+		// this one, unless this call handed the reading over.
+		f(context.WithValue(ctx, handoverKey{}, h), func() bool { return h.state.Load() == 0 && frameBuffered(r) })
 		return h.finish()
 	}
 	select {
-	case l.work <- func() { f(ctx) }:
+	case l.work <- func() { f(ctx, never) }:
 	default:
 		go func() {
-			f(ctx)
+			f(ctx, never)
 			for f := range l.work {
 				f()
 			}
@@ -245,6 +253,8 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 	}
 	return true
 }
+
+func never() bool { return false }
 
 func refuse(context.Context) []byte {
 	return ErrorReply(&rpc.CallError{Kind: rpc.ErrServiceNotFound, Detail: "this side serves no calls"})
@@ -268,6 +278,16 @@ func (h *handover) handOver() {
 
 // finish says whether the inline call returned without handing over.
 func (h *handover) finish() bool { return h.state.CompareAndSwap(0, 2) }
+
+// frameBuffered says whether r holds a whole frame, which the reader can
+// handle without waiting.
+func frameBuffered(r *bufio.Reader) bool {
+	if r.Buffered() < 4 {
+		return false
+	}
+	head, _ := r.Peek(4)
+	return uint64(r.Buffered()) >= 4+uint64(binary.BigEndian.Uint32(head))
+}
 
 // Call sends one encoded call and waits for its reply, ctx's end, or the
 // link's. ctx's deadline travels with the call. Errors are ctx.Err(), or
@@ -347,6 +367,12 @@ func (l *Link) forget(id uint64) bool {
 // send queues one frame and, unless a write is in progress, writes what
 // the socket takes now.
 func (l *Link) send(kind byte, id uint64, head, body []byte) error {
+	return l.sendHeld(kind, id, head, body, false)
+}
+
+// sendHeld is send; with hold set, only the reader's flushHeld writes the
+// frame, once the reader has no more frames buffered.
+func (l *Link) sendHeld(kind byte, id uint64, head, body []byte, hold bool) error {
 	l.wmu.Lock()
 	if l.werr != nil {
 		err := l.werr
@@ -368,12 +394,36 @@ func (l *Link) send(kind byte, id uint64, head, body []byte) error {
 		l.wmu.Unlock()
 		return nil
 	}
+	if hold {
+		l.held = true
+		l.wmu.Unlock()
+		return nil
+	}
+	l.held = false
 	l.writing = true
 	buf := l.wbuf
 	l.wbuf = l.spare[:0]
 	l.wmu.Unlock()
 	n, err := l.try.Write(buf)
 	return l.wrote(buf, n, err)
+}
+
+// flushHeld writes the frames held back, if no write is in progress (which
+// then takes them).
+func (l *Link) flushHeld() {
+	l.wmu.Lock()
+	if !l.held || l.writing || len(l.wbuf) == 0 || l.werr != nil {
+		l.held = false
+		l.wmu.Unlock()
+		return
+	}
+	l.held = false
+	l.writing = true
+	buf := l.wbuf
+	l.wbuf = l.spare[:0]
+	l.wmu.Unlock()
+	n, err := l.try.Write(buf)
+	_ = l.wrote(buf, n, err)
 }
 
 // wrote settles a write of buf that took n bytes: the rest goes back ahead

@@ -245,3 +245,33 @@ func FuzzLinkFrames(f *testing.F) {
 		}
 	})
 }
+
+// Under concurrency an inline server holds replies back while more calls
+// are buffered and writes them together: none may be left behind.
+func TestLinkConcurrentInline(t *testing.T) {
+	a, _ := pair(t, nil, echo(true))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := make(chan error, 64)
+	for g := range 64 {
+		go func() {
+			for i := range 200 {
+				msg := []byte{byte(g), byte(i)}
+				got, err := a.Call(ctx, msg)
+				if err == nil && !bytes.Equal(got, append([]byte("re:"), msg...)) {
+					err = errors.New("wrong reply " + string(got))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 64 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
