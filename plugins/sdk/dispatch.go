@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,44 +36,47 @@ type method struct {
 	params  []reflect.Type
 	result  bool // returns (T, error) rather than error
 	javaSig Signature
-	// quick counts the runs in a row under quickRun, up to quickRuns; -1
-	// for good once a run took slowRun or called through the node.
-	quick atomic.Int32
+	// Whether calls run on the link's reader: earned by need quick runs
+	// in a row (see observe).
+	mu     sync.Mutex
+	quick  int  // runs in a row under quickRun
+	need   int  // quick runs in a row needed; 0 until the first run
+	never  bool // it called through the node
+	inline atomic.Bool
 }
 
 // A method whose last quickRuns runs each returned within quickRun runs on
-// the link's reader, which saves a worker's wake-up per call; one that ever
-// took slowRun, or called through the node, never does. A handler that
-// blocks only now and then holds the plugin's other calls up once, for
-// that run.
+// the link's reader, which saves a worker's wake-up per call. A longer run
+// sends it back to the workers until it has earned it again; one that took
+// slowRun while on the reader (holding the plugin's other calls up) doubles
+// the quick runs needed, up to maxNeed. A method that called through the
+// node never runs there.
 const (
 	quickRun  = 50 * time.Microsecond
 	quickRuns = 16
 	slowRun   = time.Millisecond
+	maxNeed   = 1 << 16
 )
 
-// inline says whether the method has earned running on the reader.
-func (m *method) inline() bool { return m.quick.Load() >= quickRuns }
-
-// observe counts one run that took d.
-func (m *method) observe(d time.Duration, calledOut bool) {
-	for {
-		q := m.quick.Load()
-		next := q
-		switch {
-		case q < 0:
-			return
-		case calledOut || d >= slowRun:
-			next = -1
-		case d >= quickRun:
-			next = 0
-		case q < quickRuns:
-			next = q + 1
-		}
-		if next == q || m.quick.CompareAndSwap(q, next) {
-			return
-		}
+// observe counts one run that took d; inline says it ran on the reader.
+func (m *method) observe(d time.Duration, inline, calledOut bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.need == 0 {
+		m.need = quickRuns
 	}
+	switch {
+	case calledOut:
+		m.never = true
+	case d >= quickRun:
+		m.quick = 0
+		if inline && d >= slowRun {
+			m.need = min(2*m.need, maxNeed)
+		}
+	default:
+		m.quick++
+	}
+	m.inline.Store(!m.never && m.quick >= m.need)
 }
 
 var (

@@ -143,13 +143,14 @@ func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline 
 		return func(context.Context) []byte { return b }, true
 	}
 	m := s.d.method(inv)
+	inline = m != nil && m.inline.Load()
 	run = func(ctx context.Context) []byte {
 		ci := &callInfo{caller: s.caller, attachments: inv.Attachments}
 		ctx = context.WithValue(ctx, callKey{}, ci)
 		start := time.Now()
 		res, callErr := s.d.Invoke(ctx, inv)
 		if m != nil {
-			m.observe(time.Since(start), ci.calledOut.Load())
+			m.observe(time.Since(start), inline, ci.calledOut.Load())
 		}
 		b, err := wire.EncodeReply(res, callErr)
 		if err != nil {
@@ -159,5 +160,5 @@ func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline 
 		}
 		return b
 	}
-	return run, m != nil && m.inline()
+	return run, inline
 }
