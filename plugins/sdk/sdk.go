@@ -39,6 +39,13 @@
 // Inside a call, Client(ctx) calls other Dubbo services through the node,
 // and Attachments(ctx) holds the attachments the caller sent.
 //
+// Calls run concurrently, each on a goroutine of its own, except that a
+// method whose recent calls each returned within 50µs (and never called
+// through the node) runs on the goroutine reading the node's calls, which
+// saves a goroutine hand-off per call. A method that then takes longer goes
+// back to its own goroutines; a handler that blocks only now and then holds
+// the plugin's other calls up for that one call.
+//
 // A plugin can also run code of its own, for instance a consumer-side
 // plugin (listed in consumer.plugins) that serves nothing and only calls.
 // Run gives it a Caller as soon as the node has connected, and ends its
