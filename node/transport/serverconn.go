@@ -218,16 +218,30 @@ func (c *serverConn) handOver(run *hereRun) {
 func (c *serverConn) handle(req *protocol.Request, deadline time.Time) {
 	defer c.s.inFlight.Add(-1)
 	defer c.busy.Add(-1)
-	resp := c.call(req, deadline)
-	if req.TwoWay {
-		if resp == nil {
-			resp = protocol.ResponseTo(req)
-			resp.Status = protocol.StatusServiceError
-			resp.ErrorMessage = fmt.Sprintf("service %s method %s returned no response", req.Path, req.Method)
-		}
-		resp.ID = req.ID
-		c.send(resp, inline)
+	c.answer(req, c.call(req, deadline), inline)
+}
+
+// answer sends the handler's response to a two-way request.
+func (c *serverConn) answer(req *protocol.Request, resp *protocol.Response, mode writeMode) {
+	if !req.TwoWay {
+		return
 	}
+	if resp == nil {
+		resp = protocol.ResponseTo(req)
+		resp.Status = protocol.StatusServiceError
+		resp.ErrorMessage = fmt.Sprintf("service %s method %s returned no response", req.Path, req.Method)
+	}
+	resp.ID = req.ID
+	c.send(resp, mode)
+}
+
+// panicked is the response to a request whose handler panicked with r.
+func (c *serverConn) panicked(req *protocol.Request, r any) *protocol.Response {
+	c.s.log.Error("handler panicked", "service", req.Path, "method", req.Method, "panic", r)
+	resp := protocol.ResponseTo(req)
+	resp.Status = protocol.StatusServiceError
+	resp.ErrorMessage = fmt.Sprintf("provider handler panicked in %s.%s: %v", req.Path, req.Method, r)
+	return resp
 }
 
 // handleAsync starts req on the IO goroutine; the reply is written by
@@ -244,25 +258,12 @@ func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline
 			defer c.s.inFlight.Add(-1)
 			defer c.busy.Add(-1)
 			release()
-			if !req.TwoWay {
-				return
-			}
-			if resp == nil {
-				resp = protocol.ResponseTo(req)
-				resp.Status = protocol.StatusServiceError
-				resp.ErrorMessage = fmt.Sprintf("service %s method %s returned no response", req.Path, req.Method)
-			}
-			resp.ID = req.ID
-			c.send(resp, brief)
+			c.answer(req, resp, brief)
 		})
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.log.Error("handler panicked", "service", req.Path, "method", req.Method, "panic", r)
-			resp := protocol.ResponseTo(req)
-			resp.Status = protocol.StatusServiceError
-			resp.ErrorMessage = fmt.Sprintf("provider handler panicked in %s.%s: %v", req.Path, req.Method, r)
-			reply(resp)
+			reply(c.panicked(req, r))
 		}
 	}()
 	h.HandleAsync(ctx, req, reply)
@@ -277,10 +278,7 @@ func (c *serverConn) call(req *protocol.Request, deadline time.Time) (resp *prot
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			c.s.log.Error("handler panicked", "service", req.Path, "method", req.Method, "panic", r)
-			resp = protocol.ResponseTo(req)
-			resp.Status = protocol.StatusServiceError
-			resp.ErrorMessage = fmt.Sprintf("provider handler panicked in %s.%s: %v", req.Path, req.Method, r)
+			resp = c.panicked(req, r)
 		}
 	}()
 	return c.s.handler.Handle(ctx, req)

@@ -400,12 +400,19 @@ func (l *Link) sendHeld(kind byte, id uint64, head, body []byte, hold bool) erro
 		return nil
 	}
 	l.held = false
-	l.writing = true
-	buf := l.wbuf
-	l.wbuf = l.spare[:0]
+	buf := l.takeLocked()
 	l.wmu.Unlock()
 	n, err := l.try.Write(buf)
 	return l.wrote(buf, n, err)
+}
+
+// takeLocked starts a write: it takes what is queued and sets l.writing.
+// l.wmu is held.
+func (l *Link) takeLocked() []byte {
+	l.writing = true
+	buf := l.wbuf
+	l.wbuf = l.spare[:0]
+	return buf
 }
 
 // flushHeld writes the frames held back, if no write is in progress (which
@@ -418,9 +425,7 @@ func (l *Link) flushHeld() {
 		return
 	}
 	l.held = false
-	l.writing = true
-	buf := l.wbuf
-	l.wbuf = l.spare[:0]
+	buf := l.takeLocked()
 	l.wmu.Unlock()
 	n, err := l.try.Write(buf)
 	_ = l.wrote(buf, n, err)
@@ -465,9 +470,7 @@ func (l *Link) writeRest() {
 			l.wmu.Unlock()
 			continue
 		}
-		l.writing = true
-		buf := l.wbuf
-		l.wbuf = l.spare[:0]
+		buf := l.takeLocked()
 		l.wmu.Unlock()
 		n, err := l.conn.Write(buf)
 		_ = l.wrote(buf, n, err)

@@ -11,19 +11,25 @@ import (
 	"time"
 )
 
+// conns returns the two ends of a link's socket pair.
+func conns(t *testing.T) (a, b net.Conn) {
+	t.Helper()
+	a, f, err := NewSocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, err = net.FileConn(f); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 // pair returns two started links joined by a socket pair; a serves aInv, b
 // serves bInv.
 func pair(t *testing.T, aInv, bInv Invoker) (a, b *Link) {
 	t.Helper()
-	ca, f, err := NewSocketPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, cb := conns(t)
 	a, b = NewLink(ca), NewLink(cb)
 	a.Start(aInv)
 	b.Start(bInv)
@@ -169,11 +175,8 @@ func TestLinkDown(t *testing.T) {
 // A sender never waits for the other side to read: the node's sender is a
 // consumer connection's reader.
 func TestLinkSendDoesNotBlock(t *testing.T) {
-	ca, f, err := NewSocketPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() // the other end is never read
+	ca, cb := conns(t)
+	defer cb.Close() // the other end is never read
 	a := NewLink(ca)
 	a.Start(nil)
 	defer a.Close()
@@ -195,15 +198,7 @@ func TestLinkSendDoesNotBlock(t *testing.T) {
 }
 
 func TestLinkCorruptFrame(t *testing.T) {
-	ca, f, err := NewSocketPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, cb := conns(t)
 	defer cb.Close()
 	a := NewLink(ca)
 	a.Start(echo(false))
