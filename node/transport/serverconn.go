@@ -3,10 +3,12 @@ package transport
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,8 +39,16 @@ type serverConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	br   *bufio.Reader     // under dec
 	dec  *protocol.Decoder // the reader's, passed on with the reading
 	busy atomic.Int32      // requests of this connection being served
+
+	// While the reader has more whole requests buffered (burst), writes
+	// that serving them causes may be held back (Hold) and are flushed
+	// when the burst ends.
+	burst  atomic.Bool
+	heldMu sync.Mutex
+	held   []callctx.Flusher
 	// here is the request the reader is running itself, if any; the
 	// server's watchdog hands the reading to a new goroutine when it runs
 	// for long.
@@ -62,8 +72,44 @@ const (
 var errHandedOver = errors.New("another goroutine reads the connection now")
 
 func newServerConn(s *Server, conn net.Conn) *serverConn {
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()))
-	return &serverConn{s: s, conn: conn, w: newFrameWriter(conn, s.cfg.HeartbeatTimeout), ctx: ctx, cancel: cancel}
+	c := &serverConn{s: s, conn: conn, w: newFrameWriter(conn, s.cfg.HeartbeatTimeout)}
+	ctx := callctx.WithHolder(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()), c)
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	return c
+}
+
+// Hold implements callctx.Holder.
+func (c *serverConn) Hold(f callctx.Flusher) bool {
+	if !c.burst.Load() {
+		return false
+	}
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	if !slices.Contains(c.held, f) {
+		c.held = append(c.held, f)
+	}
+	return true
+}
+
+// flushHeld ends a burst: what was held back for it is written.
+func (c *serverConn) flushHeld() {
+	c.burst.Store(false)
+	c.heldMu.Lock()
+	held := c.held
+	c.held = nil
+	c.heldMu.Unlock()
+	for _, f := range held {
+		f.FlushHeld()
+	}
+}
+
+// requestBuffered says whether br holds a whole frame.
+func requestBuffered(br *bufio.Reader) bool {
+	if br.Buffered() < protocol.HeaderSize {
+		return false
+	}
+	h, _ := br.Peek(protocol.HeaderSize)
+	return uint64(br.Buffered()) >= protocol.HeaderSize+uint64(binary.BigEndian.Uint32(h[12:16]))
 }
 
 func (c *serverConn) serve() {
@@ -71,7 +117,8 @@ func (c *serverConn) serve() {
 		remote := c.conn.RemoteAddr()
 		c.s.dispatcher.Dispatch(dispatch.Connect, func() { fn(remote) })
 	}
-	c.dec = protocol.NewDecoder(bufio.NewReaderSize(c.conn, 16<<10), c.s.cfg.Payload)
+	c.br = bufio.NewReaderSize(c.conn, 16<<10)
+	c.dec = protocol.NewDecoder(c.br, c.s.cfg.Payload)
 	c.readAndClose()
 }
 
@@ -80,6 +127,7 @@ func (c *serverConn) serve() {
 // successor, which also takes over its place in s.wg.
 func (c *serverConn) readAndClose() {
 	err := c.read()
+	c.flushHeld()
 	if err == errHandedOver {
 		return
 	}
@@ -143,7 +191,12 @@ func (c *serverConn) read() error {
 			c.event(req)
 			continue
 		}
-		if !c.dispatch(req) {
+		c.burst.Store(requestBuffered(c.br))
+		reader := c.dispatch(req)
+		if !c.burst.Load() || !reader {
+			c.flushHeld()
+		}
+		if !reader {
 			return errHandedOver
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/callctx"
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -802,5 +803,46 @@ func TestCloseDoesNotWaitForHandlerRunHere(t *testing.T) {
 	s.Close()
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("Close took %v with a 5s handler running", took)
+	}
+}
+
+// flusher records whether its held writes were flushed.
+type flusher struct{ flushed atomic.Int32 }
+
+func (f *flusher) FlushHeld() { f.flushed.Add(1) }
+
+// A write held back during a burst of requests is flushed when the reader
+// has no more whole requests buffered: none is left waiting.
+func TestHeldWritesFlushedAfterBurst(t *testing.T) {
+	f := &flusher{}
+	var held atomic.Int32
+	h := HandlerFunc(func(ctx context.Context, req *protocol.Request) *protocol.Response {
+		if callctx.HolderOf(ctx).Hold(f) {
+			held.Add(1)
+		}
+		return greeter(ctx, req)
+	})
+	s := startServer(t, "", h, ServerConfig{})
+	conn := rawConn(t, s.Addr().String())
+	var burst []byte
+	for id := range int64(20) {
+		req, err := requestFor(hello("burst"), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ID = id
+		if burst, err = protocol.NewEncoder(0).AppendRequest(burst, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Write(burst) // one write: the reader finds them buffered together
+	for range 20 {
+		readFrame(t, conn)
+	}
+	if held.Load() == 0 {
+		t.Fatal("no write was held back while 20 requests were buffered")
+	}
+	if f.flushed.Load() == 0 {
+		t.Fatalf("%d writes held back during the burst, never flushed", held.Load())
 	}
 }

@@ -155,7 +155,7 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 	var head [4]byte
 	for {
 		if !frameBuffered(r) {
-			l.flushHeld() // the burst is over: write the replies held back
+			l.FlushHeld() // the burst is over: write the replies held back
 		}
 		if _, err := io.ReadFull(r, head[:]); err != nil {
 			return err
@@ -347,7 +347,13 @@ func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byt
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = uint64(max(time.Until(dl).Microseconds(), 1))
 	}
-	if err := l.send(frameCall, id, binary.AppendUvarint(nil, timeout), call); err != nil && l.forget(id) {
+	// Started by a server reading a burst of requests: the burst's calls
+	// go out in one write when it ends.
+	hold := false
+	if h := callctx.HolderOf(ctx); h != nil {
+		hold = h.Hold(l)
+	}
+	if err := l.sendHeld(frameCall, id, binary.AppendUvarint(nil, timeout), call, hold); err != nil && l.forget(id) {
 		stop()
 		done(nil, err)
 	}
@@ -370,8 +376,8 @@ func (l *Link) send(kind byte, id uint64, head, body []byte) error {
 	return l.sendHeld(kind, id, head, body, false)
 }
 
-// sendHeld is send; with hold set, only the reader's flushHeld writes the
-// frame, once the reader has no more frames buffered.
+// sendHeld is send; with hold set, the frame waits for FlushHeld: the
+// link's reader's once it has no more frames buffered, or a Holder's.
 func (l *Link) sendHeld(kind byte, id uint64, head, body []byte, hold bool) error {
 	l.wmu.Lock()
 	if l.werr != nil {
@@ -415,9 +421,9 @@ func (l *Link) takeLocked() []byte {
 	return buf
 }
 
-// flushHeld writes the frames held back, if no write is in progress (which
-// then takes them).
-func (l *Link) flushHeld() {
+// FlushHeld writes the frames held back, if no write is in progress (which
+// then takes them); it implements callctx.Flusher.
+func (l *Link) FlushHeld() {
 	l.wmu.Lock()
 	if !l.held || l.writing || len(l.wbuf) == 0 || l.werr != nil {
 		l.held = false
