@@ -842,7 +842,7 @@ func TestHeldWritesFlushedAfterBurst(t *testing.T) {
 	if held.Load() == 0 {
 		t.Fatal("no write was held back while 20 requests were buffered")
 	}
-	if f.flushed.Load() == 0 {
-		t.Fatalf("%d writes held back during the burst, never flushed", held.Load())
-	}
+	// The reader flushes once it is through the burst, just after the last
+	// response went out.
+	waitFor(t, "the held writes flushed", func() bool { return f.flushed.Load() > 0 })
 }
