@@ -28,3 +28,19 @@ func HolderOf(ctx context.Context) Holder {
 	h, _ := ctx.Value(holderKey{}).(Holder)
 	return h
 }
+
+// SetCompleter says that the goroutine about to complete the call (a plugin
+// link's reader, in a burst of replies) can hold back the writes that
+// completing it causes (the response to the consumer) until its burst
+// ends; nil says it no longer can. It is set and read only on that
+// goroutine, around the completion.
+func (c *Context) SetCompleter(h Holder) { c.completer = h }
+
+// CompleterOf returns the Holder completing the call of ctx right now, or
+// nil.
+func CompleterOf(ctx context.Context) Holder {
+	if c, ok := ctx.(*Context); ok {
+		return c.completer
+	}
+	return nil
+}

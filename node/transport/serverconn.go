@@ -310,8 +310,12 @@ func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline
 		once.Do(func() {
 			defer c.s.inFlight.Add(-1)
 			defer c.busy.Add(-1)
+			mode := brief
+			if h := callctx.CompleterOf(ctx); h != nil && h.Hold(c.w) {
+				mode = held
+			}
 			release()
-			c.answer(req, resp, brief)
+			c.answer(req, resp, mode)
 		})
 	}
 	defer func() {

@@ -69,6 +69,9 @@ const (
 	// consumer): what the socket does not take at once is left to the
 	// writer goroutine.
 	brief
+	// held waits for FlushHeld, which a callctx.Holder calls when its
+	// burst ends.
+	held
 )
 
 // enqueue appends frame (copied) to the pending batch and writes it as
@@ -93,9 +96,13 @@ func (w *frameWriter) enqueue(frame []byte, mode writeMode) error {
 		w.mu.Unlock()
 		return nil
 	}
-	if mode == queued {
+	switch mode {
+	case queued:
 		w.mu.Unlock()
 		w.signal()
+		return nil
+	case held:
+		w.mu.Unlock()
 		return nil
 	}
 	w.writing = true
@@ -106,6 +113,19 @@ func (w *frameWriter) enqueue(frame []byte, mode writeMode) error {
 	}
 	w.flush(inlineRounds)
 	return nil
+}
+
+// FlushHeld writes what was held back, as brief does; it implements
+// callctx.Flusher.
+func (w *frameWriter) FlushHeld() {
+	w.mu.Lock()
+	if w.writing || w.closed || len(w.buf) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.writing = true
+	w.mu.Unlock()
+	w.flushBrief()
 }
 
 // flushBrief writes what the socket takes of the pending batch now; the

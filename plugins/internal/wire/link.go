@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,8 @@ type Link struct {
 	err     error
 	closed  bool // Close was called
 
+	replies replyHolder // the reader's
+
 	// The other side's calls: they run on workers that live on (a handler
 	// may block), so the stacks the hessian decoder grew are kept.
 	serveCtx context.Context
@@ -127,8 +130,9 @@ var errHandedOver = errors.New("another goroutine reads the link now")
 func (l *Link) readFrom(r *bufio.Reader) {
 	err := l.readFrames(r)
 	if err == errHandedOver {
-		return
+		return // the new reader has the held replies too
 	}
+	l.replies.flush()
 	l.conn.Close()
 	l.stop()
 	l.mu.Lock()
@@ -155,7 +159,10 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 	var head [4]byte
 	for {
 		if !frameBuffered(r) {
-			l.FlushHeld() // the burst is over: write the replies held back
+			// The burst is over: write the replies held back, ours and
+			// those of the calls completed in it.
+			l.FlushHeld()
+			l.replies.flush()
 		}
 		if _, err := io.ReadFull(r, head[:]); err != nil {
 			return err
@@ -179,6 +186,7 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 			delete(l.pending, id)
 			l.mu.Unlock()
 			if done != nil {
+				l.replies.burst = frameBuffered(r)
 				done(rest, nil)
 			}
 		case frameCancel:
@@ -260,6 +268,33 @@ func refuse(context.Context) []byte {
 	return ErrorReply(&rpc.CallError{Kind: rpc.ErrServiceNotFound, Detail: "this side serves no calls"})
 }
 
+// replyHolder holds back the writes that completing our calls causes while
+// the reader has more replies buffered (callctx.Holder); only the reader
+// uses it.
+type replyHolder struct {
+	burst bool
+	held  []callctx.Flusher
+}
+
+func (h *replyHolder) Hold(f callctx.Flusher) bool {
+	if !h.burst {
+		return false
+	}
+	if !slices.Contains(h.held, f) {
+		h.held = append(h.held, f)
+	}
+	return true
+}
+
+func (h *replyHolder) flush() {
+	h.burst = false
+	for i, f := range h.held {
+		f.FlushHeld()
+		h.held[i] = nil
+	}
+	h.held = h.held[:0]
+}
+
 // handover lets an inline call that calls the other side (and so needs the
 // reader to get its reply) pass the reading to a new goroutine first.
 type handover struct {
@@ -329,9 +364,14 @@ func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byt
 	id := l.nextID
 	// The caller giving up ends the call at once, and tells the other side.
 	var stop func() bool
+	cc, _ := ctx.(*callctx.Context)
 	l.pending[id] = func(reply []byte, err error) {
 		if stop != nil {
 			stop()
+		}
+		if cc != nil && err == nil { // a reply, on the reader
+			cc.SetCompleter(&l.replies)
+			defer cc.SetCompleter(nil)
 		}
 		done(reply, err)
 	}

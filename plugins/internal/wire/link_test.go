@@ -6,9 +6,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/callctx"
 )
 
 // conns returns the two ends of a link's socket pair.
@@ -268,5 +271,47 @@ func TestLinkConcurrentInline(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+type countFlusher struct{ n atomic.Int32 }
+
+func (f *countFlusher) FlushHeld() { f.n.Add(1) }
+
+// Writes held back while the reader completes a burst of replies (the
+// consumer responses of a provider) are flushed when the burst ends.
+func TestLinkCompleterFlushes(t *testing.T) {
+	a, _ := pair(t, nil, echo(true))
+	for attempt := 0; ; attempt++ {
+		f := &countFlusher{}
+		var held atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 500 {
+			wg.Add(1)
+			cc := callctx.New(context.Background(), time.Now().Add(10*time.Second))
+			a.CallAsync(cc, []byte{byte(i)}, func(_ []byte, err error) {
+				if err == nil {
+					if h := callctx.CompleterOf(cc); h != nil && h.Hold(f) {
+						held.Add(1)
+					}
+				}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+		if held.Load() == 0 {
+			if attempt == 5 {
+				t.Fatal("no reply was completed within a burst in 5 rounds of 500 calls")
+			}
+			continue
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for f.n.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d writes held while completing replies, never flushed", held.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return
 	}
 }
