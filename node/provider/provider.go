@@ -112,6 +112,12 @@ type ProtocolConfig struct {
 	// Heartbeat is Dubbo's heartbeat; connections silent for three of them
 	// are closed. Default 60s.
 	Heartbeat time.Duration `koanf:"heartbeat"`
+	// PoolOnly sends every request to the pool, as Java's dispatchers do.
+	// Default false: when nothing else of its connection runs, the
+	// connection's reader runs a request itself (counted by the pool as a
+	// busy worker), which saves waking a worker; another goroutine reads on
+	// once such a request has run 2ms.
+	PoolOnly bool `koanf:"pool-only"`
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -232,6 +238,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		Payload:          cfg.Protocol.Payload,
 		HeartbeatTimeout: 3 * cfg.Protocol.Heartbeat,
 		Dispatcher:       p.disp,
+		PoolOnly:         cfg.Protocol.PoolOnly,
 		Logger:           p.log,
 	})
 	if err != nil {

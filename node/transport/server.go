@@ -56,6 +56,10 @@ type ServerConfig struct {
 	// the all dispatcher on a fixed pool of 200 workers and no queue, which
 	// the server creates and closes.
 	Dispatcher *dispatch.Dispatcher
+	// PoolOnly sends every request the dispatcher pools to the pool. By
+	// default a connection's reader runs a request itself when nothing
+	// else of its connection runs (see serverConn.dispatch).
+	PoolOnly bool
 	// OnConnect and OnDisconnect, if set, are dispatched as connection events.
 	OnConnect, OnDisconnect func(remote net.Addr)
 	// Logger defaults to slog.Default().

@@ -224,7 +224,7 @@ func (c *serverConn) dispatch(req *protocol.Request) (reader bool) {
 		c.handleAsync(h, req, deadline)
 		return true
 	}
-	if c.busy.Load() == 1 {
+	if !c.s.cfg.PoolOnly && c.busy.Load() == 1 {
 		// Nothing else of this connection runs, so the reader would only
 		// wait for this request: it runs it itself rather than wake a pool
 		// worker, which costs more than the typical handler. Should the

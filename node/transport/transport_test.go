@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -845,4 +846,26 @@ func TestHeldWritesFlushedAfterBurst(t *testing.T) {
 	// The reader flushes once it is through the burst, just after the last
 	// response went out.
 	waitFor(t, "the held writes flushed", func() bool { return f.flushed.Load() > 0 })
+}
+
+// One call at a time runs on the connection's reader, so the pool starts no
+// worker; with PoolOnly every call goes to a worker.
+func TestPoolOnly(t *testing.T) {
+	for _, poolOnly := range []bool{false, true} {
+		pool, err := dispatch.NewPool(dispatch.PoolConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := dispatch.NewDispatcher(dispatch.All, pool)
+		s := startServer(t, "", greeter, ServerConfig{Dispatcher: d, PoolOnly: poolOnly})
+		cl := dial(t, s, ClientConfig{})
+		for i := range 10 {
+			callHello(t, cl, strconv.Itoa(i))
+		}
+		st := pool.Stats()
+		if st.Tasks != 10 || (st.Workers > 0) != poolOnly {
+			t.Errorf("PoolOnly=%v: %d workers started, %d tasks after 10 calls one at a time", poolOnly, st.Workers, st.Tasks)
+		}
+		pool.Close()
+	}
 }
