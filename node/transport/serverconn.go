@@ -45,9 +45,10 @@ type serverConn struct {
 
 	// While the reader has more whole requests buffered (burst), writes
 	// that serving them causes may be held back (Hold) and are flushed
-	// when the burst ends.
-	burst  atomic.Bool
+	// when the burst ends. Both under heldMu: a Hold after the flush must
+	// see the burst over.
 	heldMu sync.Mutex
+	burst  bool
 	held   []callctx.Flusher
 	// here is the request the reader is running itself, if any; the
 	// server's watchdog hands the reading to a new goroutine when it runs
@@ -80,11 +81,11 @@ func newServerConn(s *Server, conn net.Conn) *serverConn {
 
 // Hold implements callctx.Holder.
 func (c *serverConn) Hold(f callctx.Flusher) bool {
-	if !c.burst.Load() {
-		return false
-	}
 	c.heldMu.Lock()
 	defer c.heldMu.Unlock()
+	if !c.burst {
+		return false
+	}
 	if !slices.Contains(c.held, f) {
 		c.held = append(c.held, f)
 	}
@@ -93,8 +94,8 @@ func (c *serverConn) Hold(f callctx.Flusher) bool {
 
 // flushHeld ends a burst: what was held back for it is written.
 func (c *serverConn) flushHeld() {
-	c.burst.Store(false)
 	c.heldMu.Lock()
+	c.burst = false
 	held := c.held
 	c.held = nil
 	c.heldMu.Unlock()
@@ -191,9 +192,12 @@ func (c *serverConn) read() error {
 			c.event(req)
 			continue
 		}
-		c.burst.Store(requestBuffered(c.br))
+		burst := requestBuffered(c.br)
+		c.heldMu.Lock()
+		c.burst = burst
+		c.heldMu.Unlock()
 		reader := c.dispatch(req)
-		if !c.burst.Load() || !reader {
+		if !burst || !reader {
 			c.flushHeld()
 		}
 		if !reader {
