@@ -18,5 +18,7 @@
 // A Dispatcher routes each event Kind either to the pool or back to the
 // caller (the connection's IO goroutine), by the names Dubbo users type:
 // all, direct, message, execution, connection. The transport calls
-// Dispatch for every event and runs nothing itself.
+// Dispatch for every event, or RunHere to run a request on its own
+// goroutine, counted against the pool's threads, when it would only wait
+// for a worker.
 package dispatch

@@ -12,7 +12,15 @@
 //
 // Server: the reader answers heartbeats itself and hands each request to a
 // dispatch.Dispatcher, whose pool runs the Handler; a refused request is
-// answered at once with status 100. Malformed or oversize requests get an
+// answered at once with status 100. Two exceptions save the hand-off, a
+// thread wake-up that costs more than a typical handler: when nothing else
+// of its connection runs, the reader runs the request itself
+// (Dispatcher.RunHere, counted by the pool as a busy worker; the server's
+// watchdog lets a new goroutine read on once such a request has run 2ms;
+// ServerConfig.PoolOnly turns this off), and an AsyncHandler's requests (a
+// plugin's) are only started on the reader, their responses written by
+// whoever completes them. Writes that a burst of buffered requests causes
+// can be held back and flushed together (callctx.Holder). Malformed or oversize requests get an
 // error response and the connection lives on; a stream that is not the
 // dubbo protocol (bad magic) loses its connection. Shutdown sends Dubbo's
 // read-only event to every consumer, lets in-flight calls finish and then
