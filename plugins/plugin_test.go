@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -301,5 +302,50 @@ func TestTooBig(t *testing.T) {
 	}
 	if res := invoke(t, p, greeterCall("sayHello", nil, "small")); res.Value != "Hello, small" {
 		t.Errorf("after the big call: %#v", res)
+	}
+}
+
+// TestFrozenPlugin: calls to a plugin that stopped (SIGSTOP) fail with a
+// timeout when their caller's deadline passes, even once the socket to it
+// is full, and the plugin serves again when it resumes.
+func TestFrozenPlugin(t *testing.T) {
+	p := startGreeter(t, startConfig(t, "greeter"))
+	invoke(t, p, greeterCall("sayHello", []string{"java.lang.String"}, "before"))
+	proc, err := os.FindProcess(p.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Signal(syscall.SIGCONT)
+	big := strings.Repeat("x", 256<<10) // a few of these fill the socket
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err := p.Invoke(ctx, greeterCall("sayHello", []string{"java.lang.String"}, big))
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("calls to a frozen plugin returned after %v, want about their 300ms timeout", took)
+	}
+	for err := range errs {
+		if !errors.Is(err, rpc.ErrTimeout) {
+			t.Errorf("call to a frozen plugin: %v, want ErrTimeout", err)
+		}
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	res := invoke(t, p, greeterCall("sayHello", []string{"java.lang.String"}, "after"))
+	if res.Value != "Hello, after" {
+		t.Errorf("after resuming: %v", res.Value)
 	}
 }
