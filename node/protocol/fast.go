@@ -235,11 +235,36 @@ func fastMap(b []byte, pos int, in *interner) (map[string]any, int, bool) {
 	for i := 0; i < n; i++ {
 		k, next, _ := fastString(b, p)
 		v, next, _ := fastValue(b, next, in)
-		m[in.get(k).(string)] = v
+		if in != nil {
+			m[in.get(k).(string)] = v
+		} else {
+			m[string(k)] = v
+		}
 		p = next
 	}
 	return m, p + 1, true
 }
+
+// ReadShortValue reads the value at b[pos:] if it has a short form: null,
+// a boolean, an int, or a single-chunk ASCII string (as AppendRequest
+// writes names, types and most attachments). It returns the position after
+// it; ok is false, and nothing read, for any other value. For packages
+// with hessian2 streams of their own (the plugin link's calls), which try
+// these first and leave the rest to the library, as this package does.
+func ReadShortValue(b []byte, pos int) (v any, next int, ok bool) { return fastValue(b, pos, nil) }
+
+// ReadShortString is ReadShortValue for a string.
+func ReadShortString(b []byte, pos int) (s string, next int, ok bool) {
+	bs, next, ok := fastString(b, pos)
+	if !ok {
+		return "", pos, false
+	}
+	return string(bs), next, true
+}
+
+// ReadShortMap reads an untyped map of string keys and short values at
+// b[pos:] ('H' ... 'Z').
+func ReadShortMap(b []byte, pos int) (m map[string]any, next int, ok bool) { return fastMap(b, pos, nil) }
 
 // interner hands out one string (boxed once, so storing it in an any
 // costs nothing) per distinct short byte sequence: the protocol version,

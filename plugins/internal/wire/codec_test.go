@@ -108,7 +108,18 @@ func FuzzDecodeCall(f *testing.F) {
 	b, _ := EncodeCall(&rpc.Invocation{Service: "s", Version: "1", Method: "m", ParamTypes: []string{"int"}, Args: []any{int32(1)},
 		Attachments: map[string]any{"k": "v"}})
 	f.Add(b)
+	b, _ = EncodeCall(&rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello",
+		ParamTypes: []string{"java.lang.String"}, Args: []any{"world", true, nil, int32(-70000)},
+		Attachments: map[string]any{"timeout": "1000", "n": int32(3)}})
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// What the short path reads, the library reads the same.
+		if short, ok := decodeShortCall(b); ok {
+			lib, err := decodeLibraryCall(b)
+			if err != nil || !reflect.DeepEqual(short, lib) {
+				t.Fatalf("short path %+v, library %+v, %v", short, lib, err)
+			}
+		}
 		inv, err := DecodeCall(b)
 		if err != nil {
 			return
@@ -117,6 +128,37 @@ func FuzzDecodeCall(f *testing.F) {
 			t.Fatalf("decoded call does not encode: %v", err)
 		}
 	})
+}
+
+// TestShortCall: the calls a provider passes on most (names, strings,
+// ints, string attachments) take the short path, the others the library's.
+func TestShortCall(t *testing.T) {
+	for _, c := range []struct {
+		inv   *rpc.Invocation
+		short bool
+	}{
+		{&rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: []string{"java.lang.String"},
+			Args: []any{"world"}, Attachments: map[string]any{"timeout": "1000", "path": "org.example.Greeter"}}, true},
+		{&rpc.Invocation{Service: "s", Method: "add", ParamTypes: []string{"int", "int"}, Args: []any{int32(1), int32(2)}}, true},
+		{&rpc.Invocation{Service: "s", Method: "hi", ParamTypes: []string{"java.lang.String"}, Args: []any{"héllo"}}, false},
+		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"java.util.Map"}, Args: []any{map[string]any{"a": "b"}}}, false},
+		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"long"}, Args: []any{int64(1)}}, false},
+	} {
+		b, err := EncodeCall(c.inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, short := decodeShortCall(b)
+		got, err := DecodeCall(b)
+		if short != c.short || err != nil {
+			t.Errorf("%s(%v): short path %v, want %v; DecodeCall error %v", c.inv.Method, c.inv.Args, short, c.short, err)
+			continue
+		}
+		lib, _ := decodeLibraryCall(b)
+		if !reflect.DeepEqual(got, lib) {
+			t.Errorf("%s: DecodeCall %+v, library %+v", c.inv.Method, got, lib)
+		}
+	}
 }
 
 func FuzzDecodeReply(f *testing.F) {
