@@ -264,7 +264,9 @@ func ReadShortString(b []byte, pos int) (s string, next int, ok bool) {
 
 // ReadShortMap reads an untyped map of string keys and short values at
 // b[pos:] ('H' ... 'Z').
-func ReadShortMap(b []byte, pos int) (m map[string]any, next int, ok bool) { return fastMap(b, pos, nil) }
+func ReadShortMap(b []byte, pos int) (m map[string]any, next int, ok bool) {
+	return fastMap(b, pos, nil)
+}
 
 // interner hands out one string (boxed once, so storing it in an any
 // costs nothing) per distinct short byte sequence: the protocol version,
