@@ -43,8 +43,9 @@
 // method whose recent calls each returned within 50µs (and never called
 // through the node) runs on the goroutine reading the node's calls, which
 // saves a goroutine hand-off per call. A method that then takes longer goes
-// back to its own goroutines; a handler that blocks only now and then holds
-// the plugin's other calls up for that one call.
+// back to its own goroutines; should it block, another goroutine takes
+// over the reading after 2ms, so the plugin's other calls wait that long
+// at most.
 //
 // A plugin can also run code of its own, for instance a consumer-side
 // plugin (listed in consumer.plugins) that serves nothing and only calls.

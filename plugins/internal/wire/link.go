@@ -73,6 +73,12 @@ type Link struct {
 
 	replies replyHolder // the reader's
 
+	// The inline call running, for the watchdog (watch).
+	born       time.Time
+	here       atomic.Pointer[handover]
+	lastInline atomic.Int64 // since born
+	pokes      chan struct{}
+
 	// The other side's calls: they run on workers that live on (a handler
 	// may block), so the stacks the hessian decoder grew are kept.
 	serveCtx context.Context
@@ -103,6 +109,7 @@ func NewLink(conn net.Conn) *Link {
 	return &Link{
 		conn: conn, done: make(chan struct{}),
 		try: trywrite.New(conn), wake: make(chan struct{}, 1),
+		born: time.Now(), pokes: make(chan struct{}, 1),
 		pending:  make(map[uint64]func([]byte, error)),
 		serveCtx: ctx, stop: stop,
 		cancels: make(map[uint64]context.CancelFunc),
@@ -116,6 +123,7 @@ func (l *Link) Start(inv Invoker) {
 	l.inv = inv
 	go l.read()
 	go l.writeRest()
+	go l.watch()
 }
 
 // read is the link's reader: one goroutine at a time reads, and never
@@ -228,9 +236,7 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 	l.cmu.Lock()
 	l.cancels[id] = release
 	l.cmu.Unlock()
-	// hold says whether the reply may wait for the end of the burst of
-	// frames the reader is in.
-	f := func(ctx context.Context, hold func() bool) {
+	answer := func(ctx context.Context) []byte {
 		reply := run(ctx)
 		l.cmu.Lock()
 		delete(l.cancels, id)
@@ -240,20 +246,26 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 			reply = ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider,
 				Detail: fmt.Sprintf("the reply is %d bytes, more than the %d a plugin reply may have", len(reply), maxFramed)})
 		}
-		_ = l.sendHeld(frameReply, id, nil, reply, hold()) // fails only when the link is down
+		return reply
 	}
 	if inline {
-		h := &handover{l: l, r: r}
-		// More frames buffered: their replies go out in one write with
-		// this one, unless this call handed the reading over.
-		f(context.WithValue(ctx, handoverKey{}, h), func() bool { return h.state.Load() == 0 && frameBuffered(r) })
-		return h.finish()
+		h := &handover{l: l, r: r, since: time.Since(l.born)}
+		l.here.Store(h)
+		l.pokeWatch()
+		reply := answer(context.WithValue(ctx, handoverKey{}, h))
+		l.here.CompareAndSwap(h, nil)
+		reader = h.finish()
+		// Still the reader, with more frames buffered: this reply goes out
+		// with theirs, in one write when the burst ends.
+		_ = l.sendHeld(frameReply, id, nil, reply, reader && frameBuffered(r)) // fails only when the link is down
+		return reader
 	}
+	f := func() { _ = l.send(frameReply, id, nil, answer(ctx)) }
 	select {
-	case l.work <- func() { f(ctx, never) }:
+	case l.work <- f:
 	default:
 		go func() {
-			f(ctx, never)
+			f()
 			for f := range l.work {
 				f()
 			}
@@ -261,8 +273,6 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 	}
 	return true
 }
-
-func never() bool { return false }
 
 func refuse(context.Context) []byte {
 	return ErrorReply(&rpc.CallError{Kind: rpc.ErrServiceNotFound, Detail: "this side serves no calls"})
@@ -300,7 +310,8 @@ func (h *replyHolder) flush() {
 type handover struct {
 	l     *Link
 	r     *bufio.Reader
-	state atomic.Int32 // 0 running inline, 1 handed over, 2 returned
+	since time.Duration // when the inline call started, after l.born
+	state atomic.Int32  // 0 running inline, 1 handed over, 2 returned
 }
 
 type handoverKey struct{}
@@ -313,6 +324,47 @@ func (h *handover) handOver() {
 
 // finish says whether the inline call returned without handing over.
 func (h *handover) finish() bool { return h.state.CompareAndSwap(0, 2) }
+
+// inlineStall is how long an inline call may hold the reading up: the
+// watchdog then hands it to a new goroutine, so a handler that earned the
+// reader and then blocks costs the plugin's other calls that much at most.
+const inlineStall = 2 * time.Millisecond
+
+// watchIdle is how long after the last inline call the watchdog ticks.
+const watchIdle = 100 * time.Millisecond
+
+func (l *Link) pokeWatch() {
+	l.lastInline.Store(int64(time.Since(l.born)))
+	select {
+	case l.pokes <- struct{}{}:
+	default:
+	}
+}
+
+// watch is the link's watchdog; it ticks only while inline calls were
+// started in the last watchIdle.
+func (l *Link) watch() {
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-l.pokes:
+		}
+		t := time.NewTicker(inlineStall)
+		for time.Since(l.born)-time.Duration(l.lastInline.Load()) < watchIdle {
+			select {
+			case <-l.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if h := l.here.Load(); h != nil && time.Since(l.born)-h.since >= inlineStall {
+				h.handOver()
+			}
+		}
+		t.Stop()
+	}
+}
 
 // frameBuffered says whether r holds a whole frame, which the reader can
 // handle without waiting.

@@ -315,3 +315,38 @@ func TestLinkCompleterFlushes(t *testing.T) {
 		return
 	}
 }
+
+// An inline call that blocks holds the link's other calls up for a few
+// milliseconds at most: the watchdog hands the reading to a new goroutine.
+func TestLinkInlineBlockedHandedOver(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	blocks := invokerFunc{inline: true, f: func(_ context.Context, call []byte) []byte {
+		if string(call) == "block" {
+			<-release
+		}
+		return append([]byte("re:"), call...)
+	}}
+	a, _ := pair(t, nil, blocks)
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := a.Call(context.Background(), []byte("block"))
+		blocked <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the blocking call is on the reader by now
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := a.Call(ctx, []byte("quick"))
+	if err != nil || string(got) != "re:quick" {
+		t.Fatalf("Call = %q, %v", got, err)
+	}
+	if took := time.Since(start); took > 300*time.Millisecond {
+		t.Errorf("a call behind a blocked inline one took %v", took)
+	}
+	select {
+	case err := <-blocked:
+		t.Fatalf("the blocked call returned early: %v", err)
+	default:
+	}
+}
