@@ -354,8 +354,9 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []byte) (*rpc.Result, error) {
 	// The handler got the caller's deadline; an answer that raced it home
 	// (typically the handler's own "deadline exceeded") is still a timeout
-	// for the caller.
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// for the caller, even when ctx's own timer, late on a loaded machine,
+	// has not fired yet.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, p.callError(inv, rpc.ErrTimeout, "plugin "+p.cfg.Name+" did not answer in time")
 	}
 	res, err := wire.DecodeReply(reply)
