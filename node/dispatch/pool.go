@@ -142,11 +142,14 @@ func (p *Pool) Submit(task func()) error {
 	// Tasks run by RunHere count against Threads too.
 	room := p.active.Load() < int64(p.max)
 	if room {
+		// Counted before the hand-off: the task may be done before Submit
+		// returns.
+		p.tasks.Add(1)
 		select {
 		case p.handoff <- task:
-			p.tasks.Add(1)
 			return nil
 		default:
+			p.tasks.Add(-1)
 		}
 	}
 	p.mu.Lock()
@@ -203,11 +206,12 @@ func (p *Pool) RunHere(task func()) bool {
 }
 
 func (p *Pool) enqueue(task func()) bool {
+	p.tasks.Add(1)
 	select {
 	case p.queue <- task:
-		p.tasks.Add(1)
 		return true
 	default:
+		p.tasks.Add(-1)
 		return false
 	}
 }
