@@ -14,10 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 )
 
 // bin holds the binaries TestMain builds: dubbo and the example plugins.
@@ -162,30 +163,12 @@ func writeConfig(t *testing.T, dir string, p ports, s setup) string {
 	return path
 }
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // node is one long-running dubbo process (up or run).
 type node struct {
 	name    string
 	cmd     *exec.Cmd
-	stdout  syncBuffer
-	stderr  syncBuffer
+	stdout  syncbuf.Buffer
+	stderr  syncbuf.Buffer
 	done    chan struct{}
 	waitErr error
 	stopped bool

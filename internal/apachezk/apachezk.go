@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 )
 
 // JavaDir is where the Debian packages install their jars.
@@ -46,7 +48,7 @@ type Server struct {
 	dataDir string
 	cmd     *exec.Cmd
 	done    chan struct{}
-	log     *syncBuffer // process output, for start-up failures
+	log     *syncbuf.Buffer // process output, for start-up failures
 }
 
 // Addr is the client address, host:port on 127.0.0.1.
@@ -159,7 +161,7 @@ func launch(t testing.TB, cp, dir, dataDir string, port int, cfgPath string, jvm
 		"-Dzookeeper.extendedTypesEnabled=true",
 		"-Dzookeeper.admin.enableServer=false",
 		"-cp", cp, mainClass, cfgPath)
-	logBuf := &syncBuffer{}
+	logBuf := &syncbuf.Buffer{}
 	cmd := exec.Command("java", args...)
 	cmd.Dir = dir
 	cmd.Stdout = logBuf

@@ -1,15 +1,15 @@
 package apachezk
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 )
 
 // CLI runs Apache's zkCli (org.apache.zookeeper.ZooKeeperMain) against addr
@@ -32,7 +32,7 @@ func StartCLI(t testing.TB, addr string) *CLISession {
 	if err != nil {
 		t.Fatalf("apachezk: zkCli stdin: %v", err)
 	}
-	s := &CLISession{cmd: cmd, stdin: stdin, out: &syncBuffer{}, done: make(chan struct{})}
+	s := &CLISession{cmd: cmd, stdin: stdin, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout = s.out
 	cmd.Stderr = s.out
 	if err := cmd.Start(); err != nil {
@@ -70,7 +70,7 @@ func runCLI(ctx context.Context, cp, addr string, stdin *strings.Reader) (string
 type CLISession struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	out   *syncBuffer
+	out   *syncbuf.Buffer
 	done  chan struct{}
 }
 
@@ -113,22 +113,4 @@ func (s *CLISession) Close(timeout time.Duration) error {
 		<-s.done
 		return fmt.Errorf("zkCli did not exit within %s after stdin closed", timeout)
 	}
-}
-
-// syncBuffer is written by the process pipes and read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 )
 
 // Binaries are the built test peers.
@@ -218,7 +220,7 @@ type Process struct {
 	Addr string
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *syncBuffer
+	log  *syncbuf.Buffer
 	stop sync.Once
 }
 
@@ -315,7 +317,7 @@ func StartProvider(t testing.TB, opts ProviderOptions) *Process {
 	args = append(args, opts.Args...)
 
 	cmd := exec.Command(bins.Provider, args...)
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	cmd.Stderr = log
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -484,23 +486,4 @@ func freePort(ip string) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and
-// readers in the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,15 +1,14 @@
 package consumer_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 	"github.com/dubbo-lab/dubbo/internal/zktest"
 
 	"github.com/dubbo-lab/dubbo/node/consumer"
@@ -23,24 +22,6 @@ import (
 // greeterRuleKey is the config-center key of the Greeter's override rules.
 const greeterRuleKey = "org.example.Greeter:1.0.0:.configurators"
 
-// syncBuffer collects a logger's output for assertions.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // ruleAdmin publishes config-center documents as an operator would.
 func ruleAdmin(t *testing.T, zkAddr string) *zookeeper.Registry {
 	t.Helper()
@@ -53,9 +34,9 @@ func ruleAdmin(t *testing.T, zkAddr string) *zookeeper.Registry {
 }
 
 // loggedConsumer is newConsumer with its log kept.
-func loggedConsumer(t *testing.T, zkAddr string, ref consumer.ReferenceConfig) (*consumer.Consumer, *syncBuffer) {
+func loggedConsumer(t *testing.T, zkAddr string, ref consumer.ReferenceConfig) (*consumer.Consumer, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	c, err := consumer.New(testCtx(t), consumer.Config{Application: "greeter-consumer", Registry: "zookeeper://" + zkAddr,
 		References: []consumer.ReferenceConfig{ref}}, consumer.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {

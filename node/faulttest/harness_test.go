@@ -4,7 +4,6 @@ package faulttest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -61,30 +61,12 @@ func providerNode(zc *zk.Conn, addr string) (string, error) {
 	return "", nil
 }
 
-// syncBuffer collects a process's stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // providerProc is a provider process (see runProvider).
 type providerProc struct {
 	addr  string // registered host:port
 	cmd   *exec.Cmd
 	stdin io.Closer
-	logs  *syncBuffer
+	logs  *syncbuf.Buffer
 
 	mu    sync.Mutex
 	lines []string // stdout after READY
@@ -100,7 +82,7 @@ func startProvider(t *testing.T, zkAddr string) *providerProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRole+"=provider", envRegistry+"=zookeeper://"+zkAddr)
-	p := &providerProc{cmd: cmd, logs: &syncBuffer{}, exited: make(chan struct{})}
+	p := &providerProc{cmd: cmd, logs: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.logs
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/internal/dubbogo"
 	"github.com/dubbo-lab/dubbo/node/provider"
-	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
-	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 const mappingPath = "/dubbo/mapping/" + greeterIface
@@ -74,29 +71,7 @@ func TestDubboGoAppLevelConsumerCallsOurProvider(t *testing.T) {
 // at application level only.
 func startInstanceModeProvider(t *testing.T, registry string) *inProcessProvider {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := provider.Start(ctx, provider.Config{
-		Application:  "interop-applevel",
-		Registry:     registry,
-		RegisterMode: provider.RegisterInstance,
-		Protocol:     provider.ProtocolConfig{Host: "127.0.0.1", Port: -1},
-	}, provider.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ip := &inProcessProvider{Provider: p}
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer scancel()
-		if err := p.Shutdown(sctx); err != nil {
-			t.Errorf("provider shutdown: %v", err)
-		}
-	})
-	if err := p.Export(ctx, providertest.Greeter(func(*rpc.Invocation) { ip.calls.Add(1) })); err != nil {
-		t.Fatal(err)
-	}
-	return ip
+	return startProvider(t, provider.Config{Application: "interop-applevel", Registry: registry, RegisterMode: provider.RegisterInstance})
 }
 
 // checkAppLevelOnly waits for app's instance node at addr and its name in

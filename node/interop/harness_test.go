@@ -20,6 +20,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/internal/dubbogo"
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -115,13 +116,17 @@ type inProcessProvider struct {
 
 func startInProcessProvider(t testing.TB, registry string) *inProcessProvider {
 	t.Helper()
+	return startProvider(t, provider.Config{Application: "interop-inprocess", Registry: registry})
+}
+
+// startProvider starts cfg's provider on a free loopback port, serving
+// Greeter; it is shut down gracefully when the test ends.
+func startProvider(t testing.TB, cfg provider.Config) *inProcessProvider {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := provider.Start(ctx, provider.Config{
-		Application: "interop-inprocess",
-		Registry:    registry,
-		Protocol:    provider.ProtocolConfig{Host: "127.0.0.1", Port: -1},
-	}, provider.Options{Logger: quietLogger()})
+	cfg.Protocol = provider.ProtocolConfig{Host: "127.0.0.1", Port: -1}
+	p, err := provider.Start(ctx, cfg, provider.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +203,7 @@ type process struct {
 	Addr string
 	cmd  *exec.Cmd
 	done chan struct{}
-	log  *syncBuffer
+	log  *syncbuf.Buffer
 	stop sync.Once
 	// stdin is held open; the test binary copy exits when it closes.
 	stdin io.Closer
@@ -228,7 +233,7 @@ func (p *process) stopProcess(timeout time.Duration) (graceful bool) {
 // whose next field is the address it serves on.
 func startProcess(t testing.TB, cmd *exec.Cmd, prefix string, holdStdin bool) *process {
 	t.Helper()
-	p := &process{cmd: cmd, done: make(chan struct{}), log: &syncBuffer{}}
+	p := &process{cmd: cmd, done: make(chan struct{}), log: &syncbuf.Buffer{Limit: 1 << 20}}
 	cmd.Stderr = p.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if holdStdin {
@@ -366,25 +371,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// syncBuffer collects a process's stderr for failure messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 1<<20 {
-		return len(p), nil // enough to diagnose
-	}
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -273,26 +273,8 @@ func TestSummaryJSON(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the progress goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestProgress(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	Run(context.Background(), Options{Concurrency: 2, Calls: 20, Progress: &out, ProgressInterval: 5 * time.Millisecond},
 		func(context.Context) (string, error) {
 			time.Sleep(2 * time.Millisecond)

@@ -1,16 +1,15 @@
 package provider_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 	"github.com/dubbo-lab/dubbo/internal/zktest"
 
 	"github.com/go-zookeeper/zk"
@@ -21,24 +20,6 @@ import (
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
-
-// logBuffer collects a logger's output for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // waitFor polls cond for up to a second, the time a rule may take.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
@@ -77,7 +58,7 @@ func TestProviderOverrideRules(t *testing.T) {
 func testProviderOverrideRules(t *testing.T, zkAddr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	logs := &logBuffer{}
+	logs := &syncbuf.Buffer{}
 	p, err := provider.Start(ctx, provider.Config{Application: "greeter-app", Registry: "zookeeper://" + zkAddr,
 		Protocol: provider.ProtocolConfig{Host: "127.0.0.1", Port: -1}},
 		provider.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})

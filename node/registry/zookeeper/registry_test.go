@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/internal/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -238,7 +239,7 @@ func testSubscribeFullLists(t *testing.T, addr string) {
 
 func testSessionExpiryRecovery(t *testing.T, addr string) {
 	ctx := context.Background()
-	logs := &logBuffer{}
+	logs := &syncbuf.Buffer{}
 	dialer := &cutDialer{}
 	// A 1s session: the server expires it about a second after the cut.
 	r := newRegistry(t, addr, "group=expiry&session=1000", Options{
