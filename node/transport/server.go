@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/watchdog"
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 )
@@ -75,7 +76,7 @@ type Server struct {
 	ownsPool   bool
 	log        *slog.Logger
 	encoders   *encoders
-	watch      *watchdog
+	watch      *watchdog.Watchdog
 
 	eventID  atomic.Int64 // ids of the read-only events we send
 	inFlight atomic.Int64
@@ -134,7 +135,7 @@ func Serve(ln net.Listener, h Handler, cfg ServerConfig) (*Server, error) {
 		}
 		s.ownsPool = true
 	}
-	s.watch = newWatchdog(s)
+	s.startWatchdog()
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -248,7 +249,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.wg.Wait()
 	}
-	s.watch.close()
+	s.watch.Stop()
 	if s.ownsPool {
 		s.dispatcher.Close()
 		if perr := s.dispatcher.Pool().Shutdown(ctx); perr != nil && err == nil {
@@ -280,7 +281,7 @@ func (s *Server) Close() error {
 		c.w.fail(errWriterClosed)
 	}
 	s.wg.Wait()
-	s.watch.close()
+	s.watch.Stop()
 	if s.ownsPool {
 		s.dispatcher.Close()
 		s.dispatcher.Pool().Close()

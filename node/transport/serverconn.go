@@ -58,8 +58,8 @@ type serverConn struct {
 
 // hereRun is one request run on the connection's reader.
 type hereRun struct {
-	since int64        // monoNow when it started
-	state atomic.Int32 // hereRunning, hereHandedOver, hereDone
+	since time.Duration // when it started, by the watchdog's clock
+	state atomic.Int32  // hereRunning, hereHandedOver, hereDone
 }
 
 const (
@@ -233,9 +233,9 @@ func (c *serverConn) dispatch(req *protocol.Request) (reader bool) {
 		// wait for this request: it runs it itself rather than wake a pool
 		// worker, which costs more than the typical handler. Should the
 		// handler run long, the watchdog lets another goroutine read on.
-		run := &hereRun{since: monoNow()}
+		run := &hereRun{since: c.s.watch.Now()}
 		c.here.Store(run)
-		c.s.watch.poke()
+		c.s.watch.Poke()
 		ran := c.s.dispatcher.RunHere(func() { c.handle(req, deadline) })
 		c.here.Store(nil)
 		reader = run.state.CompareAndSwap(hereRunning, hereDone)

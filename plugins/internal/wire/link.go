@@ -15,6 +15,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/internal/callctx"
 	"github.com/dubbo-lab/dubbo/internal/trywrite"
+	"github.com/dubbo-lab/dubbo/internal/watchdog"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -73,11 +74,9 @@ type Link struct {
 
 	replies replyHolder // the reader's
 
-	// The inline call running, for the watchdog (watch).
-	born       time.Time
-	here       atomic.Pointer[handover]
-	lastInline atomic.Int64 // since born
-	pokes      chan struct{}
+	// The inline call running, for the watchdog (handOverSlow).
+	here  atomic.Pointer[handover]
+	watch *watchdog.Watchdog
 
 	// The other side's calls: they run on workers that live on (a handler
 	// may block), so the stacks the hessian decoder grew are kept.
@@ -109,7 +108,6 @@ func NewLink(conn net.Conn) *Link {
 	return &Link{
 		conn: conn, done: make(chan struct{}),
 		try: trywrite.New(conn), wake: make(chan struct{}, 1),
-		born: time.Now(), pokes: make(chan struct{}, 1),
 		pending:  make(map[uint64]func([]byte, error)),
 		serveCtx: ctx, stop: stop,
 		cancels: make(map[uint64]context.CancelFunc),
@@ -121,9 +119,9 @@ func NewLink(conn net.Conn) *Link {
 // them). Call it once.
 func (l *Link) Start(inv Invoker) {
 	l.inv = inv
+	l.watch = watchdog.Start(inlineStall, watchIdle, l.handOverSlow)
 	go l.read()
 	go l.writeRest()
-	go l.watch()
 }
 
 // read is the link's reader: one goroutine at a time reads, and never
@@ -158,6 +156,7 @@ func (l *Link) readFrom(r *bufio.Reader) {
 	l.mu.Unlock()
 	close(l.work) // idle workers end; busy ones after their call
 	close(l.done)
+	l.watch.Stop()
 	for _, done := range pending {
 		done(nil, err)
 	}
@@ -249,9 +248,9 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 		return reply
 	}
 	if inline {
-		h := &handover{l: l, r: r, since: time.Since(l.born)}
+		h := &handover{l: l, r: r, since: l.watch.Now()}
 		l.here.Store(h)
-		l.pokeWatch()
+		l.watch.Poke()
 		reply := answer(context.WithValue(ctx, handoverKey{}, h))
 		l.here.CompareAndSwap(h, nil)
 		reader = h.finish()
@@ -310,7 +309,7 @@ func (h *replyHolder) flush() {
 type handover struct {
 	l     *Link
 	r     *bufio.Reader
-	since time.Duration // when the inline call started, after l.born
+	since time.Duration // when the inline call started, by l.watch's clock
 	state atomic.Int32  // 0 running inline, 1 handed over, 2 returned
 }
 
@@ -333,36 +332,10 @@ const inlineStall = 2 * time.Millisecond
 // watchIdle is how long after the last inline call the watchdog ticks.
 const watchIdle = 100 * time.Millisecond
 
-func (l *Link) pokeWatch() {
-	l.lastInline.Store(int64(time.Since(l.born)))
-	select {
-	case l.pokes <- struct{}{}:
-	default:
-	}
-}
-
-// watch is the link's watchdog; it ticks only while inline calls were
-// started in the last watchIdle.
-func (l *Link) watch() {
-	for {
-		select {
-		case <-l.done:
-			return
-		case <-l.pokes:
-		}
-		t := time.NewTicker(inlineStall)
-		for time.Since(l.born)-time.Duration(l.lastInline.Load()) < watchIdle {
-			select {
-			case <-l.done:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			if h := l.here.Load(); h != nil && time.Since(l.born)-h.since >= inlineStall {
-				h.handOver()
-			}
-		}
-		t.Stop()
+// handOverSlow is the watchdog's check.
+func (l *Link) handOverSlow() {
+	if h := l.here.Load(); h != nil && l.watch.Now()-h.since >= inlineStall {
+		h.handOver()
 	}
 }
 
