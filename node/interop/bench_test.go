@@ -6,15 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/bits"
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/benchcalls"
 	"github.com/dubbo-lab/dubbo/internal/dubbogo"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/transport"
@@ -75,33 +73,20 @@ func BenchmarkSayHello(b *testing.B) {
 
 // benchCalls makes b.N sayHello calls from conc goroutines.
 func benchCalls(b *testing.B, conc int, c *transport.Client) {
-	lat := new(histogram)
 	inv := sayHello()
-	b.ReportAllocs()
-	b.ResetTimer()
-	run(b, conc, func(next func() bool) {
-		ctx := context.Background()
-		for next() {
-			start := time.Now()
-			res, err := c.Invoke(ctx, inv)
-			lat.record(time.Since(start))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if res.Value != "Hello, world" {
-				b.Errorf("sayHello(world) = %#v, exception %v", res.Value, res.Exception)
-				return
-			}
+	benchcalls.Measure(b, conc, func(ctx context.Context) (string, error) {
+		res, err := c.Invoke(ctx, inv)
+		if err == nil && res.Value != "Hello, world" {
+			err = fmt.Errorf("sayHello(world) = %#v, exception %v", res.Value, res.Exception)
+			b.Error(err)
 		}
+		return "", err
 	})
-	report(b, lat)
 }
 
 // benchEcho makes b.N raw round trips of frame from conc goroutines, each
-// on its own connection.
+// on a connection of its own.
 func benchEcho(b *testing.B, conc int, addr string, frame []byte) {
-	lat := new(histogram)
 	conns := make(chan net.Conn, conc)
 	for range conc {
 		conn, err := net.Dial("tcp", addr)
@@ -111,48 +96,17 @@ func benchEcho(b *testing.B, conc int, addr string, frame []byte) {
 		defer conn.Close()
 		conns <- conn
 	}
-	b.ReportAllocs()
 	b.SetBytes(int64(len(frame)))
-	b.ResetTimer()
-	run(b, conc, func(next func() bool) {
-		conn := <-conns
+	benchcalls.Measure(b, conc, func(context.Context) (string, error) {
+		conn := <-conns // one is free: there are as many as callers
 		defer func() { conns <- conn }()
-		buf := make([]byte, len(frame))
-		for next() {
-			start := time.Now()
-			if _, err := conn.Write(frame); err != nil {
-				b.Error(err)
-				return
-			}
-			if _, err := io.ReadFull(conn, buf); err != nil {
-				b.Error(err)
-				return
-			}
-			lat.record(time.Since(start))
+		if _, err := conn.Write(frame); err != nil {
+			return "", err
 		}
+		var buf [512]byte
+		_, err := io.ReadFull(conn, buf[:len(frame)])
+		return "", err
 	})
-	report(b, lat)
-}
-
-// run calls loop from one goroutine (conc 1) or about conc goroutines
-// sharing b.N.
-func run(b *testing.B, conc int, loop func(next func() bool)) {
-	if conc == 1 {
-		i := 0
-		loop(func() bool { i++; return i <= b.N })
-		return
-	}
-	b.SetParallelism(max(1, conc/runtime.GOMAXPROCS(0)))
-	b.RunParallel(func(pb *testing.PB) { loop(pb.Next) })
-}
-
-func report(b *testing.B, lat *histogram) {
-	b.StopTimer()
-	if s := b.Elapsed().Seconds(); s > 0 {
-		b.ReportMetric(float64(b.N)/s, "qps")
-	}
-	b.ReportMetric(float64(lat.quantile(0.50)), "p50_us")
-	b.ReportMetric(float64(lat.quantile(0.99)), "p99_us")
 }
 
 // sayHelloFrame is the request our client sends for sayHello("world").
@@ -220,59 +174,4 @@ func echoFrames(conn net.Conn) {
 			return
 		}
 	}
-}
-
-// histogram counts latencies in microseconds: exact below 1024µs, then
-// 64 buckets per power of two (under 1.6% error), without allocating.
-type histogram struct {
-	counts [histLinear + (histMaxBits-10)*histSub]atomic.Uint64
-}
-
-const (
-	histLinear  = 1024
-	histSub     = 64
-	histMaxBits = 40
-)
-
-func (h *histogram) record(d time.Duration) {
-	h.counts[bucketOf(d.Microseconds())].Add(1)
-}
-
-func bucketOf(us int64) int {
-	if us < histLinear {
-		return int(max(us, 0))
-	}
-	n := min(bits.Len64(uint64(us)), histMaxBits)
-	if n == histMaxBits {
-		return histLinear + (histMaxBits-10)*histSub - 1
-	}
-	return histLinear + (n-11)*histSub + int(us>>(n-7)) - histSub
-}
-
-func bucketValue(i int) int64 {
-	if i < histLinear {
-		return int64(i)
-	}
-	i -= histLinear
-	return int64(i%histSub+histSub) << (i/histSub + 11 - 7)
-}
-
-// quantile is the q-quantile in microseconds.
-func (h *histogram) quantile(q float64) int64 {
-	var total uint64
-	for i := range h.counts {
-		total += h.counts[i].Load()
-	}
-	if total == 0 {
-		return 0
-	}
-	rank := uint64(q*float64(total-1)) + 1
-	var seen uint64
-	for i := range h.counts {
-		seen += h.counts[i].Load()
-		if seen >= rank {
-			return bucketValue(i)
-		}
-	}
-	return bucketValue(len(h.counts) - 1)
 }

@@ -8,11 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
-	"slices"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/benchcalls"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"
@@ -121,43 +119,20 @@ func export(b *testing.B, p *provider.Provider, group string, inv rpc.Invoker) {
 // run makes b.N calls from conc goroutines and reports throughput and
 // latency percentiles.
 func run(b *testing.B, c rpc.Invoker, group string, conc int) {
-	call := func(ctx context.Context) {
+	call := func(ctx context.Context) (string, error) {
 		inv := &rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Group: group,
 			Method: "sayHello", ParamTypes: []string{"java.lang.String"}, Args: []any{"world"}}
 		res, err := c.Invoke(ctx, inv)
-		if err != nil || res.Value != "Hello, world" {
-			b.Errorf("sayHello = %+v, %v", res, err)
+		if err == nil && res.Value != "Hello, world" {
+			err = fmt.Errorf("sayHello = %+v", res)
+			b.Error(err)
 		}
+		return "", err
 	}
-	call(context.Background()) // warm: connections, pools
-	lats := make([][]time.Duration, conc)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for g := range conc {
-		n := b.N / conc
-		if g < b.N%conc {
-			n++
-		}
-		lats[g] = make([]time.Duration, 0, n)
-		wg.Go(func() {
-			ctx := context.Background()
-			for range n {
-				t0 := time.Now()
-				call(ctx)
-				lats[g] = append(lats[g], time.Since(t0))
-			}
-		})
+	if _, err := call(context.Background()); err != nil { // warm: connections, pools
+		b.Fatal(err)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	all := slices.Concat(lats...)
-	slices.Sort(all)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "qps")
-	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50_us")
-	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99_us")
+	benchcalls.Measure(b, conc, call)
 	b.ReportMetric(0, "ns/op") // qps says it, per concurrency
 }
 
