@@ -1,6 +1,10 @@
 package callctx
 
-import "context"
+import (
+	"context"
+	"slices"
+	"sync"
+)
 
 // A Holder is a server reading a burst of requests (a connection's reader
 // with more whole requests buffered). A write that serving one of them
@@ -43,4 +47,46 @@ func CompleterOf(ctx context.Context) Holder {
 		return c.completer
 	}
 	return nil
+}
+
+// A Burst is the Holder of one reader: Set says whether it is in a burst
+// (more whole frames buffered), Flush ends the burst and flushes what was
+// held for it, each Flusher once. Safe for concurrent use: a Hold after
+// the Flush sees the burst over.
+type Burst struct {
+	mu   sync.Mutex
+	on   bool
+	held []Flusher
+}
+
+// Set says whether the reader is in a burst.
+func (b *Burst) Set(on bool) {
+	b.mu.Lock()
+	b.on = on
+	b.mu.Unlock()
+}
+
+// Hold implements Holder.
+func (b *Burst) Hold(f Flusher) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.on {
+		return false
+	}
+	if !slices.Contains(b.held, f) {
+		b.held = append(b.held, f)
+	}
+	return true
+}
+
+// Flush ends the burst: what was held back for it is written.
+func (b *Burst) Flush() {
+	b.mu.Lock()
+	b.on = false
+	held := b.held
+	b.held = nil
+	b.mu.Unlock()
+	for _, f := range held {
+		f.FlushHeld()
+	}
 }

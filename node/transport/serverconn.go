@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,13 +42,10 @@ type serverConn struct {
 	dec  *protocol.Decoder // the reader's, passed on with the reading
 	busy atomic.Int32      // requests of this connection being served
 
-	// While the reader has more whole requests buffered (burst), writes
-	// that serving them causes may be held back (Hold) and are flushed
-	// when the burst ends. Both under heldMu: a Hold after the flush must
-	// see the burst over.
-	heldMu sync.Mutex
-	burst  bool
-	held   []callctx.Flusher
+	// While the reader has more whole requests buffered, writes that
+	// serving them causes may be held back and are flushed when the burst
+	// ends; the Holder in the connection's context.
+	burst callctx.Burst
 	// here is the request the reader is running itself, if any; the
 	// server's watchdog hands the reading to a new goroutine when it runs
 	// for long.
@@ -74,34 +70,9 @@ var errHandedOver = errors.New("another goroutine reads the connection now")
 
 func newServerConn(s *Server, conn net.Conn) *serverConn {
 	c := &serverConn{s: s, conn: conn, w: newFrameWriter(conn, s.cfg.HeartbeatTimeout)}
-	ctx := callctx.WithHolder(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()), c)
+	ctx := callctx.WithHolder(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()), &c.burst)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	return c
-}
-
-// Hold implements callctx.Holder.
-func (c *serverConn) Hold(f callctx.Flusher) bool {
-	c.heldMu.Lock()
-	defer c.heldMu.Unlock()
-	if !c.burst {
-		return false
-	}
-	if !slices.Contains(c.held, f) {
-		c.held = append(c.held, f)
-	}
-	return true
-}
-
-// flushHeld ends a burst: what was held back for it is written.
-func (c *serverConn) flushHeld() {
-	c.heldMu.Lock()
-	c.burst = false
-	held := c.held
-	c.held = nil
-	c.heldMu.Unlock()
-	for _, f := range held {
-		f.FlushHeld()
-	}
 }
 
 // requestBuffered says whether br holds a whole frame.
@@ -128,7 +99,7 @@ func (c *serverConn) serve() {
 // successor, which also takes over its place in s.wg.
 func (c *serverConn) readAndClose() {
 	err := c.read()
-	c.flushHeld()
+	c.burst.Flush()
 	if err == errHandedOver {
 		return
 	}
@@ -193,12 +164,10 @@ func (c *serverConn) read() error {
 			continue
 		}
 		burst := requestBuffered(c.br)
-		c.heldMu.Lock()
-		c.burst = burst
-		c.heldMu.Unlock()
+		c.burst.Set(burst)
 		reader := c.dispatch(req)
 		if !burst || !reader {
-			c.flushHeld()
+			c.burst.Flush()
 		}
 		if !reader {
 			return errHandedOver

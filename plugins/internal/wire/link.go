@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,7 +71,9 @@ type Link struct {
 	err     error
 	closed  bool // Close was called
 
-	replies replyHolder // the reader's
+	// Writes that completing our calls causes (responses to consumers),
+	// held while the reader has more replies buffered.
+	replies callctx.Burst
 
 	// The inline call running, for the watchdog (handOverSlow).
 	here  atomic.Pointer[handover]
@@ -98,7 +99,7 @@ type Link struct {
 	wbuf    []byte
 	spare   []byte
 	writing bool
-	held    bool // frames wait in wbuf for the reader's flushHeld
+	held    bool // frames wait in wbuf for FlushHeld
 	werr    error
 }
 
@@ -138,7 +139,7 @@ func (l *Link) readFrom(r *bufio.Reader) {
 	if err == errHandedOver {
 		return // the new reader has the held replies too
 	}
-	l.replies.flush()
+	l.replies.Flush()
 	l.conn.Close()
 	l.stop()
 	l.mu.Lock()
@@ -169,7 +170,7 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 			// The burst is over: write the replies held back, ours and
 			// those of the calls completed in it.
 			l.FlushHeld()
-			l.replies.flush()
+			l.replies.Flush()
 		}
 		if _, err := io.ReadFull(r, head[:]); err != nil {
 			return err
@@ -193,7 +194,7 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 			delete(l.pending, id)
 			l.mu.Unlock()
 			if done != nil {
-				l.replies.burst = frameBuffered(r)
+				l.replies.Set(frameBuffered(r))
 				done(rest, nil)
 			}
 		case frameCancel:
@@ -275,33 +276,6 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 
 func refuse(context.Context) []byte {
 	return ErrorReply(&rpc.CallError{Kind: rpc.ErrServiceNotFound, Detail: "this side serves no calls"})
-}
-
-// replyHolder holds back the writes that completing our calls causes while
-// the reader has more replies buffered (callctx.Holder); only the reader
-// uses it.
-type replyHolder struct {
-	burst bool
-	held  []callctx.Flusher
-}
-
-func (h *replyHolder) Hold(f callctx.Flusher) bool {
-	if !h.burst {
-		return false
-	}
-	if !slices.Contains(h.held, f) {
-		h.held = append(h.held, f)
-	}
-	return true
-}
-
-func (h *replyHolder) flush() {
-	h.burst = false
-	for i, f := range h.held {
-		f.FlushHeld()
-		h.held[i] = nil
-	}
-	h.held = h.held[:0]
 }
 
 // handover lets an inline call that calls the other side (and so needs the
