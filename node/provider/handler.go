@@ -36,6 +36,9 @@ func (p *Provider) Handle(ctx context.Context, req *protocol.Request) *protocol.
 // node's part is decoding and a socket write; the business code runs in
 // the plugin. Echo and generic calls take the usual way.
 func (p *Provider) Async(req *protocol.Request) bool {
+	if p.async.Load() == 0 {
+		return false // spare the lookup, which serve does anyway
+	}
 	switch req.Method {
 	case protocol.MethodEcho, protocol.MethodInvoke, protocol.MethodInvokeAsync:
 		return false
@@ -46,6 +49,18 @@ func (p *Provider) Async(req *protocol.Request) bool {
 	}
 	_, ok := e.svc.Invoker.(AsyncInvoker)
 	return ok
+}
+
+// asyncCount is 1 for an exporter (nil or not) whose invoker is an
+// AsyncInvoker, else 0.
+func asyncCount(e *exporter) int32 {
+	if e == nil {
+		return 0
+	}
+	if _, ok := e.svc.Invoker.(AsyncInvoker); ok {
+		return 1
+	}
+	return 0
 }
 
 // HandleAsync implements transport.AsyncHandler.

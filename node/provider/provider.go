@@ -31,6 +31,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/dispatch"
@@ -191,6 +192,7 @@ type Provider struct {
 
 	mu        sync.RWMutex
 	exporters map[string]*exporter // by service key
+	async     atomic.Int32         // exporters whose invoker is an AsyncInvoker
 	shutdown  bool
 }
 
@@ -385,6 +387,7 @@ func (p *Provider) Export(ctx context.Context, svc Service) error {
 	}
 	old := p.exporters[e.key]
 	p.exporters[e.key] = e
+	p.async.Add(asyncCount(e) - asyncCount(old))
 	p.mu.Unlock()
 
 	if old != nil && old.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance && !sameURL(old.published, e.published) {
@@ -424,6 +427,7 @@ func (p *Provider) Unexport(ctx context.Context, iface, version, group string) e
 	p.mu.Lock()
 	e := p.exporters[key]
 	delete(p.exporters, key)
+	p.async.Add(-asyncCount(e))
 	p.mu.Unlock()
 	if e == nil {
 		return fmt.Errorf("unexport %s: not exported; exported are %v", key, p.keys())
