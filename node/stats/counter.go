@@ -69,6 +69,9 @@ func OutcomeOf(err error) Outcome {
 // Recorder.Collect calls, and the interval maxima are reset by Collect.
 type Counter struct {
 	key Key
+	// epoch is the recorder's creation; times are kept as monotonic
+	// nanoseconds since it, one clock read each (time.Now reads two clocks).
+	epoch time.Time
 
 	// Written by every call; kept together.
 	active    atomic.Int64 // calls between Begin and End
@@ -80,7 +83,7 @@ type Counter struct {
 	elapsed   atomic.Int64 // nanoseconds
 	concSum   atomic.Int64 // sum over ended calls of the concurrency each began with
 	lastRT    atomic.Int64 // nanoseconds, of the call that ended last
-	lastAt    atomic.Int64 // when it ended, Unix nanoseconds
+	lastAt    atomic.Int64 // when it ended, nanoseconds since epoch
 
 	// Interval maxima, swapped to 0 by Collect.
 	maxInput, maxOutput, maxElapsed, maxConc atomic.Int64
@@ -95,7 +98,7 @@ type Counter struct {
 // Start is what Begin hands to End: when the call began and how many calls
 // of its key ran then, itself included.
 type Start struct {
-	at   time.Time
+	at   int64 // nanoseconds since the counter's epoch
 	conc int64
 }
 
@@ -104,15 +107,15 @@ func (c *Counter) Begin() Start {
 	c.started.Add(1)
 	n := c.active.Add(1)
 	raiseMax(&c.maxConc, n)
-	return Start{at: time.Now(), conc: n}
+	return Start{at: int64(time.Since(c.epoch)), conc: n}
 }
 
 // End counts the call begun at s out: how it ended and the sizes of its
 // request (input) and response (output) in bytes, as Dubbo counts them;
 // pass 0 for a size not known here and add it later with AddOutput.
 func (c *Counter) End(s Start, o Outcome, input, output int) {
-	now := time.Now()
-	d := int64(now.Sub(s.at))
+	now := int64(time.Since(c.epoch))
+	d := now - s.at
 	if d < 0 {
 		d = 0
 	}
@@ -131,7 +134,7 @@ func (c *Counter) End(s Start, o Outcome, input, output int) {
 	raiseMax(&c.maxRT, d)
 	lowerMin(&c.minRT, d)
 	c.lastRT.Store(d)
-	c.lastAt.Store(now.UnixNano())
+	c.lastAt.Store(now)
 	c.hist.add(d)
 	if input > 0 {
 		c.input.Add(int64(input))

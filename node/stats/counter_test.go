@@ -87,7 +87,7 @@ func TestElapsedAndMaxElapsed(t *testing.T) {
 	rec := providerRecorder()
 	c := rec.Counter(greeterKey)
 	for _, d := range []time.Duration{30 * time.Millisecond, 10 * time.Millisecond} {
-		c.End(Start{at: time.Now().Add(-d), conc: 1}, Success, 0, 0)
+		c.End(Start{at: int64(time.Since(c.epoch) - d), conc: 1}, Success, 0, 0)
 	}
 	s := rec.Collect(time.Now())[0]
 	// The calls took at least what was subtracted; a loaded machine adds.
@@ -164,14 +164,15 @@ func TestKeyBound(t *testing.T) {
 		return Key{Interface: "I", Method: method, Peer: "10.0.0." + strconv.Itoa(i) + ":20880"}
 	}
 	for i := range 16 {
-		rec.Counter(key("m", i)).End(Start{at: time.Now(), conc: 1}, Success, 0, 0)
+		c := rec.Counter(key("m", i))
+		c.End(c.Begin(), Success, 0, 0)
 	}
 	for i := 16; i < 1000; i++ {
 		c := rec.Counter(key("m", i))
 		if c.Key() != (Key{Interface: "I", Method: "m", Peer: Other}) {
 			t.Fatalf("peer %d counted under %+v", i, c.Key())
 		}
-		c.End(Start{at: time.Now(), conc: 1}, Success, 0, 0)
+		c.End(c.Begin(), Success, 0, 0)
 	}
 	for i := range 16 { // the first keys still count as themselves
 		if c := rec.Counter(key("m", i)); c.Key() != key("m", i) {

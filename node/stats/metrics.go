@@ -296,8 +296,10 @@ func (a *methodAgg) add(c *Counter, buf []int64) {
 		a.minRT = v
 	}
 	a.maxRT = max(a.maxRT, c.maxRT.Load())
-	if at := c.lastAt.Load(); at > a.lastAt {
-		a.lastAt, a.lastRT = at, c.lastRT.Load()
+	if at := c.lastAt.Load(); at != 0 {
+		if at = c.epoch.Add(time.Duration(at)).UnixNano(); at > a.lastAt {
+			a.lastAt, a.lastRT = at, c.lastRT.Load()
+		}
 	}
 	for i, n := range c.hist.read(buf) {
 		a.hist[i] += n

@@ -71,6 +71,8 @@ type Recorder struct {
 	total     int // keys in read and fresh; under mu
 	folded    atomic.Int64
 
+	epoch time.Time // the counters' time base
+
 	collectMu   sync.Mutex
 	lastCollect time.Time // under collectMu
 }
@@ -80,7 +82,8 @@ func NewRecorder(cfg Config) *Recorder {
 	if cfg.MaxKeys <= 0 {
 		cfg.MaxKeys = DefaultMaxKeys
 	}
-	r := &Recorder{cfg: cfg, fresh: map[Key]*Counter{}, lastCollect: time.Now()}
+	now := time.Now()
+	r := &Recorder{cfg: cfg, fresh: map[Key]*Counter{}, epoch: now, lastCollect: now}
 	empty := map[Key]*Counter{}
 	r.read.Store(&empty)
 	return r
@@ -129,7 +132,7 @@ func (r *Recorder) slow(k Key) *Counter {
 			return c
 		}
 	}
-	c := &Counter{key: k}
+	c := &Counter{key: k, epoch: r.epoch}
 	r.fresh[k] = c
 	r.total++
 	r.maybePromote()
