@@ -137,8 +137,8 @@ func (s Sample) URL() *url.URL {
 	}
 	p[KeyTimestamp] = strconv.FormatInt(s.Timestamp.UnixMilli(), 10)
 	set(KeyNode, s.Node)
-	if s.Interval > 0 {
-		p[KeyInterval] = strconv.FormatInt(s.Interval.Milliseconds(), 10)
+	if s.Interval > 0 { // rounded up: a short last interval is not "no interval"
+		p[KeyInterval] = strconv.FormatInt(int64((s.Interval+time.Millisecond-1)/time.Millisecond), 10)
 	}
 	return url.New(CountProtocol, s.Host, s.Port, s.Interface+"/"+s.Method, p)
 }
