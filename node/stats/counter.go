@@ -72,23 +72,27 @@ type Counter struct {
 	// epoch is the recorder's creation; times are kept as monotonic
 	// nanoseconds since it, one clock read each (time.Now reads two clocks).
 	epoch time.Time
+	_     [24]byte // puts active at offset 128: the hot fields share one line
 
-	// Written by every call; kept together.
+	// Written by every call: one cache line, as the calls of a key on
+	// different cores contend for it.
 	active    atomic.Int64 // calls between Begin and End
 	started   atomic.Int64
 	succeeded atomic.Int64
-	failed    [numOutcomes]atomic.Int64 // index 0 (Success) unused
-	input     atomic.Int64              // bytes
-	output    atomic.Int64
 	elapsed   atomic.Int64 // nanoseconds
 	concSum   atomic.Int64 // sum over ended calls of the concurrency each began with
-	lastRT    atomic.Int64 // nanoseconds, of the call that ended last
-	lastAt    atomic.Int64 // when it ended, nanoseconds since epoch
+	input     atomic.Int64 // bytes
+	output    atomic.Int64
+	last      atomic.Uint64 // the call that ended last: packLast
 
-	// Interval maxima, swapped to 0 by Collect.
-	maxInput, maxOutput, maxElapsed, maxConc atomic.Int64
-	// Since start, for Prometheus; minRT is 0 until the first call ends.
-	minRT, maxRT atomic.Int64
+	// Read by every call, written when a call sets a new extreme. The
+	// interval maxima are swapped to 0 by Collect, which folds maxElapsed
+	// into maxRT (since start, for Prometheus). minRT is 0 until the first
+	// call ends.
+	maxElapsed, maxConc, maxInput, maxOutput, minRT atomic.Int64
+	maxRT                                           atomic.Int64 // written by Collect only
+
+	failed [numOutcomes]atomic.Int64 // by outcome; index 0 (Success) unused
 
 	hist histogram
 
@@ -131,10 +135,8 @@ func (c *Counter) End(s Start, o Outcome, input, output int) {
 	c.elapsed.Add(d)
 	c.concSum.Add(s.conc)
 	raiseMax(&c.maxElapsed, d)
-	raiseMax(&c.maxRT, d)
 	lowerMin(&c.minRT, d)
-	c.lastRT.Store(d)
-	c.lastAt.Store(now)
+	c.last.Store(packLast(now, d))
 	c.hist.add(d)
 	if input > 0 {
 		c.input.Add(int64(input))
@@ -158,6 +160,25 @@ func (c *Counter) AddOutput(n int) {
 
 // Key is what the counter counts.
 func (c *Counter) Key() Key { return c.key }
+
+// packLast packs when a call ended (seconds since the epoch) and its
+// response time (microseconds, at most 2^32-1: 71 minutes) into one word,
+// so recording them is one store.
+func packLast(at, rt int64) uint64 {
+	return uint64(at/1e9)<<32 | uint64(min(rt/1e3, 1<<32-1))
+}
+
+// lastCall unpacks last: when (since the epoch, to the second) and how long.
+func (c *Counter) lastCall() (at, rt time.Duration, ok bool) {
+	v := c.last.Load()
+	if v == 0 {
+		return 0, 0, false
+	}
+	return time.Duration(v>>32) * time.Second, time.Duration(v&(1<<32-1)) * time.Microsecond, true
+}
+
+// maxRTSinceStart is the longest call since start.
+func (c *Counter) maxRTSinceStart() int64 { return max(c.maxRT.Load(), c.maxElapsed.Load()) }
 
 // raiseMax sets m to v if v is larger. The load first keeps the common
 // case (not a new maximum) free of writes to the shared cache line.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
@@ -237,6 +238,16 @@ func TestNoAllocations(t *testing.T) {
 	err := &rpc.CallError{Kind: rpc.ErrTimeout, Service: "I", Method: "m"}
 	if n := testing.AllocsPerRun(1000, func() { OutcomeOf(err) }); n != 0 {
 		t.Errorf("OutcomeOf allocates %v times", n)
+	}
+}
+
+// The fields every call writes sit in one cache line (Counters are
+// allocated from a size class of 64-byte multiples).
+func TestHotFieldsShareALine(t *testing.T) {
+	var c Counter
+	first, last := unsafe.Offsetof(c.active), unsafe.Offsetof(c.last)
+	if first%64 != 0 || last/64 != first/64 {
+		t.Errorf("hot fields at offsets %d..%d", first, last)
 	}
 }
 

@@ -295,10 +295,10 @@ func (a *methodAgg) add(c *Counter, buf []int64) {
 	if v := c.minRT.Load(); v != 0 && (a.minRT == 0 || v < a.minRT) {
 		a.minRT = v
 	}
-	a.maxRT = max(a.maxRT, c.maxRT.Load())
-	if at := c.lastAt.Load(); at != 0 {
-		if at = c.epoch.Add(time.Duration(at)).UnixNano(); at > a.lastAt {
-			a.lastAt, a.lastRT = at, c.lastRT.Load()
+	a.maxRT = max(a.maxRT, c.maxRTSinceStart())
+	if at, rt, ok := c.lastCall(); ok {
+		if at := c.epoch.Add(at).UnixNano(); at >= a.lastAt {
+			a.lastAt, a.lastRT = at, int64(rt)
 		}
 	}
 	for i, n := range c.hist.read(buf) {

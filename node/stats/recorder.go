@@ -216,6 +216,7 @@ func (r *Recorder) Collect(now time.Time) []Sample {
 		c.prev = t
 		maxIn, maxOut := c.maxInput.Swap(0), c.maxOutput.Swap(0)
 		maxEl, maxConc := c.maxElapsed.Swap(0), c.maxConc.Swap(0)
+		raiseMax(&c.maxRT, maxEl)
 		calls := (t.succeeded + t.failed) - (p.succeeded + p.failed)
 		if calls == 0 && t.input == p.input && t.output == p.output && maxConc == 0 {
 			continue
