@@ -1,0 +1,311 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/node/stats"
+)
+
+// monitor is a fake monitor behind a Sender: it stores each sample once
+// by ID, as the real one must, and can be down, or lose its answers.
+type monitor struct {
+	mu       sync.Mutex
+	down     bool
+	loseNext int           // answers to lose after storing
+	frozen   chan struct{} // when set, Send blocks until it closes or ctx ends
+	attempts int
+	reports  []*Report
+	stored   map[stats.SampleID]stats.Sample
+}
+
+func newMonitor() *monitor { return &monitor{stored: map[stats.SampleID]stats.Sample{}} }
+
+func (m *monitor) Send(ctx context.Context, r *Report) error {
+	m.mu.Lock()
+	frozen := m.frozen
+	m.attempts++
+	m.mu.Unlock()
+	if frozen != nil {
+		select {
+		case <-frozen:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return errors.New("connection refused")
+	}
+	m.reports = append(m.reports, r)
+	for _, s := range r.Samples {
+		if _, dup := m.stored[s.ID()]; !dup {
+			m.stored[s.ID()] = s
+		}
+	}
+	if m.loseNext > 0 {
+		m.loseNext--
+		return errors.New("read: connection reset by peer")
+	}
+	return nil
+}
+
+func (m *monitor) set(f func(*monitor)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(m)
+}
+
+func (m *monitor) get() (reports []*Report, stored int, success int64, attempts int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.stored {
+		success += s.Success
+	}
+	return append([]*Report(nil), m.reports...), len(m.stored), success, m.attempts
+}
+
+// logs captures log records.
+type logs struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logs) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Message)
+	return nil
+}
+func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logs) WithGroup(string) slog.Handler      { return l }
+func (l *logs) count(sub string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.msgs {
+		if strings.Contains(m, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+type fixture struct {
+	rec  *stats.Recorder
+	rep  *Reporter
+	mon  *monitor
+	logs *logs
+	t0   time.Time
+}
+
+// start makes a started reporter whose intervals end only when the test
+// calls tick, with fast retries.
+func start(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{
+		rec:  stats.NewRecorder(stats.Config{Side: stats.Provider, Application: "demo", Host: "127.0.0.1", Port: 20880}),
+		mon:  newMonitor(),
+		logs: &logs{},
+		t0:   time.UnixMilli(1732870800000),
+	}
+	cfg.Tick = make(chan time.Time) // never fires
+	cfg.Node = "node-1"
+	cfg.RetryMin, cfg.RetryMax = time.Millisecond, 5*time.Millisecond
+	cfg.Logger = slog.New(f.logs)
+	rep, err := New(cfg, f.mon, f.rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rep = rep
+	rep.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		f.mon.set(func(m *monitor) { m.down = false })
+		rep.Close(ctx)
+	})
+	return f
+}
+
+// calls makes n calls of method and ends interval i (a minute each).
+func (f *fixture) interval(i int, method string, n int) {
+	c := f.rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: method, Peer: "127.0.0.1"})
+	for range n {
+		c.End(c.Begin(), stats.Success, 10, 10)
+	}
+	f.rep.tick(f.t0.Add(time.Duration(i) * time.Minute))
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A monitor that is down loses nothing: the reports wait and go out in
+// order when it is back.
+func TestReportsWaitForTheMonitorAndGoOutInOrder(t *testing.T) {
+	f := start(t, Config{})
+	f.mon.set(func(m *monitor) { m.down = true })
+	for i := 1; i <= 3; i++ {
+		f.interval(i, "sayHello", i)
+	}
+	waitFor(t, "failed attempts", func() bool { _, _, _, a := f.mon.get(); return a >= 3 })
+	if q := f.rep.Queued(); q != 3 {
+		t.Fatalf("queued %d while the monitor is down, want 3", q)
+	}
+	f.mon.set(func(m *monitor) { m.down = false })
+	waitFor(t, "the queue to drain", func() bool { return f.rep.Queued() == 0 })
+	reports, stored, success, _ := f.mon.get()
+	if len(reports) != 3 || stored != 3 || success != 1+2+3 {
+		t.Fatalf("monitor got %d reports, %d samples, %d calls; want 3, 3, 6", len(reports), stored, success)
+	}
+	for i, r := range reports {
+		if want := f.t0.Add(time.Duration(i+1) * time.Minute); !r.End.Equal(want) || r.Samples[0].Success != int64(i+1) {
+			t.Errorf("report %d ends %v with %d calls, want %v and %d", i, r.End, r.Samples[0].Success, want, i+1)
+		}
+		if r.Node != "node-1" || r.Samples[0].Node != "node-1" || !r.Samples[0].Timestamp.Equal(r.End) {
+			t.Errorf("report %d: node %q, sample node %q at %v", i, r.Node, r.Samples[0].Node, r.Samples[0].Timestamp)
+		}
+	}
+	if f.logs.count("cannot send") != 1 || f.logs.count("reachable again") != 1 {
+		t.Errorf("logs: %q", f.logs.msgs)
+	}
+}
+
+// Past the bound the oldest reports go, counted, and it is logged once
+// until the monitor takes a report again.
+func TestFullQueueDropsTheOldest(t *testing.T) {
+	f := start(t, Config{Buffer: 2})
+	f.mon.set(func(m *monitor) { m.down = true })
+	for i := 1; i <= 5; i++ {
+		f.interval(i, "sayHello", i)
+	}
+	if q, d := f.rep.Queued(), f.rep.Dropped(); q != 2 || d != 3 {
+		t.Fatalf("queued %d dropped %d, want 2 and 3", q, d)
+	}
+	if n := f.logs.count("dropping"); n != 1 {
+		t.Errorf("dropping logged %d times, want 1", n)
+	}
+	f.mon.set(func(m *monitor) { m.down = false })
+	waitFor(t, "the queue to drain", func() bool { return f.rep.Queued() == 0 })
+	reports, _, success, _ := f.mon.get()
+	if len(reports) != 2 || success != 4+5 {
+		t.Errorf("monitor got %d reports with %d calls, want the newest 2 with 9", len(reports), success)
+	}
+	// Down again: a new overflow is logged again.
+	f.mon.set(func(m *monitor) { m.down = true })
+	for i := 6; i <= 8; i++ {
+		f.interval(i, "sayHello", 1)
+	}
+	if n := f.logs.count("dropping"); n != 2 || f.rep.Dropped() != 4 {
+		t.Errorf("after a second outage: dropping logged %d times, %d dropped; want 2 and 4", n, f.rep.Dropped())
+	}
+}
+
+// A report whose answer was lost is sent again; the monitor, storing by
+// sample ID, counts its calls once.
+func TestResentReportIsCountedOnce(t *testing.T) {
+	f := start(t, Config{})
+	f.mon.set(func(m *monitor) { m.loseNext = 2 })
+	f.interval(1, "sayHello", 5)
+	f.interval(2, "add", 7)
+	waitFor(t, "the queue to drain", func() bool { return f.rep.Queued() == 0 })
+	reports, stored, success, _ := f.mon.get()
+	if len(reports) < 3 || stored != 2 || success != 12 {
+		t.Errorf("monitor received %d reports, stored %d samples with %d calls; want >= 3, 2 and 12", len(reports), stored, success)
+	}
+}
+
+// Close collects the partial interval and sends it.
+func TestCloseSendsTheLastPartialInterval(t *testing.T) {
+	f := start(t, Config{})
+	c := f.rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: "sayHello", Peer: "127.0.0.1"})
+	for range 4 {
+		c.End(c.Begin(), stats.Success, 1, 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.rep.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reports, _, success, _ := f.mon.get()
+	if len(reports) != 1 || success != 4 {
+		t.Fatalf("monitor got %d reports with %d calls, want 1 with 4", len(reports), success)
+	}
+	if s := reports[0].Samples[0]; s.Interval <= 0 || s.Interval > time.Minute {
+		t.Errorf("partial interval %v", s.Interval)
+	}
+}
+
+// A frozen monitor holds neither counting nor the intervals; Close gives
+// up at its deadline and says what was not sent.
+func TestFrozenMonitor(t *testing.T) {
+	f := start(t, Config{SendTimeout: 50 * time.Millisecond})
+	frozen := make(chan struct{})
+	defer close(frozen)
+	f.mon.set(func(m *monitor) { m.frozen = frozen })
+	for i := 1; i <= 3; i++ {
+		f.interval(i, "sayHello", 2) // returns at once
+	}
+	if q := f.rep.Queued(); q != 3 {
+		t.Errorf("queued %d, want 3", q)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	err := f.rep.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "3 reports of node node-1 not sent") {
+		t.Errorf("Close = %v", err)
+	}
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("Close took %v with a 300ms deadline", took)
+	}
+}
+
+func TestIdleIntervalQueuesNothing(t *testing.T) {
+	f := start(t, Config{})
+	f.rep.tick(f.t0.Add(time.Minute))
+	if q := f.rep.Queued(); q != 0 {
+		t.Errorf("an idle interval queued %d reports", q)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		cfg     Config
+		buffer  int
+		wantErr string
+	}{
+		{Config{}, 60, ""},
+		{Config{Interval: time.Second}, 3600, ""},
+		{Config{Interval: 7 * time.Minute}, 9, ""},
+		{Config{Interval: 2 * time.Hour}, 1, ""},
+		{Config{Interval: 500 * time.Millisecond}, 0, "at least 1s"},
+		{Config{Buffer: -1}, 0, "must be positive"},
+	} {
+		c, err := tc.cfg.withDefaults()
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%+v: err %v, want %q", tc.cfg, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || c.Buffer != tc.buffer || c.Node == "" {
+			t.Errorf("%+v: buffer %d node %q err %v, want buffer %d", tc.cfg, c.Buffer, c.Node, err, tc.buffer)
+		}
+	}
+}
