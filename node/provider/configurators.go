@@ -288,8 +288,12 @@ func (p *Provider) runConfigurators(ctx context.Context) {
 	}
 }
 
-// configuredURL is e's URL after the rules, nil when a rule disables it.
+// configuredURL is e's URL after the rules, nil when a rule disables it
+// or the service was taken offline. regMu is held.
 func (p *Provider) configuredURL(e *exporter) *url.URL {
+	if p.offline[e.key] {
+		return nil
+	}
 	u := e.url
 	if c := p.conf; c != nil {
 		c.mu.Lock()
@@ -317,10 +321,20 @@ func (p *Provider) reconfigure(ctx context.Context) {
 	defer cancel()
 	p.regMu.Lock()
 	defer p.regMu.Unlock()
+	if err := p.reconcile(ctx); err != nil {
+		// The registry retries registrations on reconnection.
+		p.log.Warn("cannot bring the registry in line with the override rules", "err", err)
+	}
+}
+
+// reconcile publishes every service's URL as the rules and the QoS
+// offline state say, and updates the instance if anything changed.
+// regMu is held.
+func (p *Provider) reconcile(ctx context.Context) error {
 	p.mu.RLock()
 	if p.shutdown {
 		p.mu.RUnlock()
-		return
+		return nil
 	}
 	exporters := make([]*exporter, 0, len(p.exporters))
 	for _, e := range p.exporters {
@@ -328,6 +342,7 @@ func (p *Provider) reconfigure(ctx context.Context) {
 	}
 	p.mu.RUnlock()
 
+	var errs []error
 	changed := false
 	for _, e := range exporters {
 		want := p.configuredURL(e)
@@ -335,11 +350,10 @@ func (p *Provider) reconfigure(ctx context.Context) {
 			continue
 		}
 		changed = true
-		p.log.Info("override rules changed the published provider URL",
+		p.log.Info("published provider URL changed",
 			"service", e.key, "old", urlString(e.published), "new", urlString(want))
 		if err := p.republish(ctx, e.published, want); err != nil {
-			// The registry retries registrations on reconnection.
-			p.log.Warn("cannot re-publish the provider URL", "service", e.key, "err", err)
+			errs = append(errs, fmt.Errorf("re-publish %s: %w", e.key, err))
 		}
 		p.mu.Lock()
 		e.published = want
@@ -347,9 +361,10 @@ func (p *Provider) reconfigure(ctx context.Context) {
 	}
 	if changed {
 		if err := p.refreshInstance(ctx); err != nil {
-			p.log.Warn("cannot update the instance after an override rule", "err", err)
+			errs = append(errs, fmt.Errorf("update the instance: %w", err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // republish replaces old by new in the interface-level registry; either may

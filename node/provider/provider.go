@@ -189,6 +189,9 @@ type Provider struct {
 	// regMu serialises registry work (export, unexport, shutdown) so that
 	// the instance node always reflects the last exported set.
 	regMu sync.Mutex
+	// offline holds the service keys the QoS offline command withdrew;
+	// regMu guards it.
+	offline map[string]bool
 
 	mu        sync.RWMutex
 	exporters map[string]*exporter // by service key
@@ -203,7 +206,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter)}
+	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter), offline: map[string]bool{}}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
