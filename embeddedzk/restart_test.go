@@ -151,6 +151,37 @@ func (r *registryProcess) start(t testing.TB) {
 	}
 }
 
+// startFails starts the process, expects it to exit with an error before it
+// serves, and returns its output.
+func (r *registryProcess) startFails(t testing.TB) string {
+	t.Helper()
+	cmd := exec.Command(r.bin, "run", "--role=registry",
+		"--set", "registry.server.listen="+r.addr,
+		"--set", "registry.server.data-dir="+r.dataDir,
+		"--set", "registry.server.tick-time=500ms")
+	cmd.Args = append(cmd.Args, r.extra...)
+	cmd.Dir = r.workDir
+	cmd.WaitDelay = 5 * time.Second
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() {
+		out, err = cmd.CombinedOutput()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("dubbo still running 30s after start, want it to refuse:\n%s", out)
+	}
+	if err == nil {
+		t.Fatalf("dubbo exited 0, want a start-up error:\n%s", out)
+	}
+	return string(out)
+}
+
 // kill9 sends SIGKILL and waits until the process is gone.
 func (r *registryProcess) kill9(t testing.TB) {
 	t.Helper()

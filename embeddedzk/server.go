@@ -68,6 +68,7 @@ type Server struct {
 	snapWG    sync.WaitGroup
 
 	handshakeTimeout time.Duration
+	words            map[string]bool // enabled four-letter words; read-only
 }
 
 // New opens (or creates) the data directory, replays it and binds the
@@ -109,6 +110,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		ctx:      ctx, cancel: cancel,
 
 		handshakeTimeout: cmp.Or(cfg.handshakeTimeout, handshakeTimeout),
+		words:            cfg.enabledWords(),
 	}
 	s.lastZxid.Store(t.LastZxid())
 	s.baseZxid = t.LastZxid()
