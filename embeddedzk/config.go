@@ -51,6 +51,13 @@ type Config struct {
 	// (no super user).
 	SuperDigest string `koanf:"super-digest"`
 
+	// RecoverTruncate lets the server start on a transaction log damaged
+	// before its last write: the damaged part and everything after it are
+	// moved to side files next to the log (named *.damaged-*), and the
+	// server starts from what precedes the damage. Default false: such damage
+	// stops start-up with the file, the offset and this key.
+	RecoverTruncate bool `koanf:"recover-truncate"`
+
 	// handshakeTimeout bounds the wait for a new connection's first frame;
 	// unexported so only tests change it. Default 5s.
 	handshakeTimeout time.Duration

@@ -84,14 +84,14 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
-	store, err := storage.OpenLog(cfg.DataDir, storage.LogOptions{Fsync: cfg.FsyncOn(), Logger: logger})
+	store, err := storage.OpenLog(cfg.DataDir, storage.LogOptions{Fsync: cfg.FsyncOn(), Logger: logger, RecoverTruncate: cfg.RecoverTruncate})
 	if err != nil {
-		return nil, fmt.Errorf("open transaction log in %s: %w", cfg.DataDir, err)
+		return nil, fmt.Errorf("open transaction log in %s: %w%s", cfg.DataDir, err, recoverHint(err))
 	}
 	t, err := restore(cfg.DataDir, store, logger)
 	if err != nil {
 		store.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, recoverHint(err))
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -120,6 +120,18 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		s.sessions.Add(id, info.Passwd, time.Duration(info.Timeout)*time.Millisecond, now)
 	}
 	return s, nil
+}
+
+// recoverHint tells the operator how to start on a damaged log.
+func recoverHint(err error) string {
+	var cerr *storage.CorruptError
+	if !errors.As(err, &cerr) {
+		return ""
+	}
+	return fmt.Sprintf(". The registry did not start, and changed nothing. Copy the data dir first; "+
+		"then registry.server.recover-truncate = true (--set registry.server.recover-truncate=true) "+
+		"starts it from the writes before offset %d, moving the damaged part and everything after it "+
+		"to side files next to %s (*.damaged-*) for inspection", cerr.Offset, cerr.File)
 }
 
 // restore loads the newest snapshot and replays the log after it.

@@ -21,6 +21,12 @@ type LogOptions struct {
 	Fsync bool
 	// Logger receives warnings about cut tails. Default slog.Default().
 	Logger *slog.Logger
+	// RecoverTruncate starts on a log damaged before its last write instead
+	// of failing with a *CorruptError: the damaged part and every later log
+	// file move to side files (*.damaged-<offset>, *.damaged) next to the
+	// log, and the log goes on from the last good record before the damage.
+	// Default false.
+	RecoverTruncate bool
 }
 
 // Log is the append-only transaction log. Append only copies a record into
@@ -59,10 +65,12 @@ type Log struct {
 }
 
 // OpenLog opens the transaction log in dir, creating dir if needed. It
-// cuts a torn tail from the newest file (logging what it dropped) and
-// appends to that file; the first file is created on the first Append and
-// named by its zxid. It also removes temporary files of snapshots
-// interrupted by a crash; a directory is used by one open Log at a time.
+// cuts a torn tail (what a crash leaves of the last write) from the newest
+// file, logging what it dropped, and appends to that file; the first file
+// is created on the first Append and named by its zxid. Other damage in the
+// newest file is a *CorruptError unless opts.RecoverTruncate. It also
+// removes temporary files of snapshots interrupted by a crash; a directory
+// is used by one open Log at a time.
 func OpenLog(dir string, opts LogOptions) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -308,6 +316,7 @@ func (l *Log) writeSegment(seg []byte, created *bool) error {
 			return fmt.Errorf("storage: write %s: %w", p, err)
 		}
 	}
+	markWriteStart(seg)
 	if _, err := l.file.Write(seg); err != nil {
 		return fmt.Errorf("storage: write %s: %w", l.fileName, err)
 	}
