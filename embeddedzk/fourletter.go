@@ -28,12 +28,28 @@ var fourLetterWords = []string{
 
 func isFourLetterWord(w string) bool { return slices.Contains(fourLetterWords, w) }
 
+// notServingWords are the answers while the server cannot serve, as
+// Apache's commands give them when its server is not running; "-" marks
+// words answered as usual. ruok answers nothing, so it never says imok.
+var notServingWords = map[string]string{
+	"ruok": "", "isro": "null",
+	"srvr": zkNotServing, "stat": zkNotServing, "mntr": zkNotServing, "cons": zkNotServing,
+	"dump": zkNotServing, "wchs": zkNotServing, "wchc": zkNotServing, "wchp": zkNotServing,
+	"dirs": zkNotServing, "crst": zkNotServing, "srst": zkNotServing,
+	"conf": "-", "envi": "-", "gtmk": "-", "stmk": "-", "hash": "-",
+}
+
+const zkNotServing = "This ZooKeeper instance is not currently serving requests\n"
+
 // fourLetter answers a four-letter word in plain text; the caller closes.
 func (c *conn) fourLetter(word string) {
 	var b strings.Builder
-	if c.s.words[word] {
+	switch {
+	case c.s.words[word] && c.s.notServing() != nil && notServingWords[word] != "-":
+		b.WriteString(notServingWords[word])
+	case c.s.words[word]:
 		c.s.answerWord(&b, c, word)
-	} else {
+	default:
 		// Apache's answer, word for word, so scripts see the same thing.
 		fmt.Fprintf(&b, "%s is not executed because it is not in the whitelist.\n", word)
 	}

@@ -25,6 +25,12 @@ func (c *conn) handle(buf []byte) next {
 	}
 	s.stats.received.Add(1)
 	c.stats.recv.Add(1)
+	if err := s.notServing(); err != nil {
+		// Nothing can be logged, and replies would wait for state that is
+		// not on disk: close, and let the client come back when it is.
+		s.logger.Debug("not serving, closing connection", "remote", c.remote, "err", err)
+		return closeNow
+	}
 	sid := c.sessionID.Load()
 	if !s.sessions.Touch(sid, start) {
 		// The session expired or is closing: close without a reply, as

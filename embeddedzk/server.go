@@ -317,15 +317,36 @@ func (s *Server) commit(x *tree.Txn, trig []tree.Trigger) {
 func (s *Server) nextZxid() int64 { return s.tree.LastZxid() + 1 }
 
 // tickLoop expires sessions, reaps containers and TTL nodes, and takes
-// timed snapshots, once per tick.
+// timed snapshots, once per tick. While the log cannot be written it does
+// none of these: clients cannot reach their sessions then, through no fault
+// of theirs, so the sessions get a full timeout once it can, as after a
+// restart.
 func (s *Server) tickLoop() {
 	tk := time.NewTicker(s.cfg.TickTime)
 	defer tk.Stop()
+	logFailing := false
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case now := <-tk.C:
+			if err := s.store.Health(); err != nil {
+				if !logFailing {
+					s.logger.Error("transaction log cannot be written; refusing clients until it can", "err", err)
+				}
+				logFailing = true
+				continue
+			}
+			if logFailing {
+				logFailing = false
+				n := 0
+				for _, si := range s.sessions.List() {
+					if s.sessions.Touch(si.ID, now) {
+						n++
+					}
+				}
+				s.logger.Info("transaction log writable again; serving clients", "sessions_renewed", n)
+			}
 			for _, id := range s.sessions.Expired(now) {
 				s.expire(id)
 			}
@@ -426,6 +447,11 @@ func (s *Server) writeImage(im *tree.Image) error {
 	}
 	return nil
 }
+
+// notServing says why the server refuses clients: the transaction log
+// cannot be written (a full disk), so nothing new can be acknowledged, and
+// state not yet on disk must not be shown. nil while it serves.
+func (s *Server) notServing() error { return s.store.Health() }
 
 // waitDurable blocks until the state up to zxid is on disk.
 func (s *Server) waitDurable(ctx context.Context, zxid int64) error {
