@@ -1,7 +1,10 @@
 package embeddedzk
 
 import (
+	"encoding/base64"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,6 +36,27 @@ type Config struct {
 	// SnapshotCount forces a snapshot after this many logged transactions,
 	// like ZooKeeper's snapCount. Default 100000.
 	SnapshotCount int `koanf:"snapshot-count"`
+
+	// FourLetterWhitelist names the four-letter words the server answers, as
+	// ZooKeeper's 4lw.commands.whitelist: "*" enables all; srvr is always
+	// on, as in Apache ZooKeeper. Any other word gets "<word> is not executed
+	// because it is not in the whitelist.". An empty list leaves srvr only.
+	// Default srvr, ruok: the others show sessions, paths and the
+	// environment to anyone who can connect, or reset statistics.
+	FourLetterWhitelist []string `koanf:"4lw-whitelist"`
+	// SuperDigest enables ZooKeeper's super user, in the form of
+	// zookeeper.DigestAuthenticationProvider.superDigest:
+	// "super:<base64 sha1 of super:password>". A client that authenticates
+	// (digest scheme) as super:password passes every ACL check. Default ""
+	// (no super user).
+	SuperDigest string `koanf:"super-digest"`
+
+	// RecoverTruncate lets the server start on a transaction log damaged
+	// before its last write: the damaged part and everything after it are
+	// moved to side files next to the log (named *.damaged-*), and the
+	// server starts from what precedes the damage. Default false: such damage
+	// stops start-up with the file, the offset and this key.
+	RecoverTruncate bool `koanf:"recover-truncate"`
 
 	// handshakeTimeout bounds the wait for a new connection's first frame;
 	// unexported so only tests change it. Default 5s.
@@ -72,6 +96,9 @@ func (c Config) WithDefaults() Config {
 	if c.SnapshotCount == 0 {
 		c.SnapshotCount = 100000
 	}
+	if c.FourLetterWhitelist == nil {
+		c.FourLetterWhitelist = []string{"srvr", "ruok"}
+	}
 	return c
 }
 
@@ -90,7 +117,42 @@ func (c Config) Validate() error {
 	case c.SnapshotInterval < 0:
 		return fmt.Errorf("snapshot-interval %s: must not be negative", c.SnapshotInterval)
 	}
+	for _, w := range c.FourLetterWhitelist {
+		if w = strings.TrimSpace(w); w != "" && w != "*" && !isFourLetterWord(w) {
+			return fmt.Errorf("4lw-whitelist: unknown four-letter word %q (known: %s, or * for all)", w, strings.Join(fourLetterWords, ", "))
+		}
+	}
+	if c.SuperDigest != "" && !validDigestID(c.SuperDigest) {
+		return fmt.Errorf("super-digest: want super:<base64 of sha1(\"super:password\")>, as printed by "+
+			"`printf %%s super:password | openssl dgst -binary -sha1 | base64` with super: before it (got %q)", c.SuperDigest)
+	}
 	return nil
+}
+
+// validDigestID reports whether id has the form user:<base64 sha1>.
+func validDigestID(id string) bool {
+	user, hash, ok := strings.Cut(id, ":")
+	if !ok || user == "" {
+		return false
+	}
+	sum, err := base64.StdEncoding.DecodeString(hash)
+	return err == nil && len(sum) == 20
+}
+
+// enabledWords is the set of four-letter words the whitelist enables.
+func (c Config) enabledWords() map[string]bool {
+	on := map[string]bool{"srvr": true} // as Apache: zkServer.sh needs it
+	for _, w := range c.FourLetterWhitelist {
+		w = strings.TrimSpace(w)
+		if w == "*" {
+			for _, all := range fourLetterWords {
+				on[all] = true
+			}
+		} else if slices.Contains(fourLetterWords, w) {
+			on[w] = true
+		}
+	}
+	return on
 }
 
 // FsyncOn reports whether writes are fsynced (default true).

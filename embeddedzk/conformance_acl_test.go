@@ -16,6 +16,7 @@ func aclCases() []conformanceCase {
 		{"acl_auth_scheme", caseACLAuthScheme},
 		{"acl_world_read_only", caseACLReadOnly},
 		{"acl_set_version", caseACLSetVersion},
+		{"acl_super_user", caseACLSuper},
 	}
 }
 
@@ -146,5 +147,88 @@ func caseACLSetVersion(t *ct, tg target) {
 	acl, st, err := c.GetACL(p)
 	if want := zk.WorldACL(zk.PermRead | zk.PermAdmin); err != nil || !reflect.DeepEqual(acl, want) || st.Aversion != 1 {
 		t.Errorf("getACL = %+v (aversion %d), %v; want %+v, 1", acl, st.Aversion, err, want)
+	}
+}
+
+// caseACLSuper: a client without auth locks a node with setAcl
+// world:anyone:r and cannot undo it; the super user (superDigest) can, and
+// passes every other ACL check too.
+func caseACLSuper(t *ct, tg target) {
+	p := casePath(t)
+	stranger := connect(t, tg)
+	mustCreate(t, stranger, p, []byte("v0"), zk.FlagPersistent)
+	if _, err := stranger.SetACL(p, zk.WorldACL(zk.PermRead), -1); err != nil {
+		t.Fatalf("setAcl world:anyone:r: %v", err)
+	}
+	if _, err := stranger.SetACL(p, zk.WorldACL(zk.PermAll), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("undo setAcl without auth = %v, want ErrNoAuth", err)
+	}
+	if _, err := stranger.Create(p+"/child", nil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("create under the locked node = %v, want ErrNoAuth", err)
+	}
+
+	// The super user's name with another password is an ordinary user.
+	impostor := connect(t, tg)
+	if err := impostor.AddAuth("digest", []byte("super:guess")); err != nil {
+		t.Fatalf("addAuth super:guess: %v", err)
+	}
+	if _, err := impostor.SetACL(p, zk.WorldACL(zk.PermAll), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("setAcl as super:guess = %v, want ErrNoAuth", err)
+	}
+
+	super := connect(t, tg)
+	if err := super.AddAuth("digest", []byte(confSuperAuth)); err != nil {
+		t.Fatalf("addAuth super: %v", err)
+	}
+	if _, err := super.SetACL(p, zk.WorldACL(zk.PermAll), -1); err != nil {
+		t.Fatalf("super undoes setAcl: %v", err)
+	}
+	if _, err := stranger.Set(p, []byte("v1"), -1); err != nil {
+		t.Errorf("set after super restored the ACL: %v", err)
+	}
+
+	// Another user's node: no ACL stops the super user, and getACL shows
+	// the digest id unmasked.
+	owner := connect(t, tg)
+	if err := owner.AddAuth("digest", []byte("user:password")); err != nil {
+		t.Fatalf("addAuth: %v", err)
+	}
+	if _, err := owner.Create(p+"/private", []byte("secret"), 0, zk.DigestACL(zk.PermRead|zk.PermWrite, "user", "password")); err != nil {
+		t.Fatalf("create private: %v", err)
+	}
+	if data, _, err := super.Get(p + "/private"); err != nil || string(data) != "secret" {
+		t.Errorf("super get private = %q, %v", data, err)
+	}
+	acl, _, err := super.GetACL(p + "/private")
+	if want := []zk.ACL{{Perms: zk.PermRead | zk.PermWrite, Scheme: "digest", ID: digestID}}; err != nil || !reflect.DeepEqual(acl, want) {
+		t.Errorf("super getACL = %+v, %v; want %+v", acl, err, want)
+	}
+	if _, err := super.Create(p+"/private/kid", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Errorf("super creates under a node without CREATE for anyone: %v", err)
+	}
+
+	// auth:"" expands to the super user's digest id only.
+	if _, err := super.Create(p+"/mine", nil, 0, zk.AuthACL(zk.PermAll)); err != nil {
+		t.Fatalf("super create with auth ACL: %v", err)
+	}
+	acl, _, err = super.GetACL(p + "/mine")
+	if want := []zk.ACL{{Perms: zk.PermAll, Scheme: "digest", ID: confSuperDigest}}; err != nil || !reflect.DeepEqual(acl, want) {
+		t.Errorf("getACL of a node the super user created with auth ACL = %+v, %v; want %+v", acl, err, want)
+	}
+	if _, _, err := stranger.Get(p + "/mine"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("stranger get of the super user's node = %v, want ErrNoAuth", err)
+	}
+
+	raw, _ := dialRaw(t, tg.addr, int32(clientTimeout.Milliseconds()), 0, nil)
+	var e jute
+	e.int(0)
+	e.str("digest")
+	e.buf([]byte(confSuperAuth))
+	if code, _, err := raw.call(opAuth, e.b); err != nil || code != 0 {
+		t.Fatalf("raw auth: code %d, %v", code, err)
+	}
+	want := []clientInfo{{"digest", "super"}, {"ip", "127.0.0.1"}, {"super", ""}}
+	if got := whoAmI(t, raw); !reflect.DeepEqual(got, want) {
+		t.Errorf("whoAmI of the super user = %+v, want %+v", got, want)
 	}
 }

@@ -18,6 +18,7 @@ func serverCases() []conformanceCase {
 		{"four_letter_ruok_isro", caseRuok},
 		{"four_letter_srvr", caseSrvr},
 		{"four_letter_mntr", caseMntr},
+		{"four_letter_whitelist", caseWhitelist},
 		{"get_ephemerals", caseGetEphemerals},
 		{"get_all_children_number", caseAllChildrenNumber},
 		{"who_am_i", caseWhoAmI},
@@ -228,5 +229,25 @@ func caseWhoAmI(t *ct, tg target) {
 	// The digest scheme reports the user name only.
 	if got, want := whoAmI(t, c), []clientInfo{{"digest", "user"}, {"ip", "127.0.0.1"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("whoAmI after auth = %+v, want %+v", got, want)
+	}
+}
+
+// caseWhitelist checks words left out of 4lw.commands.whitelist: they show
+// sessions, ephemeral paths, the environment, or reset statistics.
+func caseWhitelist(t *ct, tg target) {
+	c := connect(t, tg)
+	p := casePath(t)
+	mustCreate(t, c, p, nil, zk.FlagPersistent)
+	mustCreate(t, c, p+"/eph-token=s3cret", nil, zk.FlagEphemeral)
+	c.GetW(p)
+	for _, w := range []string{"dump", "envi", "conf", "cons", "wchc", "wchp", "wchs", "stat", "crst", "srst", "dirs", "gtmk", "hash"} {
+		want := w + " is not executed because it is not in the whitelist.\n"
+		if out := fourLetter(t, tg, w); out != want {
+			t.Errorf("%s = %q, want %q", w, out, want)
+		}
+	}
+	// srvr is answered whatever the whitelist says (zkServer.sh needs it).
+	if out := fourLetter(t, tg, "srvr"); !strings.HasPrefix(out, "Zookeeper version: ") {
+		t.Errorf("srvr, not in the whitelist = %q, want the server's stats", out)
 	}
 }

@@ -20,12 +20,24 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/apachezk"
 )
 
 // confTick is the tickTime of both servers: short, so that session expiry
 // cases take a couple of seconds (Apache clamps timeouts to [2, 20] × tick).
 const confTick = 500 * time.Millisecond
+
+// confWhitelist is both servers' 4lw.commands.whitelist: the words the cases
+// use, without srvr, which both must answer anyway.
+var confWhitelist = []string{"ruok", "isro", "mntr"}
+
+// confSuperAuth is the super user's user:password on both servers, and
+// confSuperDigest its zookeeper.DigestAuthenticationProvider.superDigest.
+const (
+	confSuperAuth   = "super:let-me-in"
+	confSuperDigest = "super:s5caZZwyQb8Fm/rvif+fXNQqA4k=" // printf %s super:let-me-in | openssl dgst -binary -sha1 | base64
+)
 
 // clientTimeout is the session timeout of ordinary clients: long enough that
 // a busy 2-core machine never drops a session by accident.
@@ -124,10 +136,17 @@ func TestConformance(t *testing.T) {
 		start func(t *testing.T) string
 	}{
 		{"apache", func(t *testing.T) string {
-			return apachezk.Start(t, apachezk.Options{TickTime: confTick}).Addr()
+			return apachezk.Start(t, apachezk.Options{TickTime: confTick, ExtraConfig: []string{
+				// Later lines win: this replaces the harness's "*".
+				"4lw.commands.whitelist=" + strings.Join(confWhitelist, ", "),
+				// Unknown zoo.cfg keys become zookeeper.* system properties.
+				"DigestAuthenticationProvider.superDigest=" + confSuperDigest,
+			}}).Addr()
 		}},
 		{"embedded", func(t *testing.T) string {
-			return startEmbedded(t, confTick).String()
+			return startEmbeddedConfig(t, embeddedzk.Config{
+				TickTime: confTick, FourLetterWhitelist: confWhitelist, SuperDigest: confSuperDigest,
+			}).String()
 		}},
 	}
 	cases := conformanceCases()

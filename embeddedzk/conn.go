@@ -178,9 +178,8 @@ func (c *conn) writeLoop() {
 			}
 			for _, f := range batch {
 				if err := c.s.waitDurable(c.s.ctx, f.tag); err != nil {
-					if c.s.ctx.Err() == nil {
-						c.s.logger.Error("transaction log not durable, closing connection", "remote", c.remote, "err", err)
-					}
+					// The log reports its failure once; this is per connection.
+					c.s.logger.Debug("transaction log not durable, closing connection", "remote", c.remote, "err", err)
 					c.close()
 					return
 				}
@@ -235,6 +234,12 @@ func (c *conn) serve() next {
 	}
 	if word := string(head[:]); isFourLetterWord(word) {
 		c.fourLetter(word)
+		return closeNow
+	}
+	if err := c.s.notServing(); err != nil {
+		// As Apache does when it is not running: close, no reply, so the
+		// client tries again later without giving up its session.
+		c.s.logger.Debug("not serving, closing new connection", "remote", c.remote, "err", err)
 		return closeNow
 	}
 	n := int32(uint32(head[0])<<24 | uint32(head[1])<<16 | uint32(head[2])<<8 | uint32(head[3]))

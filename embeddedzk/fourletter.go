@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,34 +20,61 @@ const (
 	buildDate = "01/01/2024 00:00 GMT"
 )
 
-var fourLetterWords = map[string]bool{
-	"conf": true, "cons": true, "crst": true, "dirs": true, "dump": true, "envi": true,
-	"gtmk": true, "ruok": true, "stmk": true, "srst": true, "srvr": true, "stat": true,
-	"wchc": true, "wchp": true, "wchs": true, "mntr": true, "isro": true, "hash": true,
+// fourLetterWords are the words Apache ZooKeeper 3.8 knows; read-only.
+var fourLetterWords = []string{
+	"conf", "cons", "crst", "dirs", "dump", "envi", "gtmk", "ruok", "stmk",
+	"srst", "srvr", "stat", "wchc", "wchp", "wchs", "mntr", "isro", "hash",
 }
 
-func isFourLetterWord(w string) bool { return fourLetterWords[w] }
+func isFourLetterWord(w string) bool { return slices.Contains(fourLetterWords, w) }
+
+// notServingWords are the answers while the server cannot serve, as
+// Apache's commands give them when its server is not running; "-" marks
+// words answered as usual. ruok answers nothing, so it never says imok.
+var notServingWords = map[string]string{
+	"ruok": "", "isro": "null",
+	"srvr": zkNotServing, "stat": zkNotServing, "mntr": zkNotServing, "cons": zkNotServing,
+	"dump": zkNotServing, "wchs": zkNotServing, "wchc": zkNotServing, "wchp": zkNotServing,
+	"dirs": zkNotServing, "crst": zkNotServing, "srst": zkNotServing,
+	"conf": "-", "envi": "-", "gtmk": "-", "stmk": "-", "hash": "-",
+}
+
+const zkNotServing = "This ZooKeeper instance is not currently serving requests\n"
 
 // fourLetter answers a four-letter word in plain text; the caller closes.
 func (c *conn) fourLetter(word string) {
-	s := c.s
+	var b strings.Builder
+	switch {
+	case c.s.words[word] && c.s.notServing() != nil && notServingWords[word] != "-":
+		b.WriteString(notServingWords[word])
+	case c.s.words[word]:
+		c.s.answerWord(&b, c, word)
+	default:
+		// Apache's answer, word for word, so scripts see the same thing.
+		fmt.Fprintf(&b, "%s is not executed because it is not in the whitelist.\n", word)
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	c.nc.Write([]byte(b.String()))
+}
+
+// answerWord writes the answer to an enabled four-letter word.
+func (s *Server) answerWord(b *strings.Builder, c *conn, word string) {
 	if word == "stmk" {
 		var mask [8]byte
 		c.nc.Read(mask[:]) // the new trace mask; we keep none
 	}
-	var b strings.Builder
 	switch word {
 	case "ruok":
 		b.WriteString("imok")
 	case "isro":
 		b.WriteString("rw")
 	case "srvr":
-		s.writeSrvr(&b, false)
+		s.writeSrvr(b, false)
 	case "stat":
-		s.writeSrvr(&b, true)
+		s.writeSrvr(b, true)
 	case "cons":
 		for _, cc := range s.sessionConns() {
-			cc.writeConsLine(&b, true)
+			cc.writeConsLine(b, true)
 		}
 		b.WriteString("\n")
 	case "crst":
@@ -59,16 +87,16 @@ func (c *conn) fourLetter(word string) {
 		b.WriteString("Server stats reset.\n")
 	case "wchs":
 		w, p, n := s.watches.Counts()
-		fmt.Fprintf(&b, "%d connections watching %d paths\nTotal watches:%d\n", w, p, n)
+		fmt.Fprintf(b, "%d connections watching %d paths\nTotal watches:%d\n", w, p, n)
 	case "wchc":
 		for _, cc := range s.sessionConns() {
 			paths := s.watches.PathsOf(cc)
 			if len(paths) == 0 {
 				continue
 			}
-			fmt.Fprintf(&b, "0x%x\n", cc.sessionID.Load())
+			fmt.Fprintf(b, "0x%x\n", cc.sessionID.Load())
 			for _, p := range paths {
-				fmt.Fprintf(&b, "\t%s\n", p)
+				fmt.Fprintf(b, "\t%s\n", p)
 			}
 		}
 	case "wchp":
@@ -79,40 +107,38 @@ func (c *conn) fourLetter(word string) {
 			}
 		}
 		for _, p := range s.watches.Paths() {
-			fmt.Fprintf(&b, "%s\n", p)
+			fmt.Fprintf(b, "%s\n", p)
 			for _, id := range byPath[p] {
-				fmt.Fprintf(&b, "\t0x%x\n", id)
+				fmt.Fprintf(b, "\t0x%x\n", id)
 			}
 		}
 	case "mntr":
-		s.writeMntr(&b)
+		s.writeMntr(b)
 	case "envi":
 		host, _ := os.Hostname()
 		wd, _ := os.Getwd()
-		fmt.Fprintf(&b, "Environment:\nzookeeper.version=%s, built on %s\nhost.name=%s\n", Version, buildDate, host)
-		fmt.Fprintf(&b, "go.version=%s\nos.name=%s\nos.arch=%s\nuser.dir=%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, wd)
+		fmt.Fprintf(b, "Environment:\nzookeeper.version=%s, built on %s\nhost.name=%s\n", Version, buildDate, host)
+		fmt.Fprintf(b, "go.version=%s\nos.name=%s\nos.arch=%s\nuser.dir=%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, wd)
 	case "conf":
 		port := 0
 		if a, ok := s.Addr().(*net.TCPAddr); ok {
 			port = a.Port
 		}
 		size := dirSize(s.cfg.DataDir)
-		fmt.Fprintf(&b, "clientPort=%d\nsecureClientPort=-1\ndataDir=%s\ndataDirSize=%d\ndataLogDir=%s\ndataLogSize=%d\n",
+		fmt.Fprintf(b, "clientPort=%d\nsecureClientPort=-1\ndataDir=%s\ndataDirSize=%d\ndataLogDir=%s\ndataLogSize=%d\n",
 			port, s.cfg.DataDir, size, s.cfg.DataDir, size)
-		fmt.Fprintf(&b, "tickTime=%d\nmaxClientCnxns=%d\nminSessionTimeout=%d\nmaxSessionTimeout=%d\nclientPortListenBacklog=-1\nserverId=0\n",
+		fmt.Fprintf(b, "tickTime=%d\nmaxClientCnxns=%d\nminSessionTimeout=%d\nmaxSessionTimeout=%d\nclientPortListenBacklog=-1\nserverId=0\n",
 			s.cfg.TickTime.Milliseconds(), max(s.cfg.MaxClientCnxns, 0), s.cfg.MinSessionTimeout.Milliseconds(), s.cfg.MaxSessionTimeout.Milliseconds())
 	case "dirs":
 		size := dirSize(s.cfg.DataDir)
-		fmt.Fprintf(&b, "datadir_size: %d\nlogdir_size: %d\n", size, size)
+		fmt.Fprintf(b, "datadir_size: %d\nlogdir_size: %d\n", size, size)
 	case "dump":
-		s.writeDump(&b)
+		s.writeDump(b)
 	case "gtmk", "stmk":
 		b.WriteString("0\n")
 	case "hash":
 		b.WriteString("\n")
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(handshakeTimeout))
-	c.nc.Write([]byte(b.String()))
 }
 
 // sessionConns lists connections with an established session, oldest first.

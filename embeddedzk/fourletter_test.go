@@ -3,6 +3,7 @@ package embeddedzk
 import (
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func flw(t *testing.T, s *Server, word string) string {
 }
 
 func TestFourLetterWords(t *testing.T) {
-	s := testServer(t, nil)
+	s := testServer(t, func(c *Config) { c.FourLetterWhitelist = []string{"*"} })
 	c, _ := dial(t, s, 5*time.Second)
 	c.Create("/x", nil, 0, zk.WorldACL(zk.PermAll))
 	c.GetW("/x")
@@ -71,5 +72,39 @@ func TestFourLetterWords(t *testing.T) {
 	}
 	if !strings.Contains(flw(t, s, "conf"), "tickTime=50\n") {
 		t.Error("conf lacks tickTime")
+	}
+}
+
+// TestFourLetterWhitelist checks which words each whitelist enables, and
+// what a word left out answers.
+func TestFourLetterWhitelist(t *testing.T) {
+	tests := []struct {
+		name    string
+		list    []string
+		on, off []string
+	}{
+		{"default", nil, []string{"srvr", "ruok"}, []string{"dump", "envi", "conf", "cons", "wchc", "crst", "srst", "stat", "mntr", "isro"}},
+		// stmk is left out only because it waits for 8 more bytes.
+		{"all", []string{"*"}, slices.DeleteFunc(slices.Clone(fourLetterWords), func(w string) bool { return w == "stmk" }), nil},
+		{"spaces as in zoo.cfg", []string{" mntr", "dump "}, []string{"srvr", "mntr", "dump"}, []string{"ruok", "envi"}},
+		{"empty leaves srvr", []string{}, []string{"srvr"}, []string{"ruok", "dump"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := testServer(t, func(c *Config) { c.FourLetterWhitelist = tt.list })
+			for _, w := range tt.on {
+				if out := flw(t, s, w); strings.Contains(out, "whitelist") {
+					t.Errorf("%s = %q, want it answered", w, out)
+				}
+			}
+			for _, w := range tt.off {
+				if out, want := flw(t, s, w), w+" is not executed because it is not in the whitelist.\n"; out != want {
+					t.Errorf("%s = %q, want %q", w, out, want)
+				}
+			}
+		})
+	}
+	if err := (Config{FourLetterWhitelist: []string{"ruok", "kill"}}).Validate(); err == nil || !strings.Contains(err.Error(), `"kill"`) {
+		t.Errorf("Validate with an unknown word = %v, want an error naming it", err)
 	}
 }

@@ -1,6 +1,7 @@
 package embeddedzk
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,6 +25,12 @@ func (c *conn) handle(buf []byte) next {
 	}
 	s.stats.received.Add(1)
 	c.stats.recv.Add(1)
+	if err := s.notServing(); err != nil {
+		// Nothing can be logged, and replies would wait for state that is
+		// not on disk: close, and let the client come back when it is.
+		s.logger.Debug("not serving, closing connection", "remote", c.remote, "err", err)
+		return closeNow
+	}
 	sid := c.sessionID.Load()
 	if !s.sessions.Touch(sid, start) {
 		// The session expired or is closing: close without a reply, as
@@ -104,7 +111,14 @@ func (c *conn) dispatch(h wire.RequestHeader, body []byte) next {
 			c.replyThenClose(h.Xid, 0, wire.ErrAuthFailed)
 			return closeAfterReply
 		}
-		c.addAuth(wire.ID{Scheme: "digest", ID: tree.DigestID(string(r.Auth))})
+		id := tree.DigestID(string(r.Auth))
+		if s.isSuper(id) {
+			// As Apache's DigestAuthenticationProvider: the super id first,
+			// then the digest id like any other user.
+			s.logger.Info("super user authenticated", "remote", c.remote, "session", fmt.Sprintf("%#x", c.sessionID.Load()))
+			c.addAuth(wire.ID{Scheme: "super", ID: ""})
+		}
+		c.addAuth(wire.ID{Scheme: "digest", ID: id})
 		c.reply(h.Xid, 0, wire.ErrOk, nil)
 	case wire.OpReconfig:
 		c.reply(h.Xid, s.lastZxid.Load(), wire.ErrReconfigDisabled, nil)
@@ -112,6 +126,11 @@ func (c *conn) dispatch(h wire.RequestHeader, body []byte) next {
 		c.reply(h.Xid, s.lastZxid.Load(), wire.ErrUnimplemented, nil)
 	}
 	return keepReading
+}
+
+// isSuper reports whether a digest id is the configured super user's.
+func (s *Server) isSuper(digestID string) bool {
+	return s.cfg.SuperDigest != "" && subtle.ConstantTimeCompare([]byte(digestID), []byte(s.cfg.SuperDigest)) == 1
 }
 
 // write executes a write under the exclusive lock and queues its reply

@@ -2,6 +2,7 @@ package embeddedzk_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -70,6 +71,85 @@ func TestRestart(t *testing.T) {
 		checkNodes(t, c, want)
 		checkNodes(t, c, more)
 	})
+
+	// The case: 16 bytes overwritten at a record in the middle of
+	// the log after kill -9. Before, the server called it a torn tail, cut
+	// the rest of the file and started without 301 acknowledged creates.
+	t.Run("mid_log_corruption", func(t *testing.T) {
+		reg := newRegistryProcess(t, bin)
+		reg.start(t)
+		c := connect(t, reg.target())
+		want := writeNodes(t, c, "/mid", 300)
+		reg.kill9(t)
+
+		log := newestLog(t, reg.dataDir)
+		off := midLogRecord(t, log)
+		f, err := os.OpenFile(log, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("sixteen bytes!!!"), off); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		damaged, _ := os.ReadFile(log)
+
+		out := reg.startFails(t)
+		t.Logf("refused start:\n%s", out)
+		for _, w := range []string{log, fmt.Sprintf("offset %d", off), "not a torn write", "registry.server.recover-truncate = true"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("start-up error lacks %q:\n%s", w, out)
+			}
+		}
+		if now, _ := os.ReadFile(log); !bytes.Equal(now, damaged) {
+			t.Fatalf("the refused start changed the log (%d bytes, was %d)", len(now), len(damaged))
+		}
+
+		// The operator asks for recovery: the damaged part is kept aside
+		// and the registry starts from the writes before it.
+		reg.extra = []string{"--set", "registry.server.recover-truncate=true"}
+		reg.start(t)
+		side, err := os.ReadFile(fmt.Sprintf("%s.damaged-%d", log, off))
+		if err != nil || !bytes.Equal(side, damaged[off:]) {
+			t.Errorf("side file: %v, %d bytes; want the %d bytes from the damage on", err, len(side), len(damaged)-int(off))
+		}
+		c = connect(t, reg.target())
+		kept := 0
+		for p := range want.nodes {
+			if ok, _, err := c.Exists(p); err == nil && ok {
+				kept++
+			}
+		}
+		if kept == 0 || kept == len(want.nodes) {
+			t.Errorf("%d of %d nodes after recovery, want those before the damage", kept, len(want.nodes))
+		}
+		t.Logf("recovered %d of %d nodes; the rest is in the side file", kept, len(want.nodes))
+		more := writeNodes(t, c, "/mid-after", 20)
+		reg.kill9(t)
+		reg.extra = nil
+		reg.start(t)
+		checkNodes(t, connect(t, reg.target()), more)
+	})
+}
+
+// midLogRecord returns the offset of the first record at or after the
+// middle of a log file, walking the framing (8-byte file header; records of
+// crc32c, length with a write-start flag in its top bit, zxid, payload).
+func midLogRecord(t *testing.T, p string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 8
+	for off+16 <= len(b) {
+		if off >= len(b)/2 {
+			return int64(off)
+		}
+		off += 16 + int(binary.LittleEndian.Uint32(b[off+4:])&^(1<<31))
+	}
+	t.Fatalf("no record after the middle of %s (%d bytes)", p, len(b))
+	return 0
 }
 
 // buildDubbo builds the dubbo binary from the repository root.
@@ -148,6 +228,43 @@ func (r *registryProcess) start(t testing.TB) {
 			t.Fatalf("no imok from %s within 20s (%q, %v):\n%s", r.addr, out, err, r.out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startFails starts the process, expects it to exit with an error before it
+// serves, and returns its output.
+func (r *registryProcess) startFails(t testing.TB) string {
+	t.Helper()
+	cmd := exec.Command(r.bin, "run", "--role=registry",
+		"--set", "registry.server.listen="+r.addr,
+		"--set", "registry.server.data-dir="+r.dataDir,
+		"--set", "registry.server.tick-time=500ms")
+	cmd.Args = append(cmd.Args, r.extra...)
+	cmd.Dir = r.workDir
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start dubbo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("dubbo exited 0, want a start-up error:\n%s", out.String())
+			}
+			return out.String()
+		case <-deadline:
+		case <-time.After(50 * time.Millisecond):
+			if ans, _ := apachezk.FourLetter(r.addr, "ruok", time.Second); ans != "imok" {
+				continue
+			}
+		}
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("dubbo is serving, want it to refuse to start:\n%s", out.String())
 	}
 }
 

@@ -68,6 +68,7 @@ type Server struct {
 	snapWG    sync.WaitGroup
 
 	handshakeTimeout time.Duration
+	words            map[string]bool // enabled four-letter words; read-only
 }
 
 // New opens (or creates) the data directory, replays it and binds the
@@ -83,14 +84,14 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
-	store, err := storage.OpenLog(cfg.DataDir, storage.LogOptions{Fsync: cfg.FsyncOn(), Logger: logger})
+	store, err := storage.OpenLog(cfg.DataDir, storage.LogOptions{Fsync: cfg.FsyncOn(), Logger: logger, RecoverTruncate: cfg.RecoverTruncate})
 	if err != nil {
-		return nil, fmt.Errorf("open transaction log in %s: %w", cfg.DataDir, err)
+		return nil, fmt.Errorf("open transaction log in %s: %w%s", cfg.DataDir, err, recoverHint(err))
 	}
 	t, err := restore(cfg.DataDir, store, logger)
 	if err != nil {
 		store.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, recoverHint(err))
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -109,6 +110,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		ctx:      ctx, cancel: cancel,
 
 		handshakeTimeout: cmp.Or(cfg.handshakeTimeout, handshakeTimeout),
+		words:            cfg.enabledWords(),
 	}
 	s.lastZxid.Store(t.LastZxid())
 	s.baseZxid = t.LastZxid()
@@ -118,6 +120,18 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		s.sessions.Add(id, info.Passwd, time.Duration(info.Timeout)*time.Millisecond, now)
 	}
 	return s, nil
+}
+
+// recoverHint tells the operator how to start on a damaged log.
+func recoverHint(err error) string {
+	var cerr *storage.CorruptError
+	if !errors.As(err, &cerr) {
+		return ""
+	}
+	return fmt.Sprintf(". The registry did not start, and changed nothing. Copy the data dir first; "+
+		"then registry.server.recover-truncate = true (--set registry.server.recover-truncate=true) "+
+		"starts it from the writes before offset %d, moving the damaged part and everything after it "+
+		"to side files next to %s (*.damaged-*) for inspection", cerr.Offset, cerr.File)
 }
 
 // restore loads the newest snapshot and replays the log after it.
@@ -303,15 +317,36 @@ func (s *Server) commit(x *tree.Txn, trig []tree.Trigger) {
 func (s *Server) nextZxid() int64 { return s.tree.LastZxid() + 1 }
 
 // tickLoop expires sessions, reaps containers and TTL nodes, and takes
-// timed snapshots, once per tick.
+// timed snapshots, once per tick. While the log cannot be written it does
+// none of these: clients cannot reach their sessions then, through no fault
+// of theirs, so the sessions get a full timeout once it can, as after a
+// restart.
 func (s *Server) tickLoop() {
 	tk := time.NewTicker(s.cfg.TickTime)
 	defer tk.Stop()
+	logFailing := false
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case now := <-tk.C:
+			if err := s.store.Health(); err != nil {
+				if !logFailing {
+					s.logger.Error("transaction log cannot be written; refusing clients until it can", "err", err)
+				}
+				logFailing = true
+				continue
+			}
+			if logFailing {
+				logFailing = false
+				n := 0
+				for _, si := range s.sessions.List() {
+					if s.sessions.Touch(si.ID, now) {
+						n++
+					}
+				}
+				s.logger.Info("transaction log writable again; serving clients", "sessions_renewed", n)
+			}
 			for _, id := range s.sessions.Expired(now) {
 				s.expire(id)
 			}
@@ -412,6 +447,11 @@ func (s *Server) writeImage(im *tree.Image) error {
 	}
 	return nil
 }
+
+// notServing says why the server refuses clients: the transaction log
+// cannot be written (a full disk), so nothing new can be acknowledged, and
+// state not yet on disk must not be shown. nil while it serves.
+func (s *Server) notServing() error { return s.store.Health() }
 
 // waitDurable blocks until the state up to zxid is on disk.
 func (s *Server) waitDurable(ctx context.Context, zxid int64) error {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
@@ -11,27 +12,43 @@ import (
 )
 
 // FuzzReplay treats arbitrary bytes as the only log file. Opening and
-// replaying must not panic, and what survives must be exactly a prefix of
-// the input made of well-framed records with valid checksums.
+// replaying must not panic. Either the open is refused and the file is
+// untouched (a foreign header, or damage that intact later writes follow),
+// or what survives is exactly a prefix of the input made of well-framed
+// records with valid checksums. With RecoverTruncate the open succeeds for
+// any log header, and the kept prefix plus the side file is the input.
 func FuzzReplay(f *testing.F) {
 	good := logFileHeader()
 	for z := int64(1); z <= 3; z++ {
+		start := len(good)
 		good = appendRecord(good, z, payload(z))
+		markWriteStart(good[start:])
 	}
-	f.Add(good)
-	f.Add(good[:len(good)-3])
-	f.Add(append(bytes.Clone(good), 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff))
-	f.Add(logFileHeader())
-	f.Add([]byte("dzkl"))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add(good, false)
+	f.Add(good[:len(good)-3], false)
+	f.Add(append(bytes.Clone(good), 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff), false)
+	mid := bytes.Clone(good)
+	mid[logHeaderSize+recordHeaderSize+1] ^= 0x40
+	f.Add(mid, false)
+	f.Add(mid, true)
+	f.Add(logFileHeader(), false)
+	f.Add([]byte("dzkl"), true)
+	f.Fuzz(func(t *testing.T, data []byte, recover bool) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, fileName(logPrefix, 1))
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		l, err := OpenLog(dir, LogOptions{Logger: quiet})
+		l, err := OpenLog(dir, LogOptions{Logger: quiet, RecoverTruncate: recover})
 		if err != nil {
-			return // a foreign header is refused, never cut
+			var cerr *CorruptError
+			if recover && errors.As(err, &cerr) {
+				t.Fatalf("OpenLog with RecoverTruncate: %v", err)
+			}
+			if onDisk, _ := os.ReadFile(p); !bytes.Equal(onDisk, data) {
+				t.Fatalf("a refused open changed the file (%v)", err)
+			}
+			return
 		}
 		defer l.Close()
 		rebuilt := logFileHeader()
@@ -40,22 +57,47 @@ func FuzzReplay(f *testing.F) {
 			return nil
 		})
 		if err != nil {
-			t.Fatalf("Replay after OpenLog cut the tail: %v", err)
+			t.Fatalf("Replay after OpenLog: %v", err)
 		}
 		onDisk, err := os.ReadFile(p)
 		if len(rebuilt) == logHeaderSize {
 			if !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("a file without a good record was kept (%v)", err)
 			}
+		} else {
+			if !bytes.Equal(unmarked(onDisk), rebuilt) {
+				t.Fatalf("file cut to %d bytes, want the %d good bytes", len(onDisk), len(rebuilt))
+			}
+			if !bytes.HasPrefix(data, onDisk) {
+				t.Fatalf("kept records are not a prefix of the input")
+			}
+		}
+		sides, _ := filepath.Glob(p + ".damaged-*")
+		if len(sides) == 0 {
 			return
 		}
-		if !bytes.HasPrefix(data, rebuilt) {
-			t.Fatalf("replayed records are not a prefix of the input")
-		}
-		if !bytes.Equal(onDisk, rebuilt) {
-			t.Fatalf("file cut to %d bytes, want the %d good bytes", len(onDisk), len(rebuilt))
+		side, _ := os.ReadFile(sides[0])
+		if !bytes.Equal(append(onDisk, side...), data) && !bytes.HasSuffix(data, side) {
+			t.Fatalf("kept %d bytes and side file %d bytes do not make the %d input bytes", len(onDisk), len(side), len(data))
 		}
 	})
+}
+
+// unmarked is a log with the write marks cleared and the header of this
+// version, to compare with records rebuilt by appendRecord.
+func unmarked(b []byte) []byte {
+	out := bytes.Clone(b)
+	copy(out, logFileHeader())
+	for off := logHeaderSize; off+recordHeaderSize <= len(out); {
+		n := binary.LittleEndian.Uint32(out[off+4:])
+		if n&writeStart != 0 {
+			n &^= writeStart
+			binary.LittleEndian.PutUint32(out[off+4:], n)
+			binary.LittleEndian.PutUint32(out[off:], recordCRC(out[off+4:off+recordHeaderSize], out[off+recordHeaderSize:off+recordHeaderSize+int(n)]))
+		}
+		off += recordHeaderSize + int(n)
+	}
+	return out
 }
 
 // FuzzLatestSnapshot treats arbitrary bytes as the only snapshot. Reading

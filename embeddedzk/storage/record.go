@@ -13,17 +13,23 @@ import (
 // A log file is a file header followed by records:
 //
 //	file header: magic "dzkl" | version uint32
-//	record:      crc32c uint32 | payload length uint32 | zxid int64 | payload
+//	record:      crc32c uint32 | length uint32 | zxid int64 | payload
 //
 // Integers are little endian. The checksum covers length, zxid and payload,
-// so a damaged length is caught as well as damaged data.
+// so a damaged length is caught as well as damaged data. In version 2 the
+// top bit of length (writeStart) marks the first record of each write the
+// flusher made: a crash can only tear the last write, so an intact
+// writeStart record after damage proves the damage is not a torn tail.
+// Version 1 files (no marks) are read; new records go to version 2 files.
 const (
 	logMagic          = "dzkl"
-	logVersion        = 1
+	logVersion        = 2
 	logHeaderSize     = 8
 	recordHeaderSize  = 16
 	readBufferSize    = 256 << 10
 	maxRetainedBuffer = 4 << 20
+
+	writeStart uint32 = 1 << 31
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -40,16 +46,30 @@ func recordHeader(zxid int64, rec []byte) [recordHeaderSize]byte {
 	var h [recordHeaderSize]byte
 	binary.LittleEndian.PutUint32(h[4:], uint32(len(rec)))
 	binary.LittleEndian.PutUint64(h[8:], uint64(zxid))
-	crc := crc32.Update(0, castagnoli, h[4:])
-	crc = crc32.Update(crc, castagnoli, rec)
-	binary.LittleEndian.PutUint32(h[0:], crc)
+	binary.LittleEndian.PutUint32(h[0:], recordCRC(h[4:], rec))
 	return h
+}
+
+// recordCRC is the checksum of a record: length and zxid, then payload.
+func recordCRC(lengthAndZxid, payload []byte) uint32 {
+	return crc32.Update(crc32.Update(0, castagnoli, lengthAndZxid), castagnoli, payload)
 }
 
 func appendRecord(dst []byte, zxid int64, rec []byte) []byte {
 	h := recordHeader(zxid, rec)
 	dst = append(dst, h[:]...)
 	return append(dst, rec...)
+}
+
+// markWriteStart sets writeStart on the framed record at the start of seg
+// and updates its checksum.
+func markWriteStart(seg []byte) {
+	n := binary.LittleEndian.Uint32(seg[4:])
+	if n&writeStart != 0 {
+		return
+	}
+	binary.LittleEndian.PutUint32(seg[4:], n|writeStart)
+	binary.LittleEndian.PutUint32(seg[0:], recordCRC(seg[4:recordHeaderSize], seg[recordHeaderSize:recordHeaderSize+int(n)]))
 }
 
 // corrupt describes damage at a file offset; it wraps ErrCorrupt.
@@ -60,9 +80,17 @@ func corrupt(off int64, format string, args ...any) error {
 // recordReader decodes the records of one log file. Knowing the file size
 // lets it reject a torn record before allocating its payload.
 type recordReader struct {
-	r    *bufio.Reader
-	off  int64 // offset of the next record
-	size int64
+	r       *bufio.Reader
+	off     int64 // offset of the next record
+	size    int64
+	version uint32
+}
+
+// record is one decoded record.
+type record struct {
+	zxid  int64
+	data  []byte
+	first bool // the first record of a write (writeStart)
 }
 
 // newRecordReader checks the file header. A file too short for its header,
@@ -83,8 +111,9 @@ func newRecordReader(r io.Reader, size int64) (*recordReader, error) {
 	if string(h[:4]) != logMagic {
 		return nil, fmt.Errorf("not a transaction log file (magic %q)", h[:4])
 	}
-	if v := binary.LittleEndian.Uint32(h[4:]); v != logVersion {
-		return nil, fmt.Errorf("unsupported transaction log version %d (this build reads %d)", v, logVersion)
+	rr.version = binary.LittleEndian.Uint32(h[4:])
+	if rr.version < 1 || rr.version > logVersion {
+		return nil, fmt.Errorf("unsupported transaction log version %d (this build reads 1 to %d)", rr.version, logVersion)
 	}
 	rr.off = logHeaderSize
 	return rr, nil
@@ -93,40 +122,39 @@ func newRecordReader(r io.Reader, size int64) (*recordReader, error) {
 // next returns the next record, io.EOF at a clean end of file, an error
 // wrapping ErrCorrupt for a damaged record (rr.off stays at its start), or a
 // read error.
-func (rr *recordReader) next() (int64, []byte, error) {
+func (rr *recordReader) next() (record, error) {
 	left := rr.size - rr.off
 	if left == 0 {
-		return 0, nil, io.EOF
+		return record{}, io.EOF
 	}
 	if left < recordHeaderSize {
-		return 0, nil, corrupt(rr.off, "torn record header (%d bytes left)", left)
+		return record{}, corrupt(rr.off, "torn record header (%d bytes left)", left)
 	}
 	var h [recordHeaderSize]byte
 	if _, err := io.ReadFull(rr.r, h[:]); err != nil {
-		return 0, nil, rr.readErr(err)
+		return record{}, rr.readErr(err)
 	}
-	n := binary.LittleEndian.Uint32(h[4:])
+	length := binary.LittleEndian.Uint32(h[4:])
+	n := length &^ writeStart
 	if n > MaxRecordSize {
-		return 0, nil, corrupt(rr.off, "record length %d above the %d-byte limit", n, MaxRecordSize)
+		return record{}, corrupt(rr.off, "record length %d above the %d-byte limit", n, MaxRecordSize)
 	}
 	if int64(n) > left-recordHeaderSize {
-		return 0, nil, corrupt(rr.off, "torn record (%d payload bytes, %d left)", n, left-recordHeaderSize)
+		return record{}, corrupt(rr.off, "torn record (%d payload bytes, %d left)", n, left-recordHeaderSize)
 	}
 	rec := make([]byte, n)
 	if _, err := io.ReadFull(rr.r, rec); err != nil {
-		return 0, nil, rr.readErr(err)
+		return record{}, rr.readErr(err)
 	}
-	crc := crc32.Update(0, castagnoli, h[4:])
-	crc = crc32.Update(crc, castagnoli, rec)
-	if crc != binary.LittleEndian.Uint32(h[0:]) {
-		return 0, nil, corrupt(rr.off, "checksum mismatch")
+	if recordCRC(h[4:], rec) != binary.LittleEndian.Uint32(h[0:]) {
+		return record{}, corrupt(rr.off, "checksum mismatch")
 	}
 	zxid := int64(binary.LittleEndian.Uint64(h[8:]))
 	if zxid <= 0 {
-		return 0, nil, corrupt(rr.off, "zxid %d is not positive", zxid)
+		return record{}, corrupt(rr.off, "zxid %d is not positive", zxid)
 	}
 	rr.off += recordHeaderSize + int64(n)
-	return zxid, rec, nil
+	return record{zxid: zxid, data: rec, first: length&writeStart != 0}, nil
 }
 
 // readErr maps a file that shrank under us to corruption; anything else is

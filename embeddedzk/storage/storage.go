@@ -8,10 +8,13 @@
 //   - snapshot.<zxid>: one serialized data tree per file, written by
 //     [WriteSnapshot] and read back by [LatestSnapshot].
 //   - LOCK: held by the open [Log] so two servers never write one directory.
+//   - *.damaged-<offset>, *.damaged: what [LogOptions.RecoverTruncate] moved
+//     out of a damaged log; never read again.
 //
 // Start-up is: [LatestSnapshot] (zxid S, or none), [OpenLog], [Log.Replay]
 // from S, then [Log.Append] and [Log.WaitDurable] for every write. After a
-// snapshot the server calls [Log.Roll] and [Purge].
+// snapshot the server calls [Log.Roll] and [Purge]. A crash can only tear
+// the last write, which OpenLog cuts; any other damage is a [CorruptError].
 //
 // zxids are positive and strictly increasing; zxid 0 means "nothing logged".
 package storage
