@@ -229,16 +229,15 @@ const refuseLogEvery = 10 * time.Second
 // refuse closes a connection over Accepts, as Java's AbstractServer does,
 // and says so in the log.
 func (s *Server) refuse(conn net.Conn) {
-	remote := conn.RemoteAddr()
-	conn.Close()
-	s.refused.Add(1)
+	defer conn.Close()
+	n := s.refused.Add(1)
 	now := monoNow()
 	last := s.refuseLogged.Load()
 	if last != 0 && time.Duration(now-last) < refuseLogEvery || !s.refuseLogged.CompareAndSwap(last, now) {
 		return
 	}
 	s.log.Error("connection refused: the server has reached protocol.accepts; raise it or add providers",
-		"remote", remote.String(), "accepts", s.cfg.Accepts, "refused_total", s.refused.Load())
+		"remote", conn.RemoteAddr().String(), "accepts", s.cfg.Accepts, "refused_total", n)
 }
 
 func (s *Server) removeConn(c *serverConn) {
