@@ -273,3 +273,39 @@ func TestFinishedRunKeepsSuccessorsRun(t *testing.T) {
 		t.Fatalf("after the handed-over request ended, here = %p, want the successor's run %p", got, succ)
 	}
 }
+
+// The body budget serves waiters in arrival order, and a waiter that gives
+// up leaves the bytes to those behind it.
+func TestBodyBudgetOrder(t *testing.T) {
+	b := newBodyBudget(10)
+	ctx := context.Background()
+	if err := b.acquire(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int, 3)
+	wait := func(n int, ctx context.Context) {
+		if err := b.acquire(ctx, n); err == nil {
+			got <- n
+		} else {
+			got <- -n
+		}
+	}
+	gone, giveUp := context.WithCancel(ctx)
+	go wait(6, gone) // first in line, gives up
+	waitFor(t, "the first waiter queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) == 1 })
+	go wait(5, ctx)
+	waitFor(t, "the second waiter queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) == 2 })
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := b.acquire(short, 1); err == nil {
+		t.Fatal("a newcomer took bytes ahead of the waiters")
+	}
+	giveUp()
+	if n := <-got; n != -6 {
+		t.Fatalf("got %d, want the first waiter to give up", n)
+	}
+	b.release(8)
+	if n := <-got; n != 5 {
+		t.Fatalf("got %d, want the second waiter served", n)
+	}
+}
