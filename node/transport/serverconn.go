@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,13 +124,23 @@ func (c *serverConn) readAndClose() {
 // growing buffer, until it reads or the write timeout closes it.
 const maxUnsent = 256 << 10
 
+// yieldEvery is how many frames a reader decodes between yields to other
+// goroutines.
+const yieldEvery = 64
+
 // read decodes frames until the connection fails or stops speaking dubbo,
 // or until a request it ran itself was handed over. It runs a handler only
 // when nothing else of its connection runs (runHere), never waits on one
 // for long.
 func (c *serverConn) read() error {
 	dec := c.dec
-	for {
+	for n := 1; ; n++ {
+		if n%yieldEvery == 0 {
+			// A peer that keeps this reader's buffer full would otherwise
+			// hold a core for whole scheduler slices, while other
+			// connections' readers wait.
+			runtime.Gosched()
+		}
 		deadline, err := c.awaitFrame()
 		if err != nil {
 			return err
