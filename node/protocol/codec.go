@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 )
@@ -16,9 +17,10 @@ type Frame struct {
 	Body []byte
 }
 
-// Decoder reads frames from a stream. It reuses one body buffer, so a
-// Frame's Body is valid only until the next read; DecodeRequest and
-// DecodeResponse copy what they keep. Not safe for concurrent use.
+// Decoder reads frames from a stream. Bodies up to SmallBody bytes are
+// read into one reused buffer, so a Frame's Body is valid only until the
+// next read; DecodeRequest and DecodeResponse copy what they keep. Not safe
+// for concurrent use.
 type Decoder struct {
 	r     *bufio.Reader
 	limit int
@@ -26,6 +28,15 @@ type Decoder struct {
 	body  []byte
 	BodyDecoder
 }
+
+// SmallBody is the largest body read into the decoder's reused buffer. A
+// larger one gets a buffer of its own that grows as its bytes arrive (a
+// header alone commits no memory) and is dropped after use, so one large
+// frame does not pin its size to the connection.
+const SmallBody = 16 << 10
+
+// firstChunk is the size a large body's buffer starts at.
+const firstChunk = 64 << 10
 
 // NewDecoder reads frames from r with bodies up to limit bytes (<= 0 means
 // DefaultPayload). r is wrapped in a bufio.Reader unless it is one.
@@ -57,19 +68,35 @@ func (d *Decoder) ReadHeader() (Header, error) {
 	return h, nil
 }
 
-// ReadBody reads the body announced by h into the reusable buffer.
+// ReadBody reads the body announced by h: up to SmallBody bytes into the
+// reused buffer, a larger body into its own buffer, grown (doubling) as
+// bytes arrive.
 func (d *Decoder) ReadBody(h Header) ([]byte, error) {
 	if h.BodyLen > d.limit {
 		return nil, fmt.Errorf("%w: frame %d: body length %d exceeds limit %d", ErrPayloadTooLarge, h.ID, h.BodyLen, d.limit)
 	}
-	if cap(d.body) < h.BodyLen {
-		d.body = make([]byte, h.BodyLen)
+	if h.BodyLen <= SmallBody {
+		if cap(d.body) < h.BodyLen {
+			d.body = make([]byte, h.BodyLen)
+		}
+		d.body = d.body[:h.BodyLen]
+		if _, err := io.ReadFull(d.r, d.body); err != nil {
+			return nil, fmt.Errorf("frame %d: reading %d-byte body: %w", h.ID, h.BodyLen, noEOF(err))
+		}
+		return d.body, nil
 	}
-	d.body = d.body[:h.BodyLen]
-	if _, err := io.ReadFull(d.r, d.body); err != nil {
-		return nil, fmt.Errorf("frame %d: reading %d-byte body: %w", h.ID, h.BodyLen, noEOF(err))
+	body := make([]byte, 0, min(h.BodyLen, max(firstChunk, d.r.Buffered())))
+	for len(body) < h.BodyLen {
+		if len(body) == cap(body) {
+			body = slices.Grow(body, min(h.BodyLen, 2*cap(body))-len(body))
+		}
+		n, err := d.r.Read(body[len(body):min(cap(body), h.BodyLen)])
+		body = body[:len(body)+n]
+		if err != nil && len(body) < h.BodyLen {
+			return nil, fmt.Errorf("frame %d: reading %d-byte body (%d read): %w", h.ID, h.BodyLen, len(body), noEOF(err))
+		}
 	}
-	return d.body, nil
+	return body, nil
 }
 
 // SkipBody discards the body announced by h.

@@ -101,6 +101,18 @@ type ProtocolConfig struct {
 	Port int `koanf:"port"`
 	// Payload is the largest request accepted, in bytes. Default 8 MiB.
 	Payload int `koanf:"payload"`
+	// Accepts is the most consumer connections the provider keeps (Dubbo's
+	// accepts); one more is closed at once with an error log. Default 0:
+	// unlimited.
+	Accepts int `koanf:"accepts"`
+	// FrameTimeout closes a connection whose request, once begun, has not
+	// fully arrived after this long. Default 10s.
+	FrameTimeout time.Duration `koanf:"frame-timeout"`
+	// BodyMemory bounds the bytes of large (over 16 KiB) request bodies
+	// being received at once, across connections; a body that does not
+	// fit waits on its own connection, at most FrameTimeout. Default 64 MiB,
+	// never below Payload.
+	BodyMemory int `koanf:"body-memory"`
 	// Dispatcher is all, direct, message, execution or connection. Default all.
 	Dispatcher string `koanf:"dispatcher"`
 	// ThreadPool is fixed, cached, limited or eager. Default fixed.
@@ -241,6 +253,9 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	p.metadata = newMetadataService(cfg.Application)
 	p.server, err = transport.Serve(ln, p, transport.ServerConfig{
 		Payload:          cfg.Protocol.Payload,
+		Accepts:          cfg.Protocol.Accepts,
+		FrameTimeout:     cfg.Protocol.FrameTimeout,
+		BodyMemory:       cfg.Protocol.BodyMemory,
 		HeartbeatTimeout: 3 * cfg.Protocol.Heartbeat,
 		Dispatcher:       p.disp,
 		PoolOnly:         cfg.Protocol.PoolOnly,

@@ -26,6 +26,16 @@
 // read-only event to every consumer, lets in-flight calls finish and then
 // closes.
 //
+// What a consumer can make the server hold is bounded: connections
+// (ServerConfig.Accepts, Dubbo's accepts; one more is closed and logged), a
+// frame that has begun (it must complete within FrameTimeout), large
+// bodies (each reserves its length from the server's BodyMemory before it
+// is read, waiting on its own connection; its buffer grows as bytes
+// arrive), and responses the peer does not read (past maxUnsent bytes the
+// reader stops reading that connection until they drain). A reader yields
+// every few dozen frames, so one peer that keeps it busy cannot hold a
+// core from the other connections' readers.
+//
 // Client: a fixed number of long connections to one provider, each
 // reconnected with exponential backoff by its own supervisor goroutine,
 // which also sends heartbeats when the connection is quiet and drops it when

@@ -46,10 +46,35 @@ func (f HandlerFunc) Handle(ctx context.Context, req *protocol.Request) *protoco
 // three of them are closed.
 const DefaultHeartbeat = 60 * time.Second
 
+// Defaults of the limits on what a consumer can make the server hold.
+const (
+	// DefaultFrameTimeout is how long a frame may take to arrive once its
+	// first byte has.
+	DefaultFrameTimeout = 10 * time.Second
+	// DefaultBodyMemory bounds the large request bodies being received at
+	// once, across connections: eight of the largest Dubbo accepts by
+	// default.
+	DefaultBodyMemory = 64 << 20
+)
+
 // ServerConfig configures a Server. The zero value uses Dubbo's defaults.
 type ServerConfig struct {
 	// Payload is the largest request body accepted. Default 8 MiB.
 	Payload int
+	// Accepts is the most connections the server keeps (Dubbo's accepts);
+	// one more is closed at once, with an error log. Default 0: unlimited.
+	Accepts int
+	// FrameTimeout closes a connection whose frame, once begun, is not
+	// complete within it (a peer dripping bytes, or declaring a body it
+	// does not send). Default 10s.
+	FrameTimeout time.Duration
+	// BodyMemory bounds the bytes of request bodies over
+	// protocol.SmallBody being received at once, across connections. A
+	// body is reserved whole when its header arrives (the buffer itself
+	// grows as the bytes do); one that does not fit waits for others to
+	// finish, at most FrameTimeout, while small requests and other
+	// connections go on. Default 64 MiB, and never below Payload.
+	BodyMemory int
 	// HeartbeatTimeout closes a connection that sent nothing for this long.
 	// Default 3 × 60s.
 	HeartbeatTimeout time.Duration
@@ -77,10 +102,15 @@ type Server struct {
 	log        *slog.Logger
 	encoders   *encoders
 	watch      *watchdog.Watchdog
+	bodies     *bodyBudget
 
 	eventID  atomic.Int64 // ids of the read-only events we send
 	inFlight atomic.Int64
 	accepted atomic.Int64
+	refused  atomic.Int64 // connections over Accepts
+	// refuseLogged is the monoNow of the last log line about refused
+	// connections.
+	refuseLogged atomic.Int64
 
 	mu      sync.Mutex
 	conns   map[*serverConn]struct{}
@@ -111,6 +141,13 @@ func Serve(ln net.Listener, h Handler, cfg ServerConfig) (*Server, error) {
 	if cfg.HeartbeatTimeout <= 0 {
 		cfg.HeartbeatTimeout = 3 * DefaultHeartbeat
 	}
+	if cfg.FrameTimeout <= 0 {
+		cfg.FrameTimeout = DefaultFrameTimeout
+	}
+	if cfg.BodyMemory <= 0 {
+		cfg.BodyMemory = DefaultBodyMemory
+	}
+	cfg.BodyMemory = max(cfg.BodyMemory, cfg.Payload)
 	s := &Server{
 		ln:         ln,
 		handler:    h,
@@ -118,6 +155,7 @@ func Serve(ln net.Listener, h Handler, cfg ServerConfig) (*Server, error) {
 		dispatcher: cfg.Dispatcher,
 		log:        cfg.Logger,
 		encoders:   newEncoders(cfg.Payload),
+		bodies:     newBodyBudget(cfg.BodyMemory),
 		conns:      make(map[*serverConn]struct{}),
 	}
 	if s.log == nil {
@@ -160,13 +198,18 @@ func (s *Server) accept() {
 			continue
 		}
 		backoff = 0
-		c := newServerConn(s, conn)
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
 			conn.Close()
 			continue
 		}
+		if s.cfg.Accepts > 0 && len(s.conns) >= s.cfg.Accepts {
+			s.mu.Unlock()
+			s.refuse(conn)
+			continue
+		}
+		c := newServerConn(s, conn)
 		s.conns[c] = struct{}{}
 		s.wg.Add(2)
 		s.mu.Unlock()
@@ -179,6 +222,24 @@ func (s *Server) accept() {
 	}
 }
 
+// refuseLogEvery spaces the log lines about refused connections: a flood
+// of them is one line per interval, with the count.
+const refuseLogEvery = 10 * time.Second
+
+// refuse closes a connection over Accepts, as Java's AbstractServer does,
+// and says so in the log.
+func (s *Server) refuse(conn net.Conn) {
+	defer conn.Close()
+	n := s.refused.Add(1)
+	now := monoNow()
+	last := s.refuseLogged.Load()
+	if last != 0 && time.Duration(now-last) < refuseLogEvery || !s.refuseLogged.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Error("connection refused: the server has reached protocol.accepts; raise it or add providers",
+		"remote", conn.RemoteAddr().String(), "accepts", s.cfg.Accepts, "refused_total", n)
+}
+
 func (s *Server) removeConn(c *serverConn) {
 	s.mu.Lock()
 	delete(s.conns, c)
@@ -189,6 +250,7 @@ func (s *Server) removeConn(c *serverConn) {
 type ServerStats struct {
 	Connections int   // open now
 	Accepted    int64 // since start
+	Refused     int64 // closed at once since start: over Accepts
 	InFlight    int64 // requests dispatched and not yet answered
 	Pool        dispatch.PoolStats
 }
@@ -198,7 +260,7 @@ func (s *Server) Stats() ServerStats {
 	s.mu.Lock()
 	n := len(s.conns)
 	s.mu.Unlock()
-	st := ServerStats{Connections: n, Accepted: s.accepted.Load(), InFlight: s.inFlight.Load()}
+	st := ServerStats{Connections: n, Accepted: s.accepted.Load(), Refused: s.refused.Load(), InFlight: s.inFlight.Load()}
 	if p := s.dispatcher.Pool(); p != nil {
 		st.Pool = p.Stats()
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,7 @@ func newServerConn(s *Server, conn net.Conn) *serverConn {
 	c := &serverConn{s: s, conn: conn, w: newFrameWriter(conn, s.cfg.HeartbeatTimeout)}
 	ctx := callctx.WithHolder(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()), &c.burst)
 	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.w.onFail = c.cancel // also ends a reader's wait for body memory
 	return c
 }
 
@@ -116,22 +118,37 @@ func (c *serverConn) readAndClose() {
 	}
 }
 
+// maxUnsent bounds the response bytes a connection may have waiting for
+// its peer before its reader stops reading requests (backpressure): a
+// consumer that sends without reading its answers holds this much, not a
+// growing buffer, until it reads or the write timeout closes it.
+const maxUnsent = 256 << 10
+
+// yieldEvery is how many frames a reader decodes between yields to other
+// goroutines.
+const yieldEvery = 64
+
 // read decodes frames until the connection fails or stops speaking dubbo,
 // or until a request it ran itself was handed over. It runs a handler only
 // when nothing else of its connection runs (runHere), never waits on one
 // for long.
 func (c *serverConn) read() error {
 	dec := c.dec
-	idle := c.s.cfg.HeartbeatTimeout
-	for {
-		// A consumer heartbeats every minute; silence for three means it is gone.
-		if err := c.conn.SetReadDeadline(time.Now().Add(idle)); err != nil {
+	for n := 1; ; n++ {
+		if n%yieldEvery == 0 {
+			// A peer that keeps this reader's buffer full would otherwise
+			// hold a core for whole scheduler slices, while other
+			// connections' readers wait.
+			runtime.Gosched()
+		}
+		deadline, err := c.awaitFrame()
+		if err != nil {
 			return err
 		}
 		h, err := dec.ReadHeader()
 		if errors.Is(err, protocol.ErrPayloadTooLarge) {
 			if err := dec.SkipBody(h); err != nil {
-				return err
+				return c.frameError(err)
 			}
 			if h.Request && h.TwoWay {
 				c.reject(h, protocol.StatusBadRequest, c.payloadMessage(h))
@@ -139,20 +156,29 @@ func (c *serverConn) read() error {
 			continue
 		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return fmt.Errorf("no frame from %s for %v (heartbeat timeout): %w", c.conn.RemoteAddr(), idle, err)
+			return c.frameError(err) // bad magic or header: the stream cannot be resynchronised
+		}
+		if !h.Request {
+			// A response to a heartbeat we never send, or a stray one.
+			if err := dec.SkipBody(h); err != nil {
+				return c.frameError(err)
 			}
-			return err // bad magic or header: the stream cannot be resynchronised
+			continue
+		}
+		reserved := 0
+		if h.BodyLen > protocol.SmallBody {
+			if err := c.reserve(h.BodyLen, deadline); err != nil {
+				return err
+			}
+			reserved = h.BodyLen
 		}
 		body, err := dec.ReadBody(h)
 		if err != nil {
-			return err
-		}
-		if !h.Request {
-			continue // a response to a heartbeat we never send, or a stray one
+			c.s.bodies.release(reserved)
+			return c.frameError(err)
 		}
 		req, err := dec.DecodeRequest(protocol.Frame{Header: h, Body: body})
+		c.s.bodies.release(reserved) // the request keeps copies, not the body
 		if err != nil {
 			if h.TwoWay {
 				c.reject(h, protocol.StatusBadRequest, "Fail to decode request due to: "+err.Error())
@@ -173,6 +199,68 @@ func (c *serverConn) read() error {
 			return errHandedOver
 		}
 	}
+}
+
+// awaitFrame returns once the next frame has started to arrive (or is
+// buffered whole), with the time by which the rest must arrive. While the
+// connection has more than maxUnsent bytes of responses waiting for the
+// peer, it reads nothing.
+func (c *serverConn) awaitFrame() (deadline time.Time, err error) {
+	if c.w.unsent.Load() > maxUnsent {
+		c.burst.Flush()
+		if err := c.w.waitUnsent(maxUnsent); err != nil {
+			return deadline, err
+		}
+	}
+	if requestBuffered(c.br) {
+		return deadline, nil // nothing more to read for it
+	}
+	if c.br.Buffered() == 0 {
+		// A consumer heartbeats every minute; silence for three means it is gone.
+		if err := c.conn.SetReadDeadline(time.Now().Add(c.s.cfg.HeartbeatTimeout)); err != nil {
+			return deadline, err
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return deadline, fmt.Errorf("no frame from %s for %v (heartbeat timeout): %w", c.conn.RemoteAddr(), c.s.cfg.HeartbeatTimeout, err)
+			}
+			return deadline, err
+		}
+		if requestBuffered(c.br) {
+			return deadline, nil
+		}
+	}
+	// A frame has begun: it must be complete within FrameTimeout, however
+	// slowly its bytes drip in.
+	deadline = time.Now().Add(c.s.cfg.FrameTimeout)
+	return deadline, c.conn.SetReadDeadline(deadline)
+}
+
+// frameError describes err from reading a frame; a read that timed out
+// inside a frame means the frame was not complete within FrameTimeout.
+func (c *serverConn) frameError(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("frame from %s incomplete after %v (protocol.frame-timeout): %w", c.conn.RemoteAddr(), c.s.cfg.FrameTimeout, err)
+	}
+	return err
+}
+
+// reserve takes n bytes of the server's body memory for a large body,
+// waiting for them at most until deadline, when the frame must be complete
+// anyway; the wait holds up this connection only.
+func (c *serverConn) reserve(n int, deadline time.Time) error {
+	if deadline.IsZero() {
+		deadline = time.Now().Add(c.s.cfg.FrameTimeout)
+	}
+	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	defer cancel()
+	if err := c.s.bodies.acquire(ctx, n); err != nil {
+		return fmt.Errorf("frame from %s: no memory for its %d-byte body within %v (protocol.body-memory %d bytes in use by other bodies): %w",
+			c.conn.RemoteAddr(), n, c.s.cfg.FrameTimeout, c.s.cfg.BodyMemory, err)
+	}
+	return nil
 }
 
 // event answers heartbeats right here, never behind business work.
@@ -206,7 +294,9 @@ func (c *serverConn) dispatch(req *protocol.Request) (reader bool) {
 		c.here.Store(run)
 		c.s.watch.Poke()
 		ran := c.s.dispatcher.RunHere(func() { c.handle(req, deadline) })
-		c.here.Store(nil)
+		// A successor started after a hand-over may have stored its own
+		// run meanwhile; that one the watchdog must go on seeing.
+		c.here.CompareAndSwap(run, nil)
 		reader = run.state.CompareAndSwap(hereRunning, hereDone)
 		if ran {
 			return reader

@@ -37,6 +37,15 @@ type frameWriter struct {
 	stall     time.Duration // longest a single write may block
 	wake      chan struct{} // capacity 1: "flush what is pending"
 	lastWrite atomic.Int64  // monoNow of the last completed write
+	// unsent counts the bytes queued and not yet taken by the socket; a
+	// reader that waits for it to drop (waitUnsent) sets waiting and is
+	// woken on drained after every write and when the connection fails.
+	unsent  atomic.Int64
+	waiting atomic.Bool
+	drained chan struct{} // capacity 1
+	// onFail, if set, runs once when the connection fails (before its
+	// reader notices), to stop what waits on the connection.
+	onFail func()
 
 	mu       sync.Mutex
 	buf      []byte // frames waiting to be written
@@ -50,7 +59,7 @@ type frameWriter struct {
 // newFrameWriter writes to conn; a write blocked for stall (a peer that
 // stopped reading) fails the connection.
 func newFrameWriter(conn net.Conn, stall time.Duration) *frameWriter {
-	w := &frameWriter{conn: conn, try: trywrite.New(conn), stall: stall, wake: make(chan struct{}, 1)}
+	w := &frameWriter{conn: conn, try: trywrite.New(conn), stall: stall, wake: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
 	w.lastWrite.Store(monoNow())
 	return w
 }
@@ -92,6 +101,7 @@ func (w *frameWriter) enqueue(frame []byte, mode writeMode) error {
 		return errWriterClosed
 	}
 	w.buf = append(w.buf, frame...)
+	w.unsent.Add(int64(len(frame)))
 	if w.writing {
 		w.mu.Unlock()
 		return nil
@@ -145,6 +155,7 @@ func (w *frameWriter) flushBrief() {
 	n, err := w.try.Write(out)
 	if n > 0 {
 		w.lastWrite.Store(monoNow())
+		w.wrote(n)
 	}
 	if err != nil {
 		w.fail(err)
@@ -163,6 +174,48 @@ func (w *frameWriter) flushBrief() {
 	if more {
 		w.signal()
 	}
+}
+
+// wrote accounts for n bytes the socket took and wakes a waiting reader.
+func (w *frameWriter) wrote(n int) {
+	w.unsent.Add(-int64(n))
+	if w.waiting.Load() {
+		w.wakeReader()
+	}
+}
+
+func (w *frameWriter) wakeReader() {
+	select {
+	case w.drained <- struct{}{}:
+	default:
+	}
+}
+
+// waitUnsent waits until at most limit bytes are unsent, or the connection
+// failed. It is for the connection's one reader: backpressure on a peer
+// that sends requests but does not read their responses.
+func (w *frameWriter) waitUnsent(limit int64) error {
+	for w.unsent.Load() > limit {
+		w.waiting.Store(true)
+		// Checked again after announcing the wait: a write that finished
+		// before it was not seen as waited for.
+		if w.unsent.Load() <= limit {
+			break
+		}
+		w.mu.Lock()
+		closed, err := w.closed, w.err
+		w.mu.Unlock()
+		if closed {
+			w.waiting.Store(false)
+			if err == nil {
+				err = errWriterClosed
+			}
+			return err
+		}
+		<-w.drained
+	}
+	w.waiting.Store(false)
+	return nil
 }
 
 func (w *frameWriter) signal() {
@@ -222,10 +275,12 @@ func (w *frameWriter) flush(rounds int) {
 		w.mu.Unlock()
 
 		err := w.conn.SetWriteDeadline(time.Now().Add(w.stall))
+		var n int
 		if err == nil {
-			_, err = w.conn.Write(out)
+			n, err = w.conn.Write(out)
 		}
 		w.lastWrite.Store(monoNow())
+		w.wrote(n)
 		if err != nil {
 			w.fail(err)
 			return
@@ -261,6 +316,10 @@ func (w *frameWriter) fail(err error) {
 	w.mu.Unlock()
 	w.conn.Close()
 	w.signal()
+	w.wakeReader()
+	if w.onFail != nil {
+		w.onFail()
+	}
 }
 
 // encoders hands out per-goroutine encoders with a scratch buffer, so
