@@ -3,6 +3,7 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -347,5 +348,57 @@ func TestFrozenPlugin(t *testing.T) {
 	res := invoke(t, p, greeterCall("sayHello", []string{"java.lang.String"}, "after"))
 	if res.Value != "Hello, after" {
 		t.Errorf("after resuming: %v", res.Value)
+	}
+}
+
+// TestLargeCallThenConcurrent: after a call and a reply over 1 MiB, the
+// plugin answers each of many concurrent calls with its own reply, and
+// stays up. (The link's write buffers once ended up sharing an array after
+// a write past 1 MiB: replies carried other calls' bytes, then the link
+// broke and the plugin was killed.) A few rounds, since the sharing showed
+// only when a write overlapped the queueing of the next calls.
+func TestLargeCallThenConcurrent(t *testing.T) {
+	p := startGreeter(t, startConfig(t, "greeter"))
+	for i := range 10 {
+		invoke(t, p, greeterCall("sayHello", nil, fmt.Sprint("warm-up ", i)))
+	}
+	big := strings.Repeat("x", 2_000_000)
+	const rounds, callers, calls = 12, 64, 2
+	for r := range rounds {
+		if res := invoke(t, p, greeterCall("sayHello", nil, big)); res.Value != "Hello, "+big {
+			t.Fatalf("round %d: the 2,000,000-character call came back wrong (%d characters)", r, len(fmt.Sprint(res.Value)))
+		}
+		errs := make(chan error, callers)
+		for g := range callers {
+			go func() {
+				for i := range calls {
+					// Up to 64 KiB, so that writes fill the socket and are
+					// taken in parts while more calls are queued.
+					name := fmt.Sprintf("round %d caller %d call %d %s", r, g, i, strings.Repeat("y", (g*7919+i*613)%(64<<10)))
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					res, err := p.Invoke(ctx, greeterCall("sayHello", nil, name))
+					cancel()
+					if err == nil && (res.Exception != nil || res.Value != "Hello, "+name) {
+						err = fmt.Errorf("sayHello(%.40q) = %.60q, exception %v", name, fmt.Sprint(res.Value), res.Exception)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range callers {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		if t.Failed() {
+			break
+		}
+	}
+	if err := p.Err(); err != nil {
+		t.Errorf("the plugin exited: %v", err)
 	}
 }
