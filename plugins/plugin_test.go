@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -223,7 +224,7 @@ func TestNoHost(t *testing.T) {
 func TestRefused(t *testing.T) {
 	good := startGreeter(t, startConfig(t, "greeter"))
 	tests := []struct{ mode, want string }{
-		{"exit", "cannot open config: no such file"},
+		{"exit", "it exited with status 3 before the handshake; its stderr ended with: cannot open config: no such file"},
 		{"notplugin", "Unrecognized remote plugin message"},
 		{"wrongcookie", "This binary is a plugin"},
 		{"noservices", `service interface "" is not a Java class name`},
@@ -246,9 +247,20 @@ func TestRefused(t *testing.T) {
 			}
 		})
 	}
-	_, err := plugins.Start(context.Background(), plugins.Config{Path: "/nonexistent/plugin"})
-	if err == nil || !strings.Contains(err.Error(), "no such file") {
-		t.Errorf("missing binary: %v", err)
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "plain")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"/nonexistent/plugin", "/nonexistent/plugin does not exist"},
+		{dir, dir + " is a directory, not a plugin binary"},
+		{notExec, notExec + " is not executable"},
+	} {
+		_, err := plugins.Start(context.Background(), plugins.Config{Path: tt.path})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Start(%s) = %v, want an error with %q", tt.path, err, tt.want)
+		}
 	}
 	if res := invoke(t, good, greeterCall("sayHello", nil, "still here")); res.Value != "Hello, still here" {
 		t.Errorf("good plugin after bad ones: %#v", res)
