@@ -262,7 +262,9 @@ func TestPluginComesUpLater(t *testing.T) {
 	path, _ := shellPlugin(t, dir, "greeter", "echo 'not built yet' >&2\nexit 1\n")
 	cfg := pluginConfig(t, dir, p, []string{path}, nil)
 	up := startNode(t, "dubbo up", dir, "up", "-c", cfg)
-	if _, ok := waitFor(20*time.Second, func() bool { return strings.Contains(up.stdout.String(), "ready with 1 of 1 plugins down") || up.exited() }); !ok || up.exited() {
+	if _, ok := waitFor(20*time.Second, func() bool {
+		return strings.Contains(up.stdout.String(), "ready with 1 of 1 plugins down") || up.exited()
+	}); !ok || up.exited() {
 		t.Fatalf("dubbo up did not report its plugin down within 20s")
 	}
 
