@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,8 +51,14 @@ type node struct {
 	errc    chan error
 	plugins sync.WaitGroup
 
-	mu    sync.Mutex // guards stops: the lazy consumer may add one late
+	mu    sync.Mutex // guards stops (the lazy consumer may add one late) and sups
 	stops []func(context.Context) error
+	// sups are the plugin supervisors, for the ready line and readiness.
+	sups []supervised
+
+	// pluginStart bounds each plugin's launch and handshake; 0 is the
+	// plugins package's default.
+	pluginStart time.Duration
 
 	// The node's consumer serves the consumer role and the calls that
 	// provider plugins make to other services; it is created on first need.
@@ -83,6 +91,123 @@ func (n *node) hostInvoker(ctx context.Context, cfg *config.File) rpc.Invoker {
 	})
 }
 
+// supervised is one plugin supervisor and the role it serves.
+type supervised struct {
+	where string // "provider 1", "consumer"
+	sup   *plugins.Supervisor
+}
+
+// pluginState is how one of the node's plugins is doing.
+type pluginState struct {
+	Where string // the role it serves: "provider 1", "consumer"
+	plugins.State
+}
+
+// pluginStates says how each of the node's plugins is doing; the node is
+// fully up when every one is Up.
+func (n *node) pluginStates() []pluginState {
+	n.mu.Lock()
+	sups := n.sups
+	n.mu.Unlock()
+	states := make([]pluginState, len(sups))
+	for i, s := range sups {
+		states[i] = pluginState{Where: s.where, State: s.sup.State()}
+	}
+	return states
+}
+
+// supervise runs sup until ctx ends, and counts it among the node's
+// plugins; done is closed when it has stopped its plugin.
+func (n *node) supervise(ctx context.Context, where string, sup *plugins.Supervisor, log *slog.Logger) (done <-chan struct{}) {
+	n.mu.Lock()
+	n.sups = append(n.sups, supervised{where: where, sup: sup})
+	n.mu.Unlock()
+	stopped := make(chan struct{})
+	n.plugins.Add(1)
+	go func() {
+		defer n.plugins.Done()
+		defer close(stopped)
+		if err := sup.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("plugin supervisor stopped", "plugin", sup.State().Name, "err", err)
+		}
+	}()
+	return stopped
+}
+
+// awaitPlugins waits until every plugin's first start attempt has ended (a
+// plugin that never answers is given up after its start timeout), or ctx.
+func (n *node) awaitPlugins(ctx context.Context) {
+	n.mu.Lock()
+	sups := n.sups
+	n.mu.Unlock()
+	for _, s := range sups {
+		select {
+		case <-s.sup.Tried():
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sayReady prints the ready line, and before it a warning for each plugin
+// that is down, so that nobody reads "ready" as "serving everything".
+func (n *node) sayReady() {
+	var down int
+	states := n.pluginStates()
+	for _, s := range states {
+		if s.Up {
+			continue
+		}
+		down++
+		why := "not started yet"
+		if s.Err != nil {
+			why, _, _ = strings.Cut(s.Err.Error(), "\n")
+		}
+		fmt.Fprintf(n.out, "warning: plugin %s (%s) is down: %s; retrying with backoff\n", s.Name, s.Where, why)
+	}
+	if down == 0 {
+		fmt.Fprintln(n.out, "ready; Ctrl-C stops everything")
+		return
+	}
+	fmt.Fprintf(n.out, "ready with %d of %d plugins down; Ctrl-C stops everything\n", down, len(states))
+}
+
+// checkPlugins refuses plugin paths that cannot be launched, naming the
+// config key, before anything starts.
+func checkPlugins(cfg *config.File, roles []string) error {
+	for _, role := range roles {
+		key, paths := "", []string(nil)
+		switch role {
+		case roleProvider:
+			key, paths = "provider.plugins", cfg.Provider.Plugins
+		case roleConsumer:
+			key, paths = "consumer.plugins", cfg.Consumer.Plugins
+		}
+		for _, path := range paths {
+			if err := plugins.CheckPath(path); err != nil {
+				return fmt.Errorf("key %s: %w", key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// pluginStartEnv sets how long a plugin may take to launch and complete
+// its handshake (a Go duration; default 10s), mainly for tests.
+const pluginStartEnv = "DUBBO_PLUGIN_START_TIMEOUT"
+
+func pluginStartTimeout() (time.Duration, error) {
+	v := os.Getenv(pluginStartEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 10s", pluginStartEnv, v)
+	}
+	return d, nil
+}
+
 func (n *node) onStop(f func(context.Context) error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -106,7 +231,14 @@ func (n *node) stop(ctx context.Context) {
 // runRoles starts the roles, prints where each listens, and blocks until
 // ctx ends (Ctrl-C, SIGTERM) or a role fails; then stops them all.
 func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *config.File, roles []string, replicas int) error {
-	n := &node{log: logger, out: out, errc: make(chan error, 8)}
+	if err := checkPlugins(cfg, roles); err != nil {
+		return err
+	}
+	pluginStart, err := pluginStartTimeout()
+	if err != nil {
+		return err
+	}
+	n := &node{log: logger, out: out, errc: make(chan error, 8), pluginStart: pluginStart}
 	// Plugins and background loops live until the node stops.
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
@@ -127,7 +259,10 @@ func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *conf
 		}
 	}
 	if startErr == nil {
-		fmt.Fprintln(out, "ready; Ctrl-C stops everything")
+		n.awaitPlugins(ctx)
+		if ctx.Err() == nil {
+			n.sayReady()
+		}
 		select {
 		case <-ctx.Done():
 			logger.Info("shutting down")
@@ -177,19 +312,19 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 		n.onStop(func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
 		fmt.Fprintf(n.out, "provider   dubbo://%s   plugins %v\n", p.Addr(), cfg.Provider.Plugins)
 		for _, path := range cfg.Provider.Plugins {
-			n.superviseProviderPlugin(ctx, p, path, log, n.hostInvoker(ctx, cfg))
+			n.superviseProviderPlugin(ctx, p, fmt.Sprintf("provider %d", i+1), path, log, n.hostInvoker(ctx, cfg))
 		}
 	}
 	return nil
 }
 
-func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider, path string, log *slog.Logger, host rpc.Invoker) {
+func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider, where, path string, log *slog.Logger, host rpc.Invoker) {
 	name := filepath.Base(path)
 	var sup *plugins.Supervisor // set before Run, so before OnUp can fire
 	var mu sync.Mutex
 	var exported []plugins.ServiceDesc
 	cfg := plugins.SupervisorConfig{
-		Config: plugins.Config{Path: path, Name: name, Logger: log, Host: host},
+		Config: plugins.Config{Path: path, Name: name, Logger: log, Host: host, StartTimeout: n.pluginStart},
 		OnUp: func(_ *plugins.Plugin, services []plugins.ServiceDesc) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -217,13 +352,7 @@ func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider
 		},
 	}
 	sup = plugins.NewSupervisor(cfg)
-	n.plugins.Add(1)
-	go func() {
-		defer n.plugins.Done()
-		if err := sup.Run(ctx); err != nil && ctx.Err() == nil {
-			log.Error("plugin supervisor stopped", "plugin", name, "err", err)
-		}
-	}()
+	n.supervise(ctx, where, sup, log)
 }
 
 // serviceOf turns what a plugin described into a provider service whose
@@ -257,17 +386,11 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 	}
 	for _, path := range cfg.Consumer.Plugins {
 		name := filepath.Base(path)
-		sup := plugins.NewSupervisor(plugins.SupervisorConfig{Config: plugins.Config{Path: path, Name: name, Logger: log, Host: cons}})
+		sup := plugins.NewSupervisor(plugins.SupervisorConfig{Config: plugins.Config{Path: path, Name: name, Logger: log, Host: cons, StartTimeout: n.pluginStart}})
 		// Consumer plugins stop before the consumer closes, so their last
 		// calls still have somewhere to go.
 		pctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := sup.Run(pctx); err != nil && pctx.Err() == nil {
-				log.Error("plugin supervisor stopped", "plugin", name, "err", err)
-			}
-		}()
+		done := n.supervise(pctx, roleConsumer, sup, log)
 		n.onStop(func(stopCtx context.Context) error {
 			cancel()
 			select {

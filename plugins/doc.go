@@ -6,7 +6,8 @@
 //   - In the node, Start launches one plugin binary, checks its handshake,
 //     asks it what it serves and returns a *Plugin, an rpc.Invoker for those
 //     services; Supervisor keeps one running, restarting it with backoff and
-//     telling its owner through OnUp and OnDown when its services come and go.
+//     telling its owner through OnUp and OnDown when its services come and go;
+//     its State says whether the plugin is up, and why not.
 //   - In the plugin, handler authors call sdk.Serve (package plugins/sdk)
 //     with plain Go types whose methods become Dubbo methods; a plugin
 //     that only calls (consumer side) uses sdk.Run, or sdk.ServeWith with a
@@ -25,6 +26,8 @@
 //
 // Plugin processes run in their own process group, so a Ctrl-C on the
 // node's terminal reaches the node only: the node unregisters the services
-// first, then stops the plugins (Close). A plugin whose node is gone (killed
-// with SIGKILL) notices within a second and exits.
+// first, then stops the plugins (Close). Close, and a refused start, end the
+// whole group, so nothing a plugin started outlives it, even a child that
+// holds its stdout. A plugin whose node is gone (killed with SIGKILL)
+// notices within a second and exits.
 package plugins

@@ -123,10 +123,15 @@ func runPlugin(mode string) error {
 		return sdk.Run(consume)
 	case "startfail":
 		return sdk.Run(func(context.Context, *sdk.Caller) error { return errors.New("cannot reach the bank") })
-	case "spawner":
-		// Starts a process of its own (this binary, sleeping) and says its pid.
+	case "spawner", "pipeholder":
+		// Starts a process of its own (this binary, sleeping) and says its
+		// pid; the pipeholder's shares the plugin's stdout and stderr, as
+		// the commands of a shell script would.
 		child := exec.Command(os.Args[0])
 		child.Env = append(os.Environ(), modeEnv+"=sleeper")
+		if mode == "pipeholder" {
+			child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		}
 		if err := child.Start(); err != nil {
 			return err
 		}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -61,27 +63,52 @@ type Plugin struct {
 	exitErr   error              // why; written before done is closed
 	closing   atomic.Bool
 	closeOnce sync.Once
-	wg        sync.WaitGroup // the exit watcher and the callback server
+	waited    bool // Close saw go-plugin wait for the process
+
+	wg sync.WaitGroup // the exit watcher and the callback server
+}
+
+// CheckPath says whether path names a file Start can launch: one that
+// exists, is not a directory and is executable. The error names the path
+// and what is wrong with it.
+func CheckPath(path string) error {
+	if path == "" {
+		return errors.New("the plugin path is empty")
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist", path)
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not a plugin binary", path)
+	case fi.Mode()&0o111 == 0:
+		return fmt.Errorf("%s is not executable (chmod +x %s)", path, path)
+	}
+	return nil
 }
 
 // Start launches the plugin binary cfg.Path, checks its handshake and asks
 // what it serves. ctx bounds the start only (with cfg.StartTimeout); call
 // Close to stop the plugin. A binary that is not a handler plugin, exits,
 // or describes its services wrongly is refused with an error saying why,
-// quoting the last lines of its stderr.
+// quoting the last lines of its stderr; nothing it started is left running.
 func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Path == "" {
 		return nil, errors.New("plugins: Config.Path is empty")
 	}
-	if fi, err := os.Stat(cfg.Path); err != nil {
+	if err := CheckPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", cfg.Name, err)
-	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return nil, fmt.Errorf("plugin %s: %s is not an executable file", cfg.Name, cfg.Path)
 	}
 	log := cfg.Logger.With("plugin", cfg.Name)
 	procCtx, stopProc := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(procCtx, cfg.Path, cfg.Args...)
+	path := cfg.Path
+	if !strings.ContainsRune(path, filepath.Separator) {
+		path = "." + string(filepath.Separator) + path // the file CheckPath found, not one in $PATH
+	}
+	cmd := exec.CommandContext(procCtx, path, cfg.Args...)
 	// Built here rather than by go-plugin, which would put the node's
 	// environment after cfg.Env and so override it.
 	cmd.Env = append(os.Environ(), cfg.Env...)
@@ -126,23 +153,34 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 
 	// A ctx canceled during the handshake kills the process, which ends it.
 	stop := context.AfterFunc(ctx, stopProc)
-	err = p.start(ctx, childEnd)
+	err = p.start(ctx, childEnd, timeout)
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		p.Close()
+		// Once Close has waited for the process, ProcessState says how it
+		// ended, if it ran.
+		if st := cmd.ProcessState; p.waited && p.conn == nil && st != nil && st.Exited() {
+			err = fmt.Errorf("it exited with status %d before the handshake", st.ExitCode())
+		}
 		return nil, fmt.Errorf("plugin %s (%s) refused: %w%s", cfg.Name, cfg.Path, err, p.stderrHint())
 	}
 	log.Info("plugin started", "pid", p.Pid(), "services", len(p.services))
 	return p, nil
 }
 
-func (p *Plugin) start(ctx context.Context, childEnd *os.File) error {
+func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Duration) error {
 	cp, err := p.client.Client()
 	childEnd.Close() // the plugin has its own copy, or never started
 	if err != nil {
-		return fmt.Errorf("handshake failed: %w", err)
+		// go-plugin's first line says what went wrong; the rest is advice
+		// about its own protocol.
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		if strings.HasPrefix(msg, "timeout") {
+			msg += fmt.Sprintf(" (%v)", timeout)
+		}
+		return fmt.Errorf("handshake failed: %s", strings.TrimSpace(msg))
 	}
 	raw, err := cp.Dispense(wire.PluginName)
 	if err != nil {
@@ -262,10 +300,35 @@ func (p *Plugin) Close() error {
 	p.closeOnce.Do(func() {
 		p.closing.Store(true)
 		p.stopHook()
-		p.client.Kill()
+		// go-plugin's Kill asks the plugin to exit and kills it after 2s,
+		// then waits for its stdout and stderr to end, which never happens
+		// while a process the plugin started holds them. So the whole group
+		// is killed once that grace has passed, and at once for a plugin
+		// that never completed the handshake, which nothing can ask to exit.
+		killed := make(chan struct{})
+		go func() {
+			p.client.Kill()
+			close(killed)
+		}()
+		if p.conn != nil {
+			select {
+			case <-killed:
+			case <-time.After(killGrace):
+			}
+		}
 		p.stopProc()
-		p.link.Close()
-		p.wg.Wait()
+		select {
+		case <-killed:
+			p.waited = true
+			p.link.Close()
+			p.wg.Wait()
+		case <-time.After(killGrace):
+			// A process that left the group holds the plugin's output, so
+			// go-plugin never sees the plugin end: its goroutines and the
+			// exit watcher stay behind, rather than the node hanging.
+			p.log.Warn("a process the plugin started outside its process group still holds the plugin's stdout or stderr; not waiting for it")
+			p.link.Close()
+		}
 		// The group outlives its leader while the leader's children live;
 		// its id cannot be reused as a pid until they are gone.
 		if err := killGroup(p.Pid()); err != nil {
@@ -274,6 +337,10 @@ func (p *Plugin) Close() error {
 	})
 	return nil
 }
+
+// killGrace is how long Close lets go-plugin stop a plugin (it waits 2s for
+// a graceful exit) before it kills the plugin's process group.
+const killGrace = 3 * time.Second
 
 // stopHook ends the plugin's start hook, if it runs, while the node still
 // answers its calls.

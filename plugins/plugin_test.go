@@ -3,7 +3,9 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -222,7 +224,7 @@ func TestNoHost(t *testing.T) {
 func TestRefused(t *testing.T) {
 	good := startGreeter(t, startConfig(t, "greeter"))
 	tests := []struct{ mode, want string }{
-		{"exit", "cannot open config: no such file"},
+		{"exit", "it exited with status 3 before the handshake; its stderr ended with: cannot open config: no such file"},
 		{"notplugin", "Unrecognized remote plugin message"},
 		{"wrongcookie", "This binary is a plugin"},
 		{"noservices", `service interface "" is not a Java class name`},
@@ -245,9 +247,20 @@ func TestRefused(t *testing.T) {
 			}
 		})
 	}
-	_, err := plugins.Start(context.Background(), plugins.Config{Path: "/nonexistent/plugin"})
-	if err == nil || !strings.Contains(err.Error(), "no such file") {
-		t.Errorf("missing binary: %v", err)
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "plain")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"/nonexistent/plugin", "/nonexistent/plugin does not exist"},
+		{dir, dir + " is a directory, not a plugin binary"},
+		{notExec, notExec + " is not executable"},
+	} {
+		_, err := plugins.Start(context.Background(), plugins.Config{Path: tt.path})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Start(%s) = %v, want an error with %q", tt.path, err, tt.want)
+		}
 	}
 	if res := invoke(t, good, greeterCall("sayHello", nil, "still here")); res.Value != "Hello, still here" {
 		t.Errorf("good plugin after bad ones: %#v", res)
@@ -347,5 +360,57 @@ func TestFrozenPlugin(t *testing.T) {
 	res := invoke(t, p, greeterCall("sayHello", []string{"java.lang.String"}, "after"))
 	if res.Value != "Hello, after" {
 		t.Errorf("after resuming: %v", res.Value)
+	}
+}
+
+// TestLargeCallThenConcurrent: after a call and a reply over 1 MiB, the
+// plugin answers each of many concurrent calls with its own reply, and
+// stays up. (The link's write buffers once ended up sharing an array after
+// a write past 1 MiB: replies carried other calls' bytes, then the link
+// broke and the plugin was killed.) A few rounds, since the sharing showed
+// only when a write overlapped the queueing of the next calls.
+func TestLargeCallThenConcurrent(t *testing.T) {
+	p := startGreeter(t, startConfig(t, "greeter"))
+	for i := range 10 {
+		invoke(t, p, greeterCall("sayHello", nil, fmt.Sprint("warm-up ", i)))
+	}
+	big := strings.Repeat("x", 2_000_000)
+	const rounds, callers, calls = 12, 64, 2
+	for r := range rounds {
+		if res := invoke(t, p, greeterCall("sayHello", nil, big)); res.Value != "Hello, "+big {
+			t.Fatalf("round %d: the 2,000,000-character call came back wrong (%d characters)", r, len(fmt.Sprint(res.Value)))
+		}
+		errs := make(chan error, callers)
+		for g := range callers {
+			go func() {
+				for i := range calls {
+					// Up to 64 KiB, so that writes fill the socket and are
+					// taken in parts while more calls are queued.
+					name := fmt.Sprintf("round %d caller %d call %d %s", r, g, i, strings.Repeat("y", (g*7919+i*613)%(64<<10)))
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					res, err := p.Invoke(ctx, greeterCall("sayHello", nil, name))
+					cancel()
+					if err == nil && (res.Exception != nil || res.Value != "Hello, "+name) {
+						err = fmt.Errorf("sayHello(%.40q) = %.60q, exception %v", name, fmt.Sprint(res.Value), res.Exception)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range callers {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		if t.Failed() {
+			break
+		}
+	}
+	if err := p.Err(); err != nil {
+		t.Errorf("the plugin exited: %v", err)
 	}
 }

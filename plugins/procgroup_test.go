@@ -70,6 +70,34 @@ func TestOwnProcessGroup(t *testing.T) {
 	waitGone(t, child, 2*time.Second, "the plugin's child")
 }
 
+// TestCloseChildHoldsOutput: a process the plugin started that shares the
+// plugin's stdout and stderr does not keep Close waiting for them to end:
+// it is killed with the plugin's group.
+func TestCloseChildHoldsOutput(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	cfg := startConfig(t, "pipeholder")
+	cfg.Env = append(cfg.Env, pidFileEnv+"="+pidFile)
+	p := startGreeter(t, cfg)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, _ := strconv.Atoi(string(b))
+	invoke(t, p, greeterCall("sayHello", nil, "x"))
+	closed := make(chan struct{})
+	go func() {
+		p.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(15 * time.Second):
+		syscall.Kill(child, syscall.SIGKILL) // lets Close, and the test, end
+		t.Fatal("Close still waiting after 15s while the plugin's child holds its stdout and stderr")
+	}
+	waitGone(t, child, 2*time.Second, "the plugin's child")
+}
+
 // startNode runs this binary as a node (runNode) in a process group of its
 // own, the way a shell runs a foreground job, and returns it with its
 // plugin's pid.

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,10 +32,34 @@ type SupervisorConfig struct {
 
 // Supervisor keeps one plugin running. It is an rpc.Invoker that calls the
 // current plugin process; between processes calls fail at once with an
-// error wrapping rpc.ErrConnection.
+// error wrapping rpc.ErrConnection. State says how the plugin is doing.
 type Supervisor struct {
 	cfg SupervisorConfig
 	cur atomic.Pointer[Plugin]
+
+	mu        sync.Mutex
+	state     State
+	tried     chan struct{} // closed once the first start attempt ended
+	triedOnce sync.Once
+}
+
+// State is what a supervisor knows of its plugin, for readiness checks.
+type State struct {
+	Name string // Config.Name
+	Path string // Config.Path
+	// Up says whether a plugin process runs and serves.
+	Up bool
+	// Pid is the running process's id; 0 while the plugin is down.
+	Pid int
+	// Since is when the plugin last came up or went down; zero until the
+	// first start attempt has ended.
+	Since time.Time
+	// Failures counts the failed starts and deaths since the plugin was
+	// last up.
+	Failures int
+	// Err says why the plugin last failed to start or went down; nil if
+	// it never did. It stays set while the plugin is up again.
+	Err error
 }
 
 // NewSupervisor returns a supervisor; Run starts it.
@@ -47,13 +72,42 @@ func NewSupervisor(cfg SupervisorConfig) *Supervisor {
 		cfg.MaxBackoff = 5 * time.Second
 	}
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
-	return &Supervisor{cfg: cfg}
+	return &Supervisor{cfg: cfg, state: State{Name: cfg.Name, Path: cfg.Path}, tried: make(chan struct{})}
+}
+
+// State returns what the supervisor knows of its plugin now.
+func (s *Supervisor) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// Tried is closed once the first attempt to start the plugin has ended,
+// whether the plugin came up or not, or Run has returned: State then says
+// which.
+func (s *Supervisor) Tried() <-chan struct{} { return s.tried }
+
+// setState records that p is up, or that the plugin failed (err), or that
+// it was stopped (neither), and closes Tried.
+func (s *Supervisor) setState(p *Plugin, err error) {
+	s.mu.Lock()
+	s.state.Up, s.state.Pid, s.state.Since = p != nil, 0, time.Now()
+	switch {
+	case p != nil:
+		s.state.Pid, s.state.Failures = p.Pid(), 0
+	case err != nil:
+		s.state.Failures++
+		s.state.Err = err
+	}
+	s.mu.Unlock()
+	s.triedOnce.Do(func() { close(s.tried) })
 }
 
 // Run starts the plugin and restarts it whenever it dies or fails to start,
 // until ctx ends; then it stops the plugin and returns nil. It returns an
 // error only for a config it can never start (no Path).
 func (s *Supervisor) Run(ctx context.Context) error {
+	defer s.triedOnce.Do(func() { close(s.tried) })
 	if s.cfg.Path == "" {
 		return errors.New("plugins: SupervisorConfig.Path is empty")
 	}
@@ -65,7 +119,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			log.Error("plugin failed to start", "err", err, "retry_in", backoff)
+			s.setState(nil, err)
+			log.Error("plugin failed to start", "err", err, "retry_in", backoff, "failures", s.State().Failures)
 			if !sleep(ctx, backoff) {
 				return nil
 			}
@@ -77,6 +132,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		if s.cfg.OnUp != nil {
 			s.cfg.OnUp(p, p.Services())
 		}
+		s.setState(p, nil)
 		var why error
 		select {
 		case <-p.Done():
@@ -85,6 +141,11 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			why = ctx.Err()
 		}
 		s.cur.CompareAndSwap(p, nil)
+		if ctx.Err() == nil {
+			s.setState(nil, why)
+		} else {
+			s.setState(nil, nil)
+		}
 		if s.cfg.OnDown != nil {
 			s.cfg.OnDown(p, why)
 		}

@@ -142,7 +142,7 @@ func TestSupervisorBackoff(t *testing.T) {
 	rec := newRecorder()
 	cfg := startConfig(t, "exit")
 	cfg.Logger = slog.New(rec)
-	_, _, cancel := supervise(t, plugins.SupervisorConfig{Config: cfg, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	s, _, cancel := supervise(t, plugins.SupervisorConfig{Config: cfg, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	for deadline := time.Now().Add(15 * time.Second); len(starts) < 5 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		starts = starts[:0]
 		for _, r := range rec.all() {
@@ -151,9 +151,14 @@ func TestSupervisorBackoff(t *testing.T) {
 			}
 		}
 	}
+	st := s.State()
 	cancel()
 	if len(starts) < 5 {
 		t.Fatalf("%d failed starts logged, want several", len(starts))
+	}
+	// A plugin that exits at once says so, and its state says it is down.
+	if st.Up || st.Failures < 5 || st.Err == nil || !strings.Contains(st.Err.Error(), "it exited with status 3 before the handshake") {
+		t.Errorf("State = %+v, want down after 5 failures, exited with status 3", st)
 	}
 	// Waits: 50ms, 100ms, then 200ms from the third retry on.
 	for i := 3; i < len(starts); i++ {
@@ -243,4 +248,39 @@ func attr(r slog.Record, key string) string {
 		return true
 	})
 	return v
+}
+
+// TestSupervisorState: State follows the plugin: up with its pid once
+// Tried is closed, down with the reason after a kill -9, then up again
+// with a new pid.
+func TestSupervisorState(t *testing.T) {
+	// The backoff leaves time to look at the state between death and restart.
+	s, events, _ := supervise(t, plugins.SupervisorConfig{Config: startConfig(t, "greeter"), MinBackoff: time.Second})
+	up := next(t, events, true)
+	select {
+	case <-s.Tried():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Tried not closed 10s after the plugin came up")
+	}
+	if st := s.State(); !st.Up || st.Pid != up.pid || st.Failures != 0 || st.Err != nil || st.Name != "greeter" {
+		t.Errorf("State when up = %+v", st)
+	}
+	if err := syscall.Kill(up.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	next(t, events, false)
+	if st := s.State(); st.Up || st.Pid != 0 || st.Failures != 1 || st.Err == nil || !strings.Contains(st.Err.Error(), "killed") {
+		t.Errorf("State after kill -9 = %+v", st)
+	}
+	again := next(t, events, true)
+	deadline := time.Now().Add(5 * time.Second)
+	for st := s.State(); !st.Up; st = s.State() { // set once OnUp has returned
+		if time.Now().After(deadline) {
+			t.Fatalf("State 5s after the restart = %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := s.State(); st.Pid != again.pid || st.Failures != 0 || st.Err == nil {
+		t.Errorf("State after the restart = %+v, want pid %d, no failures since, the last error kept", st, again.pid)
+	}
 }

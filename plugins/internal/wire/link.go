@@ -452,11 +452,14 @@ func (l *Link) sendHeld(kind byte, id uint64, head, body []byte, hold bool) erro
 }
 
 // takeLocked starts a write: it takes what is queued and sets l.writing.
-// l.wmu is held.
+// l.wmu is held. The spare becomes the queue and is no longer the spare:
+// wrote makes the written buffer the next spare, or none when it was huge,
+// and the queue must never share an array with a buffer being written.
 func (l *Link) takeLocked() []byte {
 	l.writing = true
 	buf := l.wbuf
 	l.wbuf = l.spare[:0]
+	l.spare = nil
 	return buf
 }
 

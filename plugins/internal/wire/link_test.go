@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -349,4 +350,82 @@ func TestLinkInlineBlockedHandedOver(t *testing.T) {
 		t.Fatalf("the blocked call returned early: %v", err)
 	default:
 	}
+}
+
+// A call and a reply over 1 MiB, then many concurrent ones: every reply
+// must still be its own call's. (A write buffer that grew past 1 MiB once
+// left the queue and the spare sharing one array, so frames queued during
+// a write overwrote the bytes being sent.) A few rounds, since that showed
+// only when a write overlapped the queueing of the next frames.
+func TestLinkLargeCallThenConcurrent(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		t.Run(map[bool]string{false: "workers", true: "inline"}[inline], func(t *testing.T) {
+			a, _ := pair(t, nil, echo(inline))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// Warm-up first: each side then has a spare write buffer.
+			for i := range 10 {
+				if _, err := a.Call(ctx, []byte{byte(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			big := bytes.Repeat([]byte("0123456789abcdef"), 2<<20/16)
+			const rounds, callers, calls = 12, 64, 2
+			for r := range rounds {
+				got, err := a.Call(ctx, big)
+				if err != nil || !bytes.Equal(got, append([]byte("re:"), big...)) {
+					t.Fatalf("round %d: the 2 MiB call: %d bytes back, %v", r, len(got), err)
+				}
+				errs := make(chan error, callers)
+				for g := range callers {
+					go func() {
+						for i := range calls {
+							// Up to 64 KiB, so that writes fill the socket and
+							// are taken in parts while more frames are queued.
+							msg := fmt.Appendf(nil, "round %d caller %d call %d %s", r, g, i, bytes.Repeat([]byte{'x'}, (g*7919+i*613)%(64<<10)))
+							got, err := a.Call(ctx, msg)
+							if err == nil && !bytes.Equal(got, append([]byte("re:"), msg...)) {
+								err = fmt.Errorf("call %.60q got reply %.60q", msg, got)
+							}
+							if err != nil {
+								errs <- err
+								return
+							}
+						}
+						errs <- nil
+					}()
+				}
+				for range callers {
+					if err := <-errs; err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The same, without depending on timing: after each write has settled, the
+// queue and the spare buffer of both ends are different arrays, so frames
+// queued during the next write cannot land in the bytes it sends.
+func TestLinkWriteBuffersApart(t *testing.T) {
+	a, b := pair(t, nil, echo(false))
+	for i, size := range []int{10, 10, 2 << 20, 10, 10, 2 << 20, 10} {
+		if _, err := a.Call(context.Background(), make([]byte, size)); err != nil {
+			t.Fatalf("call %d (%d bytes): %v", i, size, err)
+		}
+		for _, l := range []*Link{a, b} {
+			l.wmu.Lock()
+			shared := sameArray(l.wbuf, l.spare)
+			l.wmu.Unlock()
+			if shared {
+				t.Fatalf("after call %d (%d bytes) the write queue and the spare buffer share an array", i, size)
+			}
+		}
+	}
+}
+
+// sameArray reports whether a and b are slices of one array.
+func sameArray(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:cap(a)][cap(a)-1] == &b[:cap(b)][cap(b)-1]
 }
