@@ -143,7 +143,9 @@ func TestDurationsInMilliseconds(t *testing.T) {
 		{"file integer tick-time", "[registry.server]\ntick-time = 2000\n", nil, nil,
 			func(f *File) (time.Duration, time.Duration) { return f.Registry.Server.TickTime, 2 * time.Second }},
 		{"file duration string", "[consumer.defaults]\ntimeout = \"2500ms\"\n", nil, nil,
-			func(f *File) (time.Duration, time.Duration) { return f.Consumer.Defaults.Timeout, 2500 * time.Millisecond }},
+			func(f *File) (time.Duration, time.Duration) {
+				return f.Consumer.Defaults.Timeout, 2500 * time.Millisecond
+			}},
 		{"method timeout in a reference", "[[consumer.references]]\ninterface = \"a.B\"\ntimeout = 1500\n[[consumer.references.methods]]\nname = \"m\"\ntimeout = 4000\n", nil, nil,
 			func(f *File) (time.Duration, time.Duration) {
 				return f.Consumer.References[0].Timeout + f.Consumer.References[0].Methods[0].Timeout, 5500 * time.Millisecond
