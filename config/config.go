@@ -71,6 +71,13 @@ type Consumer struct {
 type Gateway struct {
 	// Listen is the gateway's address; "" turns it off. Default "".
 	Listen string `koanf:"listen"`
+	// Token must come with every call from off loopback, as
+	// "Authorization: Bearer <token>"; required to listen beyond
+	// loopback. Default "".
+	Token string `koanf:"token"`
+	// Hosts are more names callers may use for the gateway in Host and
+	// Origin (a DNS name in front of it). Default none.
+	Hosts []string `koanf:"hosts"`
 }
 
 // Application names this node to the registry and the monitor.
