@@ -126,9 +126,30 @@ listen = "127.0.0.1:%d"
 `, binary("greeter"), binary("chain"), p.gateway))
 	up := startNode(t, "dubbo up", dir, "up", "-c", cfg)
 	waitGateway(t, up, p)
+	zc, _, err := zk.Connect([]string{fmt.Sprintf("127.0.0.1:%d", p.registry)}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	// The baseline is the settled environment: both plugins' services
+	// registered, and nothing written for a while.
+	if _, ok := waitFor(15*time.Second, func() bool {
+		kids, _, err := zc.Children("/dubbo/org.example.Chain/providers")
+		return err == nil && len(kids) > 0
+	}); !ok {
+		t.Fatal("org.example.Chain was not registered within 15s")
+	}
+	var znodes, watches int
+	if _, ok := waitFor(10*time.Second, func() bool {
+		z, w := mntr(t, p)
+		time.Sleep(300 * time.Millisecond)
+		znodes, watches = mntr(t, p)
+		return z == znodes && w == watches
+	}); !ok {
+		t.Fatal("the registry's znode and watch counts did not settle within 10s")
+	}
 
 	const names = 300
-	znodes, watches := mntr(t, p)
 	rss := rssMB(up.pid())
 	start := time.Now()
 	for i := range names {
@@ -153,11 +174,6 @@ listen = "127.0.0.1:%d"
 
 	// Chain is provided but not referenced: an on-demand reference, its
 	// consumer node there while in use and gone once idle.
-	zc, _, err := zk.Connect([]string{fmt.Sprintf("127.0.0.1:%d", p.registry)}, 10*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zc.Close()
 	consumers := func() int {
 		kids, _, err := zc.Children("/dubbo/org.example.Chain/consumers")
 		if err != nil {
