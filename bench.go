@@ -38,9 +38,9 @@ func newBenchCommand(g *globalFlags) *cobra.Command {
 			if isTerminal(os.Stderr) {
 				opts.Progress = cmd.ErrOrStderr()
 			}
+			// --timeout bounds each attempt, not the call: a timed-out
+			// attempt is retried on another provider, as in Java Dubbo.
 			summary := loadgen.Run(ctx, opts, func(ctx context.Context) (string, error) {
-				ctx, cancel := context.WithTimeout(ctx, f.timeout)
-				defer cancel()
 				res, err := c.call(ctx)
 				if res != nil {
 					return res.Provider, err

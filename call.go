@@ -32,7 +32,7 @@ func (f *callFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.direct, "url", "", "call one provider directly, e.g. dubbo://127.0.0.1:20880, bypassing the registry")
 	fl.StringVar(&f.version, "version", "", "service version")
 	fl.StringVar(&f.group, "group", "", "service group")
-	fl.DurationVar(&f.timeout, "timeout", time.Second, "timeout of one call")
+	fl.DurationVar(&f.timeout, "timeout", time.Second, "timeout of one attempt; failover retries a timed-out attempt on another provider (retries, default 2)")
 	fl.StringVar(&f.types, "types", "", "Java parameter types, e.g. java.lang.String,int (default: from the registry's metadata)")
 }
 
@@ -180,8 +180,6 @@ func newCallCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer c.cons.Close()
-			ctx, cancel := context.WithTimeout(ctx, f.timeout)
-			defer cancel()
 			res, err := c.call(ctx)
 			if err != nil {
 				return describeCallError(err)

@@ -50,6 +50,9 @@ type node struct {
 	out     io.Writer
 	errc    chan error
 	plugins sync.WaitGroup
+	// together: every role runs in this process (dubbo up), so a
+	// reference without a provider is the user's work in progress.
+	together bool
 
 	mu    sync.Mutex // guards stops (the lazy consumer may add one late) and sups
 	stops []func(context.Context) error
@@ -238,7 +241,8 @@ func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *conf
 	if err != nil {
 		return err
 	}
-	n := &node{log: logger, out: out, errc: make(chan error, 8), pluginStart: pluginStart}
+	// dubbo up runs the registry with the other roles; dubbo run one role.
+	n := &node{log: logger, out: out, errc: make(chan error, 8), pluginStart: pluginStart, together: len(roles) > 1}
 	// Plugins and background loops live until the node stops.
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
@@ -366,7 +370,11 @@ func serviceOf(sd plugins.ServiceDesc, inv *plugins.Supervisor) provider.Service
 }
 
 // startConsumer starts the consumer with its references, the HTTP/JSON
-// gateway and the consumer-side plugins, whose calls go through it.
+// gateway and the consumer-side plugins, whose calls go through it. A
+// reference with check = true and no provider stops a consumer of its own,
+// as in Dubbo; in dubbo up it is a warning, so that the environment keeps
+// running while its providers change (a new handler serving something
+// else, a plugin being rebuilt).
 func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 	log := n.log.With("role", roleConsumer)
 	cons, err := n.consumer(ctx, cfg)
@@ -374,11 +382,17 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 		return fmt.Errorf("consumer: %w", err)
 	}
 	if err := cons.Start(ctx); err != nil {
-		return fmt.Errorf("consumer: %w", err)
+		var missing *consumer.CheckError
+		if !n.together || !errors.As(err, &missing) {
+			return fmt.Errorf("consumer: %w", err)
+		}
+		log.Warn("no provider for these references yet; their calls fail with no_provider until one registers",
+			"references", missing.Services)
 	}
-	if listen := cfg.Consumer.Gateway.Listen; listen != "" {
-		gw := gateway.New(gateway.Options{Invoker: cons, Types: cons, Logger: log})
-		if err := gw.Start(listen); err != nil {
+	if gcfg := cfg.Consumer.Gateway; gcfg.Listen != "" {
+		gw := gateway.New(gateway.Options{Listen: gcfg.Listen, Token: gcfg.Token, Hosts: gcfg.Hosts,
+			Invoker: cons, Types: cons, Logger: log})
+		if err := gw.Start(); err != nil {
 			return fmt.Errorf("consumer gateway: %w", err)
 		}
 		n.onStop(gw.Shutdown)

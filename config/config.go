@@ -3,6 +3,11 @@
 // each overriding the one before. Every section belongs to the package that
 // runs it; this package only composes them into File and reports mistakes
 // with the file, line and key involved.
+//
+// Values mean the same wherever they come from: a duration is a Go duration
+// string ("1s", "500ms") or a bare integer of milliseconds, as in Dubbo
+// (timeout = 3000 is 3s); a list given as text (--set, environment) is a
+// TOML array ("[]", "[\"a\", \"b\"]"), "[a,b]" or "a,b".
 package config
 
 import (
@@ -15,7 +20,9 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/toml/v2"
@@ -64,6 +71,13 @@ type Consumer struct {
 type Gateway struct {
 	// Listen is the gateway's address; "" turns it off. Default "".
 	Listen string `koanf:"listen"`
+	// Token must come with every call from off loopback, as
+	// "Authorization: Bearer <token>"; required to listen beyond
+	// loopback. Default "".
+	Token string `koanf:"token"`
+	// Hosts are more names callers may use for the gateway in Host and
+	// Origin (a DNS name in front of it). Default none.
+	Hosts []string `koanf:"hosts"`
 }
 
 // Application names this node to the registry and the monitor.
@@ -106,7 +120,11 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 	}
 
 	keys := knownKeys(reflect.TypeOf(File{}), "")
-	if env := envOverrides(environ, keys); len(env) > 0 {
+	env, err := envOverrides(environ, keys)
+	if err != nil {
+		return nil, fmt.Errorf("config: environment: %w", err)
+	}
+	if len(env) > 0 {
 		if err := k.Load(confmap.Provider(env, "."), nil); err != nil {
 			return nil, fmt.Errorf("config: environment: %w", err)
 		}
@@ -119,10 +137,15 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 			if !ok || key == "" {
 				return nil, fmt.Errorf("config: --set %q: want key=value", s)
 			}
-			if _, known := keys[key]; !known {
+			typ, known := keys[key]
+			if !known {
 				return nil, fmt.Errorf("config: --set %q: unknown key %q%s", s, key, suggest(key, keys))
 			}
-			m[key] = val
+			v, err := textValue(val, typ)
+			if err != nil {
+				return nil, fmt.Errorf("config: --set %q: key %s: %w", s, key, err)
+			}
+			m[key] = v
 		}
 		if err := k.Load(confmap.Provider(m, "."), nil); err != nil {
 			return nil, fmt.Errorf("config: --set: %w", err)
@@ -131,10 +154,7 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 
 	var f File
 	dc := &mapstructure.DecoderConfig{
-		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			mapstructure.StringToTimeDurationHookFunc(),
-			mapstructure.StringToSliceHookFunc(","),
-		),
+		DecodeHook:       durationHook,
 		ErrorUnused:      true,
 		WeaklyTypedInput: true,
 		Result:           &f,
@@ -266,9 +286,9 @@ func lineOf(raw []byte, key string) int {
 	return 0
 }
 
-// knownKeys lists every dotted key File accepts.
-func knownKeys(t reflect.Type, prefix string) map[string]struct{} {
-	out := map[string]struct{}{}
+// knownKeys lists every dotted key File accepts, with the Go type of its value.
+func knownKeys(t reflect.Type, prefix string) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("koanf")
@@ -277,8 +297,8 @@ func knownKeys(t reflect.Type, prefix string) map[string]struct{} {
 		}
 		ft := f.Type
 		if tag == ",squash" {
-			for k := range knownKeys(ft, prefix) {
-				out[k] = struct{}{}
+			for k, typ := range knownKeys(ft, prefix) {
+				out[k] = typ
 			}
 			continue
 		}
@@ -287,19 +307,19 @@ func knownKeys(t reflect.Type, prefix string) map[string]struct{} {
 			ft = ft.Elem()
 		}
 		if ft.Kind() == reflect.Struct && ft.PkgPath() != "time" {
-			for k := range knownKeys(ft, key+".") {
-				out[k] = struct{}{}
+			for k, typ := range knownKeys(ft, key+".") {
+				out[k] = typ
 			}
 			continue
 		}
-		out[key] = struct{}{}
+		out[key] = ft
 	}
 	return out
 }
 
 // envOverrides maps DUBBO_REGISTRY_SERVER_TICK_TIME onto the known key
 // registry.server.tick-time; unknown DUBBO_ variables are ignored.
-func envOverrides(environ []string, keys map[string]struct{}) map[string]any {
+func envOverrides(environ []string, keys map[string]reflect.Type) (map[string]any, error) {
 	byEnv := make(map[string]string, len(keys))
 	for k := range keys {
 		byEnv[EnvPrefix+strings.NewReplacer(".", "_", "-", "_").Replace(strings.ToUpper(k))] = k
@@ -311,14 +331,80 @@ func envOverrides(environ []string, keys map[string]struct{}) map[string]any {
 			continue
 		}
 		if key, ok := byEnv[name]; ok {
-			out[key] = val
+			v, err := textValue(val, keys[key])
+			if err != nil {
+				return nil, fmt.Errorf("%s: key %s: %w", name, key, err)
+			}
+			out[key] = v
 		}
 	}
-	return out
+	return out, nil
+}
+
+// textValue turns the text of a --set or an environment variable into the
+// value of a key of type typ. Lists accept a TOML array ("[]", "[\"a\",
+// \"b\"]", "[{interface = \"x\"}]"), "[a,b]" and "a,b"; other values stay
+// text for the decoder.
+func textValue(text string, typ reflect.Type) (any, error) {
+	if typ.Kind() != reflect.Slice {
+		return text, nil
+	}
+	s := strings.TrimSpace(text)
+	if strings.HasPrefix(s, "[") {
+		doc, err := toml.Parser().Unmarshal([]byte("v = " + s))
+		if err == nil {
+			return doc["v"], nil
+		}
+		if typ.Elem().Kind() != reflect.String {
+			return nil, fmt.Errorf("want a TOML array such as [] (got %q): %v", text, describeTOMLError(err))
+		}
+		if !strings.HasSuffix(s, "]") {
+			return nil, fmt.Errorf("want a list such as [a, b] or a,b (got %q): no closing ]", text)
+		}
+		s = s[1 : len(s)-1]
+	}
+	if typ.Elem().Kind() != reflect.String {
+		return nil, fmt.Errorf("want a TOML array such as [] (got %q)", text)
+	}
+	items := []string{}
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items, nil
+}
+
+// durationHook decodes durations as Dubbo reads them: a bare integer is
+// milliseconds (in the file, --set and the environment alike), anything
+// else a Go duration string.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != reflect.TypeOf(time.Duration(0)) {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case int:
+		return time.Duration(v) * time.Millisecond, nil
+	case int64:
+		return time.Duration(v) * time.Millisecond, nil
+	case float64:
+		return time.Duration(v * float64(time.Millisecond)), nil
+	case string:
+		s := strings.TrimSpace(v)
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Duration(ms) * time.Millisecond, nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w (want a duration such as \"500ms\" or \"3s\", or milliseconds)", err)
+		}
+		return d, nil
+	}
+	return data, nil
 }
 
 // suggest names known keys that share the mistyped key's last part or prefix.
-func suggest(key string, keys map[string]struct{}) string {
+func suggest(key string, keys map[string]reflect.Type) string {
 	var near []string
 	last := key[strings.LastIndex(key, ".")+1:]
 	for k := range keys {

@@ -124,3 +124,93 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// A bare integer duration is milliseconds, as in Dubbo, wherever it comes
+// from; before, the file's integers were nanoseconds (timeout = 3000 was 3µs
+// and protocol.heartbeat = 60 broke every connection).
+func TestDurationsInMilliseconds(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		environ []string
+		sets    []string
+		check   func(f *File) (got, want time.Duration)
+	}{
+		{"file integer timeout", "[consumer.defaults]\ntimeout = 3000\n", nil, nil,
+			func(f *File) (time.Duration, time.Duration) { return f.Consumer.Defaults.Timeout, 3 * time.Second }},
+		{"file integer heartbeat", "[protocol]\nheartbeat = 60\n", nil, nil,
+			func(f *File) (time.Duration, time.Duration) { return f.Protocol.Heartbeat, 60 * time.Millisecond }},
+		{"file integer tick-time", "[registry.server]\ntick-time = 2000\n", nil, nil,
+			func(f *File) (time.Duration, time.Duration) { return f.Registry.Server.TickTime, 2 * time.Second }},
+		{"file duration string", "[consumer.defaults]\ntimeout = \"2500ms\"\n", nil, nil,
+			func(f *File) (time.Duration, time.Duration) {
+				return f.Consumer.Defaults.Timeout, 2500 * time.Millisecond
+			}},
+		{"method timeout in a reference", "[[consumer.references]]\ninterface = \"a.B\"\ntimeout = 1500\n[[consumer.references.methods]]\nname = \"m\"\ntimeout = 4000\n", nil, nil,
+			func(f *File) (time.Duration, time.Duration) {
+				return f.Consumer.References[0].Timeout + f.Consumer.References[0].Methods[0].Timeout, 5500 * time.Millisecond
+			}},
+		{"--set integer", "", nil, []string{"consumer.defaults.timeout=3000"},
+			func(f *File) (time.Duration, time.Duration) { return f.Consumer.Defaults.Timeout, 3 * time.Second }},
+		{"--set duration", "", nil, []string{"provider.shutdown-timeout=15s"},
+			func(f *File) (time.Duration, time.Duration) { return f.Provider.ShutdownTimeout, 15 * time.Second }},
+		{"environment integer", "", []string{"DUBBO_PROTOCOL_HEARTBEAT=60000"}, nil,
+			func(f *File) (time.Duration, time.Duration) { return f.Protocol.Heartbeat, time.Minute }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Load(writeFile(t, tt.file), false, tt.environ, tt.sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := tt.check(f); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// List keys take "[]", TOML arrays, "[a,b]" and "a,b" from --set and the
+// environment; before, --set provider.plugins=[] named a plugin file "[]".
+func TestListValues(t *testing.T) {
+	file := "[provider]\nplugins = [\"examples/greeter/greeter\"]\n[[consumer.references]]\ninterface = \"org.example.Greeter\"\n"
+	tests := []struct {
+		name    string
+		environ []string
+		sets    []string
+		plugins []string
+		refs    int
+	}{
+		{"file only", nil, nil, []string{"examples/greeter/greeter"}, 1},
+		{"empty list", nil, []string{"provider.plugins=[]"}, []string{}, 1},
+		{"empty list with spaces", nil, []string{"provider.plugins= [ ] "}, []string{}, 1},
+		{"TOML array", nil, []string{`provider.plugins=["a/one", "b/two"]`}, []string{"a/one", "b/two"}, 1},
+		{"bracketed bare names", nil, []string{"provider.plugins=[a/one, b/two]"}, []string{"a/one", "b/two"}, 1},
+		{"comma separated", nil, []string{"provider.plugins=a/one,b/two"}, []string{"a/one", "b/two"}, 1},
+		{"one name", nil, []string{"provider.plugins=hello/hello"}, []string{"hello/hello"}, 1},
+		{"empty value", nil, []string{"provider.plugins="}, []string{}, 1},
+		{"environment", []string{"DUBBO_PROVIDER_PLUGINS=[]"}, nil, []string{}, 1},
+		{"no references", nil, []string{"consumer.references=[]"}, []string{"examples/greeter/greeter"}, 0},
+		{"references as TOML", nil, []string{`consumer.references=[{interface = "a.B"}, {interface = "c.D", version = "2"}]`},
+			[]string{"examples/greeter/greeter"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Load(writeFile(t, file), false, tt.environ, tt.sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(f.Provider.Plugins, tt.plugins) && !(len(f.Provider.Plugins) == 0 && len(tt.plugins) == 0) {
+				t.Errorf("provider.plugins = %q, want %q", f.Provider.Plugins, tt.plugins)
+			}
+			if len(f.Consumer.References) != tt.refs {
+				t.Errorf("consumer.references = %+v, want %d", f.Consumer.References, tt.refs)
+			}
+		})
+	}
+	for _, set := range []string{"consumer.references=x", "consumer.references=[{interface = }]", "provider.plugins=[a, b"} {
+		if _, err := Load(writeFile(t, file), false, nil, []string{set}); err == nil || !strings.Contains(err.Error(), "--set") {
+			t.Errorf("--set %s: error %v, want one naming the --set", set, err)
+		}
+	}
+}

@@ -179,10 +179,16 @@ type node struct {
 // failed.
 func startNode(t *testing.T, name, dir string, args ...string) *node {
 	t.Helper()
-	n := &node{name: name, done: make(chan struct{})}
-	n.cmd = exec.Command(binary("dubbo"), args...)
-	n.cmd.Dir = dir
-	n.cmd.Env = environ()
+	cmd := exec.Command(binary("dubbo"), args...)
+	cmd.Dir = dir
+	cmd.Env = environ()
+	return startCmd(t, name, cmd)
+}
+
+// startCmd is startNode for a command prepared by the caller.
+func startCmd(t *testing.T, name string, cmd *exec.Cmd) *node {
+	t.Helper()
+	n := &node{name: name, cmd: cmd, done: make(chan struct{})}
 	n.cmd.Stdout, n.cmd.Stderr = &n.stdout, &n.stderr
 	if err := n.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -22,6 +22,11 @@
 // the provider URLs the directory hands out, which already carry the
 // consumer's settings and the override rules, with Dubbo's method-level keys
 // ("sayHello.retries") taking precedence over the plain ones ("retries").
+// A generic call ($invoke) reads the settings of the method it invokes
+// ([MethodName]). The timeout bounds each attempt, and a caller's "timeout"
+// attachment overrides the URL's ([AttemptTimeout]); so failover over n
+// providers that all time out fails after (retries + 1) × timeout, unless
+// the caller's context ends first.
 package cluster
 
 import (
@@ -29,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -84,6 +90,18 @@ const (
 	DefaultWeight      = 100
 	DefaultWarmupMs    = 10 * 60 * 1000
 )
+
+// MethodName is the method whose settings apply to inv: for a generic call
+// ($invoke, $invokeAsync) the method it invokes, as Java's
+// RpcUtils.getMethodName reads it; else inv.Method.
+func MethodName(inv *rpc.Invocation) string {
+	if (inv.Method == protocol.MethodInvoke || inv.Method == protocol.MethodInvokeAsync) && len(inv.Args) > 0 {
+		if m, ok := inv.Args[0].(string); ok && m != "" {
+			return m
+		}
+	}
+	return inv.Method
+}
 
 // MethodParam returns the value of key for method: "<method>.<key>" when
 // set, else "<key>", else "".

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // Options configures Join. The zero value of every field but NewBalancer
@@ -152,7 +155,7 @@ func serviceName(inv *rpc.Invocation) string {
 
 // balancer is the load balancer the providers' URLs ask for this method.
 func (c *Invoker) balancer(ps []ProviderInvoker, inv *rpc.Invocation) (LoadBalancer, error) {
-	name := MethodParam(ps[0].URL(), inv.Method, KeyLoadBalance)
+	name := MethodParam(ps[0].URL(), MethodName(inv), KeyLoadBalance)
 	if name == "" {
 		name = DefaultLoadBalance
 	}
@@ -195,17 +198,18 @@ func pick(lb LoadBalancer, ps []ProviderInvoker, inv *rpc.Invocation, tried map[
 	return p
 }
 
-// call invokes one provider with the provider's timeout for the method,
+// call invokes one provider with the attempt's timeout (AttemptTimeout),
 // records the call in Stats and makes sure the error carries a category and
-// the provider's address.
+// the provider's address. The timeout bounds this attempt only: failover
+// retries a timed-out attempt on another provider, as Java Dubbo does.
 func (c *Invoker) call(ctx context.Context, p ProviderInvoker, inv *rpc.Invocation) (*rpc.Result, error) {
 	u := p.URL()
-	timeout := time.Duration(MethodIntParam(u, inv.Method, KeyTimeout, DefaultTimeoutMs)) * time.Millisecond
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
+	timeout := AttemptTimeout(u, inv)
+	// The provider and the transport read the attachment, as a Java
+	// provider does; the context ends the wait here.
+	inv = withTimeout(inv, timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	end := c.stats.Begin(u, inv.Method)
 	res, err := p.Invoke(ctx, inv)
 	end(err)
@@ -216,6 +220,56 @@ func (c *Invoker) call(ctx context.Context, p ProviderInvoker, inv *rpc.Invocati
 		return res, nil
 	}
 	return nil, categorize(err, ctx, inv, u.Address())
+}
+
+// AttemptTimeout is the timeout of one attempt of inv on the provider u,
+// read as Java Dubbo's RpcUtils.getTimeout reads it: the invocation's
+// "timeout" attachment (milliseconds) when the caller set one, else the
+// URL's "<method>.timeout", else its "timeout", else DefaultTimeoutMs.
+// Values that are not positive count as absent.
+func AttemptTimeout(u *url.URL, inv *rpc.Invocation) time.Duration {
+	if ms := attachmentMillis(inv.Attachments[KeyTimeout]); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	ms := MethodIntParam(u, MethodName(inv), KeyTimeout, DefaultTimeoutMs)
+	if ms <= 0 {
+		ms = DefaultTimeoutMs
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// attachmentMillis reads a timeout attachment: milliseconds as a decimal
+// string (as Dubbo sends it) or an integer; 0 when absent or unreadable.
+func attachmentMillis(v any) int64 {
+	switch v := v.(type) {
+	case string:
+		ms, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		return ms
+	case int:
+		return int64(v)
+	case int32:
+		return int64(v)
+	case int64:
+		return v
+	}
+	return 0
+}
+
+// withTimeout returns inv with the timeout attachment set to timeout,
+// copying it only when the attachment says otherwise (the attempts of one
+// call share inv).
+func withTimeout(inv *rpc.Invocation, timeout time.Duration) *rpc.Invocation {
+	ms := timeout.Milliseconds()
+	if attachmentMillis(inv.Attachments[KeyTimeout]) == ms {
+		return inv
+	}
+	cp := *inv
+	cp.Attachments = maps.Clone(inv.Attachments)
+	if cp.Attachments == nil {
+		cp.Attachments = make(map[string]any, 1)
+	}
+	cp.Attachments[KeyTimeout] = strconv.FormatInt(ms, 10)
+	return &cp
 }
 
 // categorize wraps errors that carry no rpc category, so that callers can

@@ -7,16 +7,19 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
-// failover tries another provider when a call fails with a retryable error:
-// retries+1 attempts in all (retries default 2), re-listing the directory
-// before each retry so that providers that went away are not tried again.
-// Business exceptions and bad requests are returned at once.
+// failover tries another provider when a call fails with a retryable error,
+// a timeout included (as Java's FailoverClusterInvoker: only business
+// exceptions are final): retries+1 attempts in all (retries default 2), each
+// with its own timeout, re-listing the directory before each retry so that
+// providers that went away are not tried again, and preferring providers
+// not tried yet. Business exceptions and bad requests are returned at once;
+// the caller's context ending stops the retries.
 func failover(c *Invoker, ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
 	ps, err := c.list(inv)
 	if err != nil {
 		return nil, err
 	}
-	attempts := MethodIntParam(ps[0].URL(), inv.Method, KeyRetries, DefaultRetries) + 1
+	attempts := MethodIntParam(ps[0].URL(), MethodName(inv), KeyRetries, DefaultRetries) + 1
 	if attempts < 1 {
 		attempts = 1
 	}
@@ -100,7 +103,7 @@ func forking(c *Invoker, ctx context.Context, inv *rpc.Invocation) (*rpc.Result,
 	if err != nil {
 		return nil, err
 	}
-	forks := MethodIntParam(ps[0].URL(), inv.Method, KeyForks, DefaultForks)
+	forks := MethodIntParam(ps[0].URL(), MethodName(inv), KeyForks, DefaultForks)
 	selected := ps
 	if forks > 0 && forks < len(ps) {
 		tried := make(map[string]bool, forks)

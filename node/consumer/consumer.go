@@ -17,10 +17,15 @@
 // leaves the candidate list at once, before the registry notices.
 //
 // [Consumer] holds the references: those of the config are created by
-// Start, others on first use by Invoke and Generic, the generic client API
-// that `dubbo call`, the HTTP gateway and plugins use. Generic sends
-// Dubbo's $invoke with Java type names, which it reads from the service
-// definition in the registry's metadata report when the caller has none.
+// Start and those asked for with Reference stay until Close; calls to other
+// services through Invoke and Generic (the generic client API that the HTTP
+// gateway and plugins use) make on-demand references (ondemand.go), which
+// anyone can name, so they are bounded: a service no provider offers costs
+// registry reads but no reference and no registry write, an on-demand
+// reference is released when idle, and there are at most
+// Config.OnDemand.Max of them. Generic sends Dubbo's $invoke with Java type
+// names, which it reads from the service definition in the registry's
+// metadata report when the caller has none.
 package consumer
 
 import (
@@ -29,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +74,27 @@ type Config struct {
 	Defaults Settings `koanf:"defaults"`
 	// References are created by Start.
 	References []ReferenceConfig `koanf:"references"`
+	// OnDemand bounds the references that calls to other services make.
+	OnDemand OnDemandConfig `koanf:"on-demand"`
 }
+
+// OnDemandConfig bounds the references that Invoke makes for services
+// outside References (calls through the HTTP gateway and from plugins).
+type OnDemandConfig struct {
+	// Max is how many may exist at once; to make room for another, the
+	// least recently used one without calls in flight is released.
+	// Default 64.
+	Max int `koanf:"max"`
+	// Idle is how long one may go unused before it is released
+	// (unsubscribed, unregistered, its connections closed). Default 5m.
+	Idle time.Duration `koanf:"idle"`
+}
+
+// Defaults of OnDemandConfig.
+const (
+	DefaultOnDemandMax  = 64
+	DefaultOnDemandIdle = 5 * time.Minute
+)
 
 // Settings are the call settings of a reference or of one method.
 type Settings struct {
@@ -167,9 +193,14 @@ type Consumer struct {
 	clients *clientPool
 	host    string
 
-	mu     sync.Mutex
-	refs   map[string]*refSlot // by service key
-	closed bool
+	// mu guards refs, onDemand and closed. Calls read them under RLock.
+	mu       sync.RWMutex
+	refs     map[string]*refSlot     // by service key: kept until Close
+	onDemand map[string]*onDemandRef // by service key: see ondemand.go
+	closed   bool
+
+	stopReleasing context.CancelFunc // stops releaseIdle
+	releasing     sync.WaitGroup     // releaseIdle and references being released
 }
 
 // refSlot lets concurrent first calls of one service wait for a single
@@ -194,7 +225,14 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
 	}
 	cfg.Migration = step
-	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), host: localIP(), infos: newInfoCache()}
+	if cfg.OnDemand.Max <= 0 {
+		cfg.OnDemand.Max = DefaultOnDemandMax
+	}
+	if cfg.OnDemand.Idle <= 0 {
+		cfg.OnDemand.Idle = DefaultOnDemandIdle
+	}
+	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
+		host: localIP(), infos: newInfoCache()}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -229,12 +267,17 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if cfg.Migration != MigrationForceInterface {
 		c.disc, _ = c.reg.(ServiceDiscovery)
 	}
+	c.startReleasing()
 	return c, nil
 }
 
-// Start creates the references of the config; with check (the default) it
-// fails when one has no provider.
+// Start creates the references of the config. Those with check (the
+// default) must have a provider within checkWait: when some have none,
+// Start returns a *CheckError naming them, after creating all of them (they
+// find their providers when these come). Other failures are returned as
+// they happen.
 func (c *Consumer) Start(ctx context.Context) error {
+	var checked []*Reference
 	for _, rc := range c.cfg.References {
 		r, err := c.Reference(ctx, rc)
 		if err != nil {
@@ -244,13 +287,44 @@ func (c *Consumer) Start(ctx context.Context) error {
 		if rc.Check != nil {
 			check = rc.Check
 		}
-		if (check == nil || *check) && !r.waitAvailable(ctx, checkWait) {
-			return &rpc.CallError{Kind: rpc.ErrNoProvider, Service: r.key,
-				Detail: "no provider available at start-up (check = true); start a provider, fix the reference, or set check = false"}
+		if check == nil || *check {
+			checked = append(checked, r)
 		}
+	}
+	missing := make([]bool, len(checked))
+	var wg sync.WaitGroup
+	for i, r := range checked {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			missing[i] = !r.waitAvailable(ctx, checkWait)
+		}()
+	}
+	wg.Wait()
+	var ce CheckError
+	for i, r := range checked {
+		if missing[i] {
+			ce.Services = append(ce.Services, r.key)
+		}
+	}
+	if len(ce.Services) > 0 {
+		return &ce
 	}
 	return nil
 }
+
+// CheckError is Start's error when references with check = true have no
+// provider. It matches rpc.ErrNoProvider.
+type CheckError struct {
+	// Services are the service keys without a provider, in config order.
+	Services []string
+}
+
+func (e *CheckError) Error() string {
+	return strings.Join(e.Services, ", ") + ": no provider available at start-up (check = true); start a provider, fix the reference, or set check = false"
+}
+
+func (e *CheckError) Unwrap() error { return rpc.ErrNoProvider }
 
 // checkWait is how long Start's check waits for a first connection, which
 // opens in the background: the dial timeout of one attempt.
@@ -275,8 +349,9 @@ func (r *Reference) waitAvailable(ctx context.Context, d time.Duration) bool {
 }
 
 // Reference returns the reference of rc's service, creating it on first
-// use. A reference that exists already is returned as is: the first
-// configuration of a service key wins.
+// use; it stays until Close. A reference that exists already is returned as
+// is (an on-demand one is kept from then on): the first configuration of a
+// service key wins.
 func (c *Consumer) Reference(ctx context.Context, rc ReferenceConfig) (*Reference, error) {
 	if rc.Interface == "" {
 		return nil, errors.New("consumer: a reference needs an interface")
@@ -288,14 +363,14 @@ func (c *Consumer) Reference(ctx context.Context, rc ReferenceConfig) (*Referenc
 		return nil, fmt.Errorf("reference %s: %w", key, ErrClosed)
 	}
 	slot := c.refs[key]
+	if od := c.onDemand[key]; slot == nil && od != nil {
+		slot = od.slot
+		c.refs[key] = slot
+		delete(c.onDemand, key)
+	}
 	if slot != nil {
 		c.mu.Unlock()
-		select {
-		case <-slot.ready:
-			return slot.ref, slot.err
-		case <-ctx.Done():
-			return nil, fmt.Errorf("reference %s: %w", key, ctx.Err())
-		}
+		return slot.wait(ctx, key)
 	}
 	slot = &refSlot{ready: make(chan struct{})}
 	c.refs[key] = slot
@@ -304,22 +379,52 @@ func (c *Consumer) Reference(ctx context.Context, rc ReferenceConfig) (*Referenc
 	slot.ref, slot.err = c.newReference(ctx, key, rc)
 	if slot.err != nil {
 		c.mu.Lock()
-		delete(c.refs, key) // let a later call try again
+		if c.refs[key] == slot {
+			delete(c.refs, key) // let a later call try again
+		}
 		c.mu.Unlock()
 	}
 	close(slot.ready)
 	return slot.ref, slot.err
 }
 
-// Invoke calls inv.Service (version and group from inv) through its
-// reference, created with the consumer's defaults on first use. Business
-// exceptions come back in the result, as from any rpc.Invoker.
-func (c *Consumer) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	r, err := c.Reference(ctx, ReferenceConfig{Interface: inv.Service, Version: inv.Version, Group: inv.Group})
-	if err != nil {
-		return nil, err
+// wait returns the slot's reference once it is built.
+func (s *refSlot) wait(ctx context.Context, key string) (*Reference, error) {
+	select {
+	case <-s.ready:
+		return s.ref, s.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reference %s: %w", key, ctx.Err())
 	}
-	return r.Invoke(ctx, inv)
+}
+
+// Invoke calls inv.Service (version and group from inv) through its
+// reference: one of the config or asked for with Reference, else an
+// on-demand one (ondemand.go). Business exceptions come back in the
+// result, as from any rpc.Invoker.
+func (c *Consumer) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	key := url.ServiceKey(inv.Service, inv.Group, inv.Version)
+	c.mu.RLock()
+	if slot := c.refs[key]; slot != nil {
+		c.mu.RUnlock()
+		r, err := slot.wait(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return r.Invoke(ctx, inv)
+	}
+	if od := c.onDemand[key]; od != nil {
+		od.use() // under the lock, so that it is not released meanwhile
+		c.mu.RUnlock()
+		defer od.done()
+		r, err := od.slot.wait(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return r.Invoke(ctx, inv)
+	}
+	c.mu.RUnlock()
+	return c.invokeOnDemand(ctx, key, inv)
 }
 
 // Close closes every reference (unregistering the consumer URLs), the
@@ -331,9 +436,17 @@ func (c *Consumer) Close() error {
 		return nil
 	}
 	c.closed = true
-	slots := c.refs
-	c.refs = nil
+	slots := make([]*refSlot, 0, len(c.refs)+len(c.onDemand))
+	for _, s := range c.refs {
+		slots = append(slots, s)
+	}
+	for _, od := range c.onDemand {
+		slots = append(slots, od.slot)
+	}
+	c.refs, c.onDemand = nil, nil
 	c.mu.Unlock()
+	c.stopReleasing()
+	c.releasing.Wait()
 	for _, s := range slots {
 		<-s.ready
 		if s.ref != nil {

@@ -1,6 +1,8 @@
 // Package gateway is the consumer's HTTP/JSON gateway: it turns
 //
 //	POST /invoke/<interface>/<method>?version=&group=&types=&timeout=
+//	Content-Type: application/json
+//
 //	["world", 42]
 //
 // into a generic invocation ($invoke, PROTOCOLS.md B.8) made through an
@@ -14,15 +16,31 @@
 // arguments). Argument Java types come from ?types=java.lang.String,int,
 // else from the TypeResolver (registry metadata), else they are inferred
 // from the JSON (generic.InferTypes); the types used are echoed in the
-// Dubbo-Param-Types response header. ?timeout= (a Go duration such as 500ms,
-// or milliseconds) bounds the whole call including retries; the provider's
-// own timeout still applies to each attempt.
+// Dubbo-Param-Types response header. ?timeout= (a Go duration such as 3s,
+// or milliseconds) is the timeout of each attempt, as Dubbo's timeout
+// attachment: it overrides the reference's and the method's, and failover
+// retries a timed-out attempt on another provider.
+//
+// The interface must be a Java interface name and the method a Java
+// identifier (consumer.CheckService). Calls to services outside the
+// consumer's references make on-demand references, which the consumer
+// bounds (see package consumer).
+//
+// A web page must not be able to use the gateway: it answers only requests
+// whose Host is its own address (an IP literal of the listen address,
+// localhost on loopback, or one of Options.Hosts), so DNS rebinding gets
+// nowhere; it refuses any Origin but its own; and it takes only
+// Content-Type application/json, which a cross-site page cannot send
+// without a CORS preflight the gateway never grants. Off loopback a caller
+// must present Options.Token as "Authorization: Bearer <token>", and the
+// gateway refuses to listen beyond loopback without one.
 //
 // Status codes by error kind (generic.ErrorKind): bad_request 400,
 // service_not_found 404, exception 500 (the call worked, the business
 // method threw: a client must not mistake it for a result), provider and
 // connection 502, no_provider and pool_exhausted 503, timeout 504, other
-// 500. GET /healthz answers 200 {"status":"ok"}.
+// 500; the gateway's own refusals: unauthorized 401, forbidden 403,
+// unsupported_media_type 415. GET /healthz answers 200 {"status":"ok"}.
 package gateway
 
 import (
@@ -40,6 +58,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
@@ -56,6 +75,16 @@ type TypeResolver interface {
 
 // Options configure a Server.
 type Options struct {
+	// Listen is the address Start listens on (host:port; port 0 picks
+	// one), and the address requests must name in their Host. Required.
+	Listen string
+	// Token, when set, must come with every request from off loopback, as
+	// "Authorization: Bearer <token>". Required to listen beyond loopback.
+	// Default "".
+	Token string
+	// Hosts are more names clients may give in Host and Origin (a DNS
+	// name in front of the gateway), with or without a port. Default none.
+	Hosts []string
 	// Invoker makes the calls (the consumer). Required.
 	Invoker rpc.Invoker
 	// Types resolves parameter types when the request has none. Optional:
@@ -70,9 +99,10 @@ type Options struct {
 // Server serves the gateway. Create it with New; Handler serves requests
 // without a listener (tests, or mounting elsewhere), Start listens.
 type Server struct {
-	opts Options
-	echo *echo.Echo
-	log  *slog.Logger
+	opts  Options
+	echo  *echo.Echo
+	log   *slog.Logger
+	hosts *hostPolicy // what Host and Origin may name; set by New, updated by Start
 
 	http *http.Server
 	ln   net.Listener
@@ -87,10 +117,11 @@ func New(opts Options) *Server {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
-	s := &Server{opts: opts, log: opts.Logger.With("component", "gateway")}
+	s := &Server{opts: opts, log: opts.Logger.With("component", "gateway"), hosts: newHostPolicy(opts.Listen, opts.Hosts)}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleEchoError
+	e.Use(s.guard)
 	e.POST("/invoke/:interface/:method", s.invoke)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -102,17 +133,21 @@ func New(opts Options) *Server {
 // Handler returns the gateway as an http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Start listens on listen (host:port; port 0 picks one, see Addr) and
-// serves in a goroutine that Shutdown stops.
-func (s *Server) Start(listen string) error {
+// Start listens on Options.Listen and serves in a goroutine that Shutdown
+// stops. It refuses an address beyond loopback without Options.Token.
+func (s *Server) Start() error {
 	if s.ln != nil {
 		return errors.New("gateway: already started")
 	}
-	ln, err := net.Listen("tcp", listen)
+	if !loopbackListen(s.opts.Listen) && s.opts.Token == "" {
+		return fmt.Errorf("gateway: listen on %s: other hosts can reach this address; set consumer.gateway.token (callers off loopback then send Authorization: Bearer <token>) or listen on 127.0.0.1", s.opts.Listen)
+	}
+	ln, err := net.Listen("tcp", s.opts.Listen)
 	if err != nil {
-		return fmt.Errorf("gateway: listen on %s: %w", listen, err)
+		return fmt.Errorf("gateway: listen on %s: %w", s.opts.Listen, err)
 	}
 	s.ln = ln
+	s.hosts = newHostPolicy(ln.Addr().String(), s.opts.Hosts) // the port picked for port 0
 	s.http = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
 	s.done = make(chan struct{})
 	go func() {
@@ -159,6 +194,13 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
+// The kinds of the gateway's own refusals.
+const (
+	kindUnauthorized         = "unauthorized"
+	kindForbidden            = "forbidden"
+	kindUnsupportedMediaType = "unsupported_media_type"
+)
+
 var statusOf = map[string]int{
 	generic.KindBadRequest:      http.StatusBadRequest,
 	generic.KindServiceNotFound: http.StatusNotFound,
@@ -173,20 +215,24 @@ var statusOf = map[string]int{
 
 func (s *Server) invoke(c echo.Context) error {
 	req := c.Request()
+	if err := checkJSON(req.Header.Get("Content-Type")); err != nil {
+		return refuse(c, http.StatusUnsupportedMediaType, kindUnsupportedMediaType, err.Error())
+	}
 	iface, method := c.Param("interface"), c.Param("method")
 	q := c.QueryParams()
 	version, group := q.Get("version"), q.Get("group")
-
-	ctx := req.Context()
+	if err := consumer.CheckService(iface, version, group, method); err != nil {
+		return writeError(c, err)
+	}
+	var timeout time.Duration
 	if t := q.Get("timeout"); t != "" {
 		d, err := parseTimeout(t)
 		if err != nil {
 			return badRequest(c, err.Error())
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
+		timeout = d
 	}
+	ctx := req.Context()
 
 	raws, err := s.readArgs(c)
 	if err != nil {
@@ -202,8 +248,12 @@ func (s *Server) invoke(c echo.Context) error {
 	}
 	c.Response().Header().Set("Dubbo-Param-Types", strings.Join(types, ","))
 
+	inv := generic.Invocation(iface, version, group, method, types, args)
+	if timeout > 0 {
+		inv.SetAttachment("timeout", strconv.FormatInt(timeout.Milliseconds(), 10))
+	}
 	start := time.Now()
-	res, err := s.opts.Invoker.Invoke(ctx, generic.Invocation(iface, version, group, method, types, args))
+	res, err := s.opts.Invoker.Invoke(ctx, inv)
 	s.log.Debug("gateway call", "interface", iface, "method", method, "version", version, "group", group,
 		"elapsed", time.Since(start), "err", err)
 	if err != nil {
@@ -281,14 +331,18 @@ func parseTimeout(s string) (time.Duration, error) {
 		}
 		d = time.Duration(ms) * time.Millisecond
 	}
-	if d <= 0 {
-		return 0, fmt.Errorf("timeout %q: must be positive", s)
+	if d < time.Millisecond {
+		return 0, fmt.Errorf("timeout %q: must be at least 1ms", s)
 	}
 	return d, nil
 }
 
 func badRequest(c echo.Context, msg string) error {
-	return c.JSON(http.StatusBadRequest, errorBody{Error: errorDetail{Kind: generic.KindBadRequest, Message: msg}})
+	return refuse(c, http.StatusBadRequest, generic.KindBadRequest, msg)
+}
+
+func refuse(c echo.Context, status int, kind, msg string) error {
+	return c.JSON(status, errorBody{Error: errorDetail{Kind: kind, Message: msg}})
 }
 
 // writeError answers with the status and JSON of err's kind.

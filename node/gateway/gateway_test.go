@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +24,9 @@ import (
 // fakeInvoker answers like a Greeter provider reached through the consumer
 // and remembers the last invocation.
 type fakeInvoker struct {
-	mu   sync.Mutex
-	last *rpc.Invocation
+	mu           sync.Mutex
+	last         *rpc.Invocation
+	lastDeadline bool // the last call's context had a deadline
 	// answer overrides the default behaviour when set.
 	answer func(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error)
 }
@@ -32,6 +34,7 @@ type fakeInvoker struct {
 func (f *fakeInvoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
 	f.mu.Lock()
 	f.last = inv
+	_, f.lastDeadline = ctx.Deadline()
 	f.mu.Unlock()
 	if f.answer != nil {
 		return f.answer(ctx, inv)
@@ -48,10 +51,27 @@ func (f *fakeInvoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Res
 	case "fail":
 		return &rpc.Result{Exception: &rpc.Exception{Class: "java.lang.RuntimeException", Message: args[0].(string)}}, nil
 	case "sleep":
-		<-ctx.Done()
-		return nil, &rpc.CallError{Kind: rpc.ErrTimeout, Service: inv.Service, Method: method, Detail: ctx.Err().Error()}
+		// As the cluster does: the attempt's timeout attachment, else 1s.
+		timeout := time.Second
+		if ms, err := strconv.Atoi(inv.Attachment("timeout")); err == nil {
+			timeout = time.Duration(ms) * time.Millisecond
+		}
+		select {
+		case <-time.After(time.Duration(args[0].(int32)) * time.Millisecond):
+			return &rpc.Result{Value: "slept"}, nil
+		case <-time.After(timeout):
+			return nil, &rpc.CallError{Kind: rpc.ErrTimeout, Service: inv.Service, Method: method, Detail: "timed out after " + timeout.String()}
+		case <-ctx.Done():
+			return nil, &rpc.CallError{Kind: rpc.ErrTimeout, Service: inv.Service, Method: method, Detail: ctx.Err().Error()}
+		}
 	}
 	return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: method}
+}
+
+func (f *fakeInvoker) lastHadDeadline() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastDeadline
 }
 
 func (f *fakeInvoker) lastInvocation() *rpc.Invocation {
@@ -82,9 +102,32 @@ func (fakeTypes) ParamTypes(_ context.Context, iface, _, _, method string, argc 
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// testListen is the address the tests' gateways stand for.
+const testListen = "127.0.0.1:8081"
+
+// newServer is New with the test address.
+func newServer(opts Options) *Server {
+	if opts.Listen == "" {
+		opts.Listen = testListen
+	}
+	return New(opts)
+}
+
+// do sends a request as a local client would: to the gateway's address,
+// from loopback, with a JSON body.
 func do(t *testing.T, h http.Handler, method, target, body string) (int, map[string]any, http.Header) {
 	t.Helper()
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req.Host, req.RemoteAddr = testListen, "127.0.0.1:40000"
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return send(t, h, req)
+}
+
+func send(t *testing.T, h http.Handler, req *http.Request) (int, map[string]any, http.Header) {
+	t.Helper()
+	method, target := req.Method, req.URL.String()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var out map[string]any
@@ -127,9 +170,19 @@ func TestInvoke(t *testing.T) {
 		{"method unknown to provider", "/invoke/org.example.Greeter/nope", ``, nil,
 			404, `{"error":{"kind":"service_not_found","message":"org.example.Greeter.nope: service not found"}}`, ""},
 		{"timeout", "/invoke/org.example.Greeter/sleep?timeout=20ms", `[5000]`, fakeTypes{},
-			504, `{"error":{"kind":"timeout","message":"org.example.Greeter.sleep: call timed out: context deadline exceeded"}}`, "int"},
+			504, `{"error":{"kind":"timeout","message":"org.example.Greeter.sleep: call timed out: timed out after 20ms"}}`, "int"},
 		{"timeout in ms", "/invoke/org.example.Greeter/sleep?timeout=20", `[5000]`, fakeTypes{},
-			504, `{"error":{"kind":"timeout","message":"org.example.Greeter.sleep: call timed out: context deadline exceeded"}}`, "int"},
+			504, `{"error":{"kind":"timeout","message":"org.example.Greeter.sleep: call timed out: timed out after 20ms"}}`, "int"},
+		{"timeout longer than the default", "/invoke/org.example.Greeter/sleep?timeout=1500ms", `[1100]`, fakeTypes{},
+			200, `{"result":"slept"}`, "int"},
+		{"timeout below 1ms", "/invoke/org.example.Greeter/sleep?timeout=10us", `[1]`, nil,
+			400, `{"error":{"kind":"bad_request","message":"timeout \"10us\": must be at least 1ms"}}`, ""},
+		{"interface not a Java name", "/invoke/com.example.1S/m", `[]`, nil,
+			400, `{"error":{"kind":"bad_request","message":"com.example.1S.m: bad request: \"com.example.1S\" is not a Java interface name (dot-separated Java identifiers, e.g. org.example.Greeter)"}}`, ""},
+		{"method not a Java name", "/invoke/org.example.Greeter/say-hello", `[]`, nil,
+			400, `{"error":{"kind":"bad_request","message":"org.example.Greeter.say-hello: bad request: \"say-hello\" is not a Java method name"}}`, ""},
+		{"bad version", "/invoke/org.example.Greeter/sayHello?version=1%2F2", `["x"]`, nil,
+			400, `{"error":{"kind":"bad_request","message":"org.example.Greeter.sayHello: bad request: version \"1/2\": only letters, digits and . _ - * , may appear"}}`, ""},
 		{"bad timeout", "/invoke/org.example.Greeter/sleep?timeout=soon", `[1]`, nil,
 			400, `{"error":{"kind":"bad_request","message":"timeout \"soon\": want a duration such as 500ms or 2s, or milliseconds"}}`, ""},
 		{"bad types", "/invoke/org.example.Greeter/add?types=int,,int", `[1,2]`, nil,
@@ -137,7 +190,7 @@ func TestInvoke(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := New(Options{Invoker: &fakeInvoker{}, Types: tt.resolver, Logger: quietLogger()})
+			s := newServer(Options{Invoker: &fakeInvoker{}, Types: tt.resolver, Logger: quietLogger()})
 			status, out, hdr := do(t, s.Handler(), http.MethodPost, tt.target, tt.body)
 			got, _ := json.Marshal(out)
 			if status != tt.status || string(got) != tt.want {
@@ -156,7 +209,7 @@ func TestInvokeInvocation(t *testing.T) {
 	f := &fakeInvoker{answer: func(context.Context, *rpc.Invocation) (*rpc.Result, error) {
 		return &rpc.Result{Value: int64(3)}, nil
 	}}
-	s := New(Options{Invoker: f, Logger: quietLogger()})
+	s := newServer(Options{Invoker: f, Logger: quietLogger()})
 	status, out, _ := do(t, s.Handler(), http.MethodPost,
 		"/invoke/org.example.Greeter/add?version=1.0.0&group=blue&types=int,long", `[1, 2]`)
 	if got, _ := json.Marshal(out); status != 200 || string(got) != `{"result":3}` {
@@ -196,7 +249,7 @@ func TestInvokeErrorKinds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {
 			f := &fakeInvoker{answer: func(context.Context, *rpc.Invocation) (*rpc.Result, error) { return nil, tt.err }}
-			s := New(Options{Invoker: f, Logger: quietLogger()})
+			s := newServer(Options{Invoker: f, Logger: quietLogger()})
 			status, out, _ := do(t, s.Handler(), http.MethodPost, "/invoke/s/m", `[]`)
 			e, _ := out["error"].(map[string]any)
 			if status != tt.status || e["kind"] != tt.kind || e["message"] == "" {
@@ -218,7 +271,7 @@ func TestInvokeBadBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeInvoker{}
-			s := New(Options{Invoker: f, Logger: quietLogger(), MaxBody: 100})
+			s := newServer(Options{Invoker: f, Logger: quietLogger(), MaxBody: 100})
 			status, out, _ := do(t, s.Handler(), http.MethodPost, "/invoke/org.example.Greeter/sayHello", tt.body)
 			e, _ := out["error"].(map[string]any)
 			msg, _ := e["message"].(string)
@@ -233,7 +286,7 @@ func TestInvokeBadBody(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
-	s := New(Options{Invoker: &fakeInvoker{}, Logger: quietLogger()})
+	s := newServer(Options{Invoker: &fakeInvoker{}, Logger: quietLogger()})
 	tests := []struct {
 		method, target string
 		status         int
@@ -262,11 +315,11 @@ func TestServer(t *testing.T) {
 		<-release
 		return &rpc.Result{Value: "done"}, nil
 	}}
-	s := New(Options{Invoker: f, Logger: quietLogger()})
-	if err := s.Start("127.0.0.1:0"); err != nil {
+	s := New(Options{Listen: "127.0.0.1:0", Invoker: f, Logger: quietLogger()})
+	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start("127.0.0.1:0"); err == nil {
+	if err := s.Start(); err == nil {
 		t.Fatal("second Start succeeded")
 	}
 	base := "http://" + s.Addr()
