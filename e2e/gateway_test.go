@@ -28,6 +28,7 @@ name = "e2e"
 address = %q
 [registry.server]
 listen = "127.0.0.1:%d"
+4lw-whitelist = ["srvr", "ruok", "mntr"]  # mntr: the tests count znodes and watches
 [protocol]
 host = "127.0.0.1"
 port = %d
