@@ -296,8 +296,10 @@ func frozenProvider(t *testing.T, lb string) {
 
 	l := startLoad(t, c, workers, 20*time.Second, hello)
 	time.Sleep(700 * time.Millisecond)
-	frozenAt := l.now()
+	// The freeze counts from when kill returned: on a loaded machine this
+	// goroutine may be descheduled between reading the clock and the signal.
 	b.signal(t, syscall.SIGSTOP)
+	frozenAt := l.now()
 	time.Sleep(2 * time.Second)
 	thawedAt := l.now()
 	b.signal(t, syscall.SIGCONT)
