@@ -146,13 +146,13 @@ type ServiceDetail struct {
 	Interface string `json:"interface"`
 	// Providers and Consumers are the interface-level URLs, every version
 	// and group.
-	Providers []Provider   `json:"providers"`
-	Consumers []Consumer   `json:"consumers"`
-	Instances []Instance   `json:"instances"` // of the applications the mapping names
-	Apps      []string     `json:"applications"`
-	Routers   []string     `json:"routers"`       // old-style route URLs
-	Overrides []string     `json:"configurators"` // old-style override URLs
-	Rows      []Service    `json:"services"`      // the version/group rows
+	Providers []Provider `json:"providers"`
+	Consumers []Consumer `json:"consumers"`
+	Instances []Instance `json:"instances"` // of the applications the mapping names
+	Apps      []string   `json:"applications"`
+	Routers   []string   `json:"routers"`       // old-style route URLs
+	Overrides []string   `json:"configurators"` // old-style override URLs
+	Rows      []Service  `json:"services"`      // the version/group rows
 	provURLs  []*url.URL // as registered, for the console's rule logic
 }
 
