@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	neturl "net/url"
 	"errors"
 	"fmt"
 	"slices"
@@ -83,7 +84,7 @@ func (c *Catalog) Browse(ctx context.Context, p string) (Node, error) {
 		n.URL = RedactURL(u)
 	}
 	for _, k := range kids {
-		ch := Child{Name: redactString(k)}
+		ch := Child{Name: redactName(k)}
 		if u := decodedURL(k); u != nil {
 			ch.URL = RedactURL(u)
 		}
@@ -99,7 +100,7 @@ func (c *Catalog) resolve(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", p, err)
 	}
-	if ok || p == "/" || !strings.Contains(p, Hidden) {
+	if ok || p == "/" || (!strings.Contains(p, Hidden) && !strings.Contains(p, neturl.QueryEscape(Hidden))) {
 		return p, nil
 	}
 	parent := p[:strings.LastIndex(p, "/")]
@@ -112,11 +113,23 @@ func (c *Catalog) resolve(p string) (string, error) {
 	}
 	name := lastElem(p)
 	for _, k := range kids {
-		if redactString(k) == name {
+		if redactName(k) == name {
 			return strings.TrimSuffix(parent, "/") + "/" + k, nil
 		}
 	}
 	return p, nil
+}
+
+// redactName hides secrets in a node name, keeping its encoding: a
+// query-escaped URL stays escaped, so the name is still one path element.
+func redactName(k string) string {
+	if d, err := neturl.QueryUnescape(k); err == nil && d != k {
+		if r := redactString(d); r != d {
+			return neturl.QueryEscape(r)
+		}
+		return k
+	}
+	return redactString(k)
 }
 
 func lastElem(p string) string { return p[strings.LastIndex(p, "/")+1:] }
