@@ -157,7 +157,9 @@ func TestAPIRegistryViews(t *testing.T) {
 		{"/api/v1/nothing-here", "not_found"},
 	} {
 		st, body, _ := do(t, "GET", e.ConsoleURL+bad.path, "", "")
-		var eb struct{ Error struct{ Kind, Message string } }
+		var eb struct {
+			Error struct{ Kind, Message string }
+		}
 		if st != 404 || json.Unmarshal([]byte(body), &eb) != nil || eb.Error.Kind != bad.kind || eb.Error.Message == "" {
 			t.Errorf("GET %s: %d %s", bad.path, st, body)
 		}

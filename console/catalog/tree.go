@@ -2,9 +2,9 @@ package catalog
 
 import (
 	"context"
-	neturl "net/url"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"time"
