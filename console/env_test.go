@@ -43,7 +43,9 @@ type system struct {
 	ConsoleURL string
 	Registry   string   // zookeeper://host:port
 	Providers  []string // Greeter providers' host:port
-	// Served counts the sayHello calls each provider has served.
+	// Served counts the calls each provider has served: sayHello under
+	// its address, add under "<address> add(102)" (first argument 102)
+	// and "<address> add".
 	Served func() map[string]int64
 	// Call makes one real sayHello call through the consumer, with arg.
 	Call func(ctx context.Context, arg string) error
@@ -110,8 +112,15 @@ func startSystem(t *testing.T, o envOptions) *env {
 		t.Cleanup(func() { p.Close() })
 		addr := p.Addr()
 		svc := providertest.Greeter(func(inv *rpc.Invocation) {
-			if inv.Method == "sayHello" {
+			switch inv.Method {
+			case "sayHello":
 				counts.add(addr)
+			case "add":
+				if a, _ := inv.Args[0].(int32); a == 102 {
+					counts.add(addr + " add(102)")
+				} else {
+					counts.add(addr + " add")
+				}
 			}
 			cnt := provRec.Counter(stats.Key{Interface: inv.Service, Version: inv.Version, Method: inv.Method, Peer: "127.0.0.1"})
 			cnt.End(cnt.Begin(), stats.Success, 64, 64)
