@@ -41,6 +41,8 @@ fuzz:
 # Registry: embedded vs Apache ZooKeeper 3.8, same go-zookeeper workload, one run.
 # RPC: sayHello on our provider vs a stock dubbo-go provider, same client,
 # alternating, with a raw TCP round trip as the floor (node/interop).
+# Console: the services page and a service page over 500 services and
+# 5,000 providers in a real embedded registry (goal: under 50 ms each).
 # Monitor store: a day of 50 services x 10 methods x 20 nodes x 2 sides
 # (rows/s, DB size, the console's heaviest query); not a pair, so benchratio
 # leaves it out.
@@ -54,6 +56,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkStoreDay' \
 		-benchtime $(STORE_BENCHTIME) -timeout 60m ./monitor/store/ | tee -a bench.out
 	$(GO) run ./internal/benchratio < bench.out
+	$(GO) test -run '^$$' -bench 'BenchmarkServicesPage|BenchmarkServicePage' \
+		-benchtime $(BENCHTIME) -timeout 10m ./console/
 
 clean:
 	rm -f $(BIN) bench.out
