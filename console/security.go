@@ -35,7 +35,9 @@ func (c *Console) secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: with no-referrer Chromium sends "Origin: null"
+		// on the console's own form posts, which the origin check must refuse.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
 		return next(ec)
 	}
