@@ -10,6 +10,7 @@ import (
 	"net/http"
 	neturl "net/url"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -164,7 +165,7 @@ func (c *Console) apiProviderWeight(ec echo.Context) error {
 	if err := c.setWeight(ec.Request().Context(), iface, addr, optional(ec, "version"), optional(ec, "group"), *body.Weight); err != nil {
 		return err
 	}
-	return c.apiProvidersAt(ec, iface, addr)
+	return c.apiProvidersAt(ec, iface, addr, func(p ProviderView) bool { return p.Weight == *body.Weight })
 }
 
 func (c *Console) apiProviderEnabled(ec echo.Context) error {
@@ -181,21 +182,30 @@ func (c *Console) apiProviderEnabled(ec echo.Context) error {
 	if err := c.setEnabled(ec.Request().Context(), iface, addr, optional(ec, "version"), optional(ec, "group"), *body.Enabled); err != nil {
 		return err
 	}
-	return c.apiProvidersAt(ec, iface, addr)
+	return c.apiProvidersAt(ec, iface, addr, func(p ProviderView) bool { return p.Enabled == *body.Enabled })
 }
 
-// apiProvidersAt answers a provider change with the provider as it is now.
-func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string) error {
-	ps, err := c.providers(iface, optional(ec, "version"), optional(ec, "group"))
-	if err != nil {
-		return err
-	}
-	for _, p := range ps {
-		if p.Address == addr {
-			return ec.JSON(http.StatusOK, p)
+// apiProvidersAt answers a provider change with the provider as the
+// registry shows it once the change is in force: a provider re-registers
+// its URL when a rule changes it, so it is briefly missing. After 3 s it
+// answers with what there is.
+func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(ProviderView) bool) error {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		ps, err := c.providers(iface, optional(ec, "version"), optional(ec, "group"))
+		if err != nil {
+			return err
 		}
+		for _, p := range ps {
+			if p.Address == addr && (done(p) || time.Now().After(deadline)) {
+				return ec.JSON(http.StatusOK, p)
+			}
+		}
+		if time.Now().After(deadline) {
+			return ec.NoContent(http.StatusNoContent)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return ec.NoContent(http.StatusNoContent)
 }
 
 func (c *Console) apiApplications(ec echo.Context) error {

@@ -195,7 +195,7 @@ func New(ctx context.Context, opts Options) (*Console, error) {
 			return nil, fmt.Errorf("console: consumer for test calls: %w", err)
 		}
 		c.closers = append(c.closers, cons.Close)
-		c.call = cons
+		c.call = ownCaller{cons}
 	}
 	if opts.Metrics == nil {
 		pr := prometheus.NewRegistry()
