@@ -339,3 +339,12 @@ func (c *Console) routes() {
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(staticFS)))))
 	c.echo = e
 }
+
+// Config is the [console] section of dubbo.toml; the role that serves the
+// console copies it into Options.
+type Config struct {
+	// Listen is console.listen; default DefaultListen.
+	Listen string `koanf:"listen"`
+	// Token is console.token; default "" (allowed on loopback only).
+	Token string `koanf:"token"`
+}
