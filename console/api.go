@@ -1,0 +1,356 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	neturl "net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/dubbo-lab/dubbo/monitor/store"
+)
+
+// maxBody bounds request bodies other than test calls' (the gateway has
+// its own limit).
+const maxBody = 1 << 20
+
+// errorBody is the API's error shape (the gateway's too).
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// param is a path parameter, unescaped.
+func param(ec echo.Context, name string) string {
+	v := ec.Param(name)
+	if u, err := neturl.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// optional returns a pointer to the query value when the parameter is
+// present (so version= means "no version", absence means "any").
+func optional(ec echo.Context, name string) *string {
+	q := ec.Request().URL.Query()
+	if !q.Has(name) {
+		return nil
+	}
+	v := q.Get(name)
+	return &v
+}
+
+func (c *Console) handleError(err error, ec echo.Context) {
+	if ec.Response().Committed {
+		return
+	}
+	status, kind, msg := http.StatusInternalServerError, "other", err.Error()
+	var he *echo.HTTPError
+	var ae *apiErr
+	switch {
+	case errors.As(err, &he):
+		status, msg = he.Code, fmt.Sprint(he.Message)
+		kind = strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
+	default:
+		errors.As(classify(err), &ae)
+		status, kind, msg = ae.status, ae.kind, ae.msg
+	}
+	if status >= 500 {
+		c.log.Warn("console request failed", "path", ec.Request().URL.Path, "err", err)
+	}
+	if strings.HasPrefix(ec.Request().URL.Path, "/api/") || ec.Request().URL.Path == "/metrics" {
+		_ = ec.JSON(status, errorBody{errorDetail{Kind: kind, Message: msg}})
+		return
+	}
+	_ = c.render(ec, status, "error", map[string]any{"Status": status, "Message": msg})
+}
+
+func (c *Console) apiOverview(ec echo.Context) error {
+	return ec.JSON(http.StatusOK, c.overview(ec.Request().Context()))
+}
+
+// serviceRow is GET /api/v1/services' element (DESIGN.md), with the
+// providing applications and the registration level added.
+func (c *Console) apiServices(ec echo.Context) error {
+	return ec.JSON(http.StatusOK, c.services(ec.QueryParam("q")))
+}
+
+func (c *Console) apiService(ec echo.Context) error {
+	d, err := c.service(param(ec, "interface"))
+	if err != nil {
+		return err
+	}
+	ps, err := c.providers(d.Interface, nil, nil)
+	if err != nil {
+		return err
+	}
+	return ec.JSON(http.StatusOK, map[string]any{
+		"interface": d.Interface, "services": d.Rows, "providers": ps, "consumers": d.Consumers,
+		"instances": d.Instances, "applications": d.Apps, "routers": d.Routers, "configurators": d.Overrides,
+		"rules": c.serviceRules(d),
+	})
+}
+
+func (c *Console) apiProviders(ec echo.Context) error {
+	ps, err := c.providers(param(ec, "interface"), optional(ec, "version"), optional(ec, "group"))
+	if err != nil {
+		return err
+	}
+	return ec.JSON(http.StatusOK, ps)
+}
+
+func (c *Console) apiConsumers(ec echo.Context) error {
+	d, err := c.service(param(ec, "interface"))
+	if err != nil {
+		return err
+	}
+	return ec.JSON(http.StatusOK, d.Consumers)
+}
+
+func (c *Console) apiMethods(ec echo.Context) error {
+	ms, err := c.methods(ec.Request().Context(), param(ec, "interface"), optional(ec, "version"), optional(ec, "group"))
+	if err != nil {
+		return err
+	}
+	return ec.JSON(http.StatusOK, ms)
+}
+
+func (c *Console) apiServiceRules(ec echo.Context) error {
+	d, err := c.service(param(ec, "interface"))
+	if err != nil {
+		return err
+	}
+	return ec.JSON(http.StatusOK, c.serviceRules(d))
+}
+
+// readJSON decodes a small JSON body into v.
+func readJSON(ec echo.Context, v any) error {
+	b, err := io.ReadAll(io.LimitReader(ec.Request().Body, maxBody+1))
+	if err != nil {
+		return badRequest("reading body: %v", err)
+	}
+	if len(b) > maxBody {
+		return badRequest("body larger than %d bytes", maxBody)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("body: %v", err)
+	}
+	return nil
+}
+
+func (c *Console) apiProviderWeight(ec echo.Context) error {
+	var body struct {
+		Weight *int `json:"weight"`
+	}
+	if err := readJSON(ec, &body); err != nil {
+		return err
+	}
+	if body.Weight == nil {
+		return badRequest(`body needs {"weight": N}`)
+	}
+	iface, addr := param(ec, "interface"), param(ec, "address")
+	if err := c.setWeight(ec.Request().Context(), iface, addr, optional(ec, "version"), optional(ec, "group"), *body.Weight); err != nil {
+		return err
+	}
+	return c.apiProvidersAt(ec, iface, addr, func(p ProviderView) bool { return p.Weight == *body.Weight })
+}
+
+func (c *Console) apiProviderEnabled(ec echo.Context) error {
+	var body struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := readJSON(ec, &body); err != nil {
+		return err
+	}
+	if body.Enabled == nil {
+		return badRequest(`body needs {"enabled": true|false}`)
+	}
+	iface, addr := param(ec, "interface"), param(ec, "address")
+	if err := c.setEnabled(ec.Request().Context(), iface, addr, optional(ec, "version"), optional(ec, "group"), *body.Enabled); err != nil {
+		return err
+	}
+	return c.apiProvidersAt(ec, iface, addr, func(p ProviderView) bool { return p.Enabled == *body.Enabled })
+}
+
+// apiProvidersAt answers a provider change with the provider as the
+// registry shows it once the change is in force: a provider re-registers
+// its URL when a rule changes it, so it is briefly missing. After 3 s it
+// answers with what there is.
+func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(ProviderView) bool) error {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		ps, err := c.providers(iface, optional(ec, "version"), optional(ec, "group"))
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if p.Address == addr && (done(p) || time.Now().After(deadline)) {
+				return ec.JSON(http.StatusOK, p)
+			}
+		}
+		if time.Now().After(deadline) {
+			return ec.NoContent(http.StatusNoContent)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (c *Console) apiApplications(ec echo.Context) error {
+	return ec.JSON(http.StatusOK, c.cat.Applications())
+}
+
+func (c *Console) apiApplication(ec echo.Context) error {
+	a, ok := c.cat.Application(param(ec, "name"))
+	if !ok {
+		return notFound("application %s has no instances in the registry", param(ec, "name"))
+	}
+	return ec.JSON(http.StatusOK, a)
+}
+
+func (c *Console) apiRules(ec echo.Context) error {
+	kind := ec.QueryParam("kind")
+	return ec.JSON(http.StatusOK, c.ruleViews(func(k, _ string) bool { return kind == "" || k == kind }))
+}
+
+// ruleKey is the rule's key path parameter.
+func ruleKey(ec echo.Context, kind string) string {
+	if kind == "tag" {
+		return param(ec, "application")
+	}
+	return param(ec, "key")
+}
+
+func (c *Console) apiGetRule(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		doc, err := c.getRule(ec.Request().Context(), kind, ruleKey(ec, kind))
+		if err != nil {
+			return err
+		}
+		return ec.Blob(http.StatusOK, "application/yaml; charset=utf-8", []byte(doc))
+	}
+}
+
+// yamlTypes are the content types a rule may be sent with.
+var yamlTypes = []string{"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
+
+func (c *Console) apiPutRule(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		mt, _, _ := mime.ParseMediaType(ec.Request().Header.Get(echo.HeaderContentType))
+		known := false
+		for _, t := range yamlTypes {
+			known = known || mt == t
+		}
+		if !known {
+			return &apiErr{http.StatusUnsupportedMediaType, "bad_request",
+				fmt.Sprintf("content type %q: send the rule as Content-Type: application/yaml", mt)}
+		}
+		b, err := io.ReadAll(io.LimitReader(ec.Request().Body, maxBody+1))
+		if err != nil {
+			return badRequest("reading body: %v", err)
+		}
+		if len(b) > maxBody {
+			return badRequest("rule larger than %d bytes", maxBody)
+		}
+		out, err := c.putRule(ec.Request().Context(), kind, ruleKey(ec, kind), b)
+		if err != nil {
+			return err
+		}
+		return ec.Blob(http.StatusOK, "application/yaml; charset=utf-8", out)
+	}
+}
+
+func (c *Console) apiDeleteRule(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		if err := c.deleteRule(ec.Request().Context(), kind, ruleKey(ec, kind)); err != nil {
+			return err
+		}
+		return ec.NoContent(http.StatusNoContent)
+	}
+}
+
+func (c *Console) apiRuleEnabled(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		var body struct {
+			Enabled *bool `json:"enabled"`
+		}
+		if err := readJSON(ec, &body); err != nil {
+			return err
+		}
+		if body.Enabled == nil {
+			return badRequest(`body needs {"enabled": true|false}`)
+		}
+		out, err := c.setRuleEnabled(ec.Request().Context(), kind, ruleKey(ec, kind), *body.Enabled)
+		if err != nil {
+			return err
+		}
+		return ec.Blob(http.StatusOK, "application/yaml; charset=utf-8", out)
+	}
+}
+
+// apiInvoke is the gateway's invoke: the same JSON ⇄ Java conversion and
+// error kinds as dubbo call and the consumer's HTTP gateway.
+func (c *Console) apiInvoke(ec echo.Context) error {
+	r := ec.Request().Clone(ec.Request().Context())
+	r.URL.Path = "/invoke/" + neturl.PathEscape(param(ec, "interface")) + "/" + neturl.PathEscape(param(ec, "method"))
+	r.URL.RawPath = ""
+	c.gw.Handler().ServeHTTP(ec.Response(), r)
+	return nil
+}
+
+func (c *Console) apiTree(ec echo.Context) error {
+	p := ec.QueryParam("path")
+	if p == "" {
+		p = "/"
+	}
+	n, err := c.cat.Browse(ec.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	return ec.JSON(http.StatusOK, n)
+}
+
+// apiStats answers GET /api/v1/stats with the store's rows (DESIGN.md's
+// fields, plus the row's interval, node, service and peer).
+func (c *Console) apiStats(ec echo.Context) error {
+	if c.opts.Stats == nil {
+		return errNoStats
+	}
+	f, err := store.ParseFilter(ec.Request().URL.Query())
+	if err != nil {
+		return statsErr(err)
+	}
+	rows, err := c.opts.Stats.Query(ec.Request().Context(), f)
+	if err != nil {
+		return statsErr(err)
+	}
+	return ec.JSON(http.StatusOK, rows)
+}
+
+// apiSeries answers the charts' sums: GET /api/v1/series?interface=&from=&to=&step=.
+func (c *Console) apiSeries(ec echo.Context) error {
+	if c.opts.Stats == nil {
+		return errNoStats
+	}
+	q, err := store.ParseSeriesQuery(ec.Request().URL.Query())
+	if err != nil {
+		return statsErr(err)
+	}
+	bs, err := c.opts.Stats.Series(ec.Request().Context(), q)
+	if err != nil {
+		return statsErr(err)
+	}
+	return ec.JSON(http.StatusOK, bs)
+}

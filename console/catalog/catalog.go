@@ -1,0 +1,621 @@
+// Package catalog keeps a live copy of what a Dubbo registry on ZooKeeper
+// holds, for the console: interface-level services with their providers,
+// consumers, routers and configurators (/dubbo/<interface>/<category>),
+// applications with their instances (/services/<app>/<id>), the interface →
+// application mapping (/dubbo/mapping) and the config-center rule
+// documents (/dubbo/config/dubbo/<key>).
+//
+// A Catalog owns one ZooKeeper session and one goroutine. Every folder and
+// document it knows of carries a watch; each watch event goes to that
+// goroutine, which reads the node again (re-arming the watch) and updates
+// the copy under a lock. Pages and the API read the copy, never ZooKeeper,
+// so a page over 5,000 providers costs no round trip. When the session is
+// re-established the whole tree is read again, since an expired session
+// loses its watches. Tree and Data read ZooKeeper directly for the
+// registry browser.
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	neturl "net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// Categories of an interface folder that the catalog follows.
+var categories = []string{"providers", "consumers", "routers", "configurators"}
+
+// Paths of one registry, from its URL's group (root "/dubbo" by default).
+type paths struct {
+	root, services, mapping, config string
+}
+
+func pathsOf(u *url.URL) paths {
+	root := u.ParamOr(url.KeyGroup, "dubbo")
+	if !strings.HasPrefix(root, "/") {
+		root = "/" + root
+	}
+	root = strings.TrimSuffix(root, "/")
+	return paths{
+		root:     root,
+		services: "/services",
+		mapping:  root + "/mapping",
+		config:   root + "/config/dubbo",
+	}
+}
+
+// Options configure a Catalog.
+type Options struct {
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// SessionTimeout; default 30s.
+	SessionTimeout time.Duration
+}
+
+// Catalog is the live copy. Its methods are safe for concurrent use.
+type Catalog struct {
+	conn  *zk.Conn
+	p     paths
+	addrs []string
+	log   *slog.Logger
+
+	queue  queue
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.RWMutex
+	state state
+	// connected is true while the session is usable; since is when that
+	// last changed; loaded is true once a full read finished.
+	connected bool
+	since     time.Time
+	loaded    chan struct{}
+	loadOnce  sync.Once
+}
+
+// state is the copy. Only the loop writes it, under mu.
+type state struct {
+	ifaces  map[string]*ifaceNode              // by interface name
+	apps    map[string]map[string]*appInstance // by app, then instance id
+	mapping map[string][]string                // interface -> applications
+	rules   map[string]string                  // config key -> document
+	version uint64                             // bumped on every change
+}
+
+type ifaceNode struct {
+	cats map[string][]*url.URL // category -> decoded URLs, sorted
+}
+
+type appInstance struct {
+	inst *metadata.Instance // nil when the node's data did not parse
+	raw  string
+}
+
+// New connects to the registry at registryURL (zookeeper://host:port,...,
+// with user:password@ for digest auth) and starts following it.
+func New(registryURL string, opts Options) (*Catalog, error) {
+	u, err := url.Parse(registryURL)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: registry address: %w", err)
+	}
+	if u.Protocol() != "zookeeper" {
+		return nil, fmt.Errorf("catalog: registry %q: only zookeeper:// registries are supported", redactURL(u))
+	}
+	addrs := u.Addresses(2181)
+	if len(addrs) == 0 || addrs[0] == "" {
+		return nil, fmt.Errorf("catalog: registry %q has no host", redactURL(u))
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Second
+	}
+	c := &Catalog{
+		p: pathsOf(u), addrs: addrs, log: opts.Logger.With("component", "console-catalog"),
+		done: make(chan struct{}), loaded: make(chan struct{}), since: time.Now(),
+		state: state{ifaces: map[string]*ifaceNode{}, apps: map[string]map[string]*appInstance{},
+			mapping: map[string][]string{}, rules: map[string]string{}},
+	}
+	c.queue.init()
+	conn, _, err := zk.Connect(addrs, opts.SessionTimeout, zk.WithLogInfo(false),
+		zk.WithLogger(zkLogger{c.log}), zk.WithEventCallback(c.queue.push))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: connect %s: %w", strings.Join(addrs, ","), err)
+	}
+	if user := u.Username(); user != "" {
+		if err := conn.AddAuth("digest", []byte(user+":"+u.Password())); err != nil && !errors.Is(err, zk.ErrNoServer) {
+			conn.Close()
+			return nil, fmt.Errorf("catalog: digest auth: %w", err)
+		}
+	}
+	c.conn = conn
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go c.loop(ctx)
+	return c, nil
+}
+
+// Close stops following and closes the session.
+func (c *Catalog) Close() {
+	c.cancel()
+	<-c.done
+	c.conn.Close()
+}
+
+// WaitLoaded waits until the first full read of the registry is done.
+func (c *Catalog) WaitLoaded(ctx context.Context) error {
+	select {
+	case <-c.loaded:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("catalog: registry %s not read yet: %w", strings.Join(c.addrs, ","), ctx.Err())
+	}
+}
+
+// Health is the state of the catalog's registry session.
+type Health struct {
+	Servers   []string  `json:"servers"`
+	Connected bool      `json:"connected"`
+	Since     time.Time `json:"since"` // when Connected last changed
+	Server    string    `json:"server"`
+	Nodes     int       `json:"nodes"` // provider, consumer, instance and rule nodes followed
+}
+
+// Health reports the session state.
+func (c *Catalog) Health() Health {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := len(c.state.rules)
+	for _, in := range c.state.ifaces {
+		for _, us := range in.cats {
+			n += len(us)
+		}
+	}
+	for _, insts := range c.state.apps {
+		n += len(insts)
+	}
+	return Health{Servers: c.addrs, Connected: c.connected, Since: c.since, Server: c.conn.Server(), Nodes: n}
+}
+
+// Version changes whenever the copy changes.
+func (c *Catalog) Version() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.state.version
+}
+
+// queue holds watch and session events from go-zookeeper's callback,
+// which must not block, for the loop.
+type queue struct {
+	mu     sync.Mutex
+	events []zk.Event
+	signal chan struct{}
+}
+
+func (q *queue) init() { q.signal = make(chan struct{}, 1) }
+
+func (q *queue) push(ev zk.Event) {
+	q.mu.Lock()
+	q.events = append(q.events, ev)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) take() []zk.Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	evs := q.events
+	q.events = nil
+	return evs
+}
+
+func (c *Catalog) loop(ctx context.Context) {
+	defer close(c.done)
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	dirty := false // a read failed: read everything again once the session allows
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.queue.signal:
+		case <-retry.C:
+		}
+		seen := map[string]bool{}
+		for _, ev := range c.queue.take() {
+			if ev.Type == zk.EventSession {
+				switch ev.State {
+				case zk.StateHasSession:
+					c.setConnected(true)
+					dirty = true
+				case zk.StateDisconnected, zk.StateExpired:
+					c.setConnected(false)
+				}
+				continue
+			}
+			if ev.Path == "" || seen[ev.Path] {
+				continue
+			}
+			seen[ev.Path] = true
+			if err := c.reread(ev.Path); err != nil {
+				dirty = true
+			}
+		}
+		if dirty && c.conn.State() == zk.StateHasSession {
+			if err := c.readAll(); err != nil {
+				c.log.Warn("registry not fully read; trying again", "err", err)
+				retry.Reset(time.Second)
+				continue
+			}
+			dirty = false
+			c.loadOnce.Do(func() { close(c.loaded) })
+		}
+	}
+}
+
+func (c *Catalog) setConnected(v bool) {
+	c.mu.Lock()
+	if c.connected != v {
+		c.connected, c.since = v, time.Now()
+	}
+	c.mu.Unlock()
+}
+
+// readAll reads every followed folder and document, arming their watches.
+func (c *Catalog) readAll() error {
+	var errs []error
+	for _, p := range []string{c.p.root, c.p.services, c.p.mapping, c.p.config} {
+		if err := c.reread(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reread reads path again according to what it is, and what lies below it
+// when its children changed.
+func (c *Catalog) reread(p string) error {
+	switch {
+	case p == c.p.root:
+		return c.readRoot()
+	case p == c.p.services:
+		return c.readApps()
+	case p == c.p.mapping:
+		return c.readFolder(p, c.readMapping, c.forgetMapping)
+	case p == c.p.config:
+		return c.readFolder(p, c.readRule, c.forgetRule)
+	case strings.HasPrefix(p, c.p.config+"/"):
+		return c.readRule(strings.TrimPrefix(p, c.p.config+"/"))
+	case strings.HasPrefix(p, c.p.mapping+"/"):
+		return c.readMapping(strings.TrimPrefix(p, c.p.mapping+"/"))
+	case strings.HasPrefix(p, c.p.services+"/"):
+		app, id, inst := strings.Cut(strings.TrimPrefix(p, c.p.services+"/"), "/")
+		if inst {
+			return c.readInstance(app, id)
+		}
+		return c.readApp(app)
+	case strings.HasPrefix(p, c.p.root+"/"):
+		enc, cat, isCat := strings.Cut(strings.TrimPrefix(p, c.p.root+"/"), "/")
+		if isCat {
+			return c.readCategory(enc, cat)
+		}
+		return c.readInterface(enc)
+	}
+	return nil
+}
+
+// children reads the children of p with a watch; a missing p is watched
+// for creation and has none.
+func (c *Catalog) children(p string) ([]string, bool, error) {
+	kids, _, _, err := c.conn.ChildrenW(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		ok, _, _, err := c.conn.ExistsW(p)
+		if err == nil && ok {
+			return c.children(p) // created between the two calls
+		}
+		return nil, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("children of %s: %w", p, err)
+	}
+	return kids, true, nil
+}
+
+// data reads p with a watch; ok is false when it does not exist.
+func (c *Catalog) data(p string) ([]byte, bool, error) {
+	b, _, _, err := c.conn.GetW(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		ok, _, _, err := c.conn.ExistsW(p)
+		if err == nil && ok {
+			return c.data(p)
+		}
+		return nil, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", p, err)
+	}
+	return b, true, nil
+}
+
+// readFolder reads a folder of documents: each child is read with read,
+// children that went away are dropped with forget.
+func (c *Catalog) readFolder(p string, read func(name string) error, forget func(keep map[string]bool)) error {
+	kids, _, err := c.children(p)
+	if err != nil {
+		return err
+	}
+	keep := make(map[string]bool, len(kids))
+	var errs []error
+	for _, k := range kids {
+		keep[k] = true
+		if err := read(k); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	forget(keep)
+	return errors.Join(errs...)
+}
+
+// notServices are the children of the root that are not interfaces.
+var notServices = []string{"config", "mapping", "metadata"}
+
+func (c *Catalog) readRoot() error {
+	kids, _, err := c.children(c.p.root)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	var errs []error
+	for _, enc := range kids {
+		if slices.Contains(notServices, enc) {
+			continue
+		}
+		iface, err := neturl.QueryUnescape(enc)
+		if err != nil {
+			continue
+		}
+		keep[iface] = true
+		if err := c.readInterface(enc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.update(func(s *state) {
+		for iface := range s.ifaces {
+			if !keep[iface] {
+				delete(s.ifaces, iface)
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (c *Catalog) readInterface(enc string) error {
+	iface, err := neturl.QueryUnescape(enc)
+	if err != nil {
+		return nil
+	}
+	kids, ok, err := c.children(c.p.root + "/" + enc)
+	if err != nil || !ok {
+		if err == nil {
+			c.update(func(s *state) { delete(s.ifaces, iface) })
+		}
+		return err
+	}
+	var errs []error
+	for _, cat := range kids {
+		if slices.Contains(categories, cat) {
+			if err := c.readCategory(enc, cat); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Catalog) readCategory(enc, cat string) error {
+	if !slices.Contains(categories, cat) {
+		return nil
+	}
+	iface, err := neturl.QueryUnescape(enc)
+	if err != nil {
+		return nil
+	}
+	kids, _, err := c.children(c.p.root + "/" + enc + "/" + cat)
+	if err != nil {
+		return err
+	}
+	urls := make([]*url.URL, 0, len(kids))
+	for _, k := range kids {
+		if u, err := url.Decode(k); err == nil {
+			urls = append(urls, u)
+		}
+	}
+	slices.SortFunc(urls, func(a, b *url.URL) int { return strings.Compare(a.String(), b.String()) })
+	c.update(func(s *state) {
+		n := s.ifaces[iface]
+		if n == nil {
+			n = &ifaceNode{cats: map[string][]*url.URL{}}
+			s.ifaces[iface] = n
+		}
+		n.cats[cat] = urls
+	})
+	return nil
+}
+
+func (c *Catalog) readApps() error {
+	kids, _, err := c.children(c.p.services)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	var errs []error
+	for _, app := range kids {
+		keep[app] = true
+		if err := c.readApp(app); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.update(func(s *state) {
+		for app := range s.apps {
+			if !keep[app] {
+				delete(s.apps, app)
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (c *Catalog) readApp(app string) error {
+	kids, ok, err := c.children(c.p.services + "/" + app)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	var errs []error
+	for _, id := range kids {
+		keep[id] = true
+		if err := c.readInstance(app, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.update(func(s *state) {
+		insts := s.apps[app]
+		if !ok {
+			delete(s.apps, app)
+			return
+		}
+		if insts == nil {
+			s.apps[app] = map[string]*appInstance{}
+			return
+		}
+		for id := range insts {
+			if !keep[id] {
+				delete(insts, id)
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (c *Catalog) readInstance(app, id string) error {
+	b, ok, err := c.data(c.p.services + "/" + app + "/" + id)
+	if err != nil {
+		return err
+	}
+	c.update(func(s *state) {
+		insts := s.apps[app]
+		if !ok {
+			if insts != nil {
+				delete(insts, id)
+			}
+			return
+		}
+		if insts == nil {
+			insts = map[string]*appInstance{}
+			s.apps[app] = insts
+		}
+		in, err := metadata.ParseInstance(b)
+		if err != nil {
+			in = nil
+		}
+		insts[id] = &appInstance{inst: in, raw: string(b)}
+	})
+	return nil
+}
+
+func (c *Catalog) readMapping(enc string) error {
+	iface, err := neturl.QueryUnescape(enc)
+	if err != nil {
+		return nil
+	}
+	b, ok, err := c.data(c.p.mapping + "/" + enc)
+	if err != nil {
+		return err
+	}
+	var apps []string
+	for _, a := range strings.Split(string(b), ",") {
+		if a = strings.TrimSpace(a); a != "" && !slices.Contains(apps, a) {
+			apps = append(apps, a)
+		}
+	}
+	slices.Sort(apps)
+	c.update(func(s *state) {
+		if !ok {
+			delete(s.mapping, iface)
+			return
+		}
+		s.mapping[iface] = apps
+	})
+	return nil
+}
+
+func (c *Catalog) forgetMapping(keep map[string]bool) {
+	c.update(func(s *state) {
+		for iface := range s.mapping {
+			if !keep[neturl.QueryEscape(iface)] && !keep[iface] {
+				delete(s.mapping, iface)
+			}
+		}
+	})
+}
+
+func (c *Catalog) readRule(key string) error {
+	b, ok, err := c.data(c.p.config + "/" + key)
+	if err != nil {
+		return err
+	}
+	c.update(func(s *state) {
+		if !ok {
+			delete(s.rules, key)
+			return
+		}
+		s.rules[key] = string(b)
+	})
+	return nil
+}
+
+func (c *Catalog) forgetRule(keep map[string]bool) {
+	c.update(func(s *state) {
+		for k := range s.rules {
+			if !keep[k] {
+				delete(s.rules, k)
+			}
+		}
+	})
+}
+
+func (c *Catalog) update(f func(s *state)) {
+	c.mu.Lock()
+	f(&c.state)
+	c.state.version++
+	c.mu.Unlock()
+}
+
+type zkLogger struct{ log *slog.Logger }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...))
+}
+
+// redactURL hides a URL's password for messages.
+func redactURL(u *url.URL) string {
+	s := u.String()
+	if p := u.Password(); p != "" {
+		s = strings.Replace(s, ":"+p+"@", ":***@", 1)
+	}
+	return s
+}

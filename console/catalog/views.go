@@ -1,0 +1,362 @@
+package catalog
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// Registration levels of a service.
+const (
+	LevelInterface   = "interface"   // /dubbo/<interface>/providers
+	LevelApplication = "application" // /dubbo/mapping/<interface> and /services/<app>
+	LevelBoth        = "both"
+)
+
+// Service is one row of the services list: an interface with one version
+// and group, as its providers and consumers registered it.
+type Service struct {
+	Interface string `json:"interface"`
+	Version   string `json:"version"`
+	Group     string `json:"group"`
+	Providers int    `json:"providers"`
+	Consumers int    `json:"consumers"`
+	// Applications provide the service (from provider URLs and the mapping).
+	Applications []string `json:"applications"`
+	// Registration is LevelInterface, LevelApplication or LevelBoth.
+	Registration string `json:"registration"`
+}
+
+type gv struct{ version, group string }
+
+func gvOf(u *url.URL) gv { return gv{u.Param(url.KeyVersion), u.Param(url.KeyGroup)} }
+
+// Services lists every service, sorted by interface, version and group.
+// Interface-level rows come from provider and consumer URLs; an interface
+// known only from the mapping (application-level registration, dubbo-go's
+// default) gets one row whose providers are its applications' instances.
+func (c *Catalog) Services() []Service {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Service, 0, len(c.state.ifaces)+len(c.state.mapping))
+	for iface, n := range c.state.ifaces {
+		out = c.appendRows(out, iface, n)
+	}
+	for iface, apps := range c.state.mapping {
+		if n := c.state.ifaces[iface]; n != nil && len(n.cats["providers"]) > 0 {
+			continue
+		}
+		if c.instanceCount(apps) == 0 && c.state.ifaces[iface] != nil {
+			continue // consumers only; already listed
+		}
+		if c.state.ifaces[iface] != nil {
+			// Consumers registered at interface level, providers at
+			// application level: fold them into one row.
+			i := slices.IndexFunc(out, func(s Service) bool { return s.Interface == iface })
+			if i >= 0 {
+				out[i].Providers = c.instanceCount(apps)
+				out[i].Applications = apps
+				out[i].Registration = LevelApplication
+				continue
+			}
+		}
+		out = append(out, Service{Interface: iface, Providers: c.instanceCount(apps),
+			Applications: apps, Registration: LevelApplication})
+	}
+	slices.SortFunc(out, func(a, b Service) int {
+		return cmp.Or(strings.Compare(a.Interface, b.Interface), strings.Compare(a.Version, b.Version), strings.Compare(a.Group, b.Group))
+	})
+	return out
+}
+
+// appendRows adds the rows of one interface folder. Call with mu held.
+func (c *Catalog) appendRows(out []Service, iface string, n *ifaceNode) []Service {
+	rows := map[gv]*Service{}
+	row := func(k gv) *Service {
+		if r := rows[k]; r != nil {
+			return r
+		}
+		r := &Service{Interface: iface, Version: k.version, Group: k.group, Registration: LevelInterface}
+		rows[k] = r
+		return r
+	}
+	for _, u := range n.cats["providers"] {
+		r := row(gvOf(u))
+		r.Providers++
+		if app := u.Param("application"); app != "" && !slices.Contains(r.Applications, app) {
+			r.Applications = append(r.Applications, app)
+		}
+	}
+	for _, u := range n.cats["consumers"] {
+		row(gvOf(u)).Consumers++
+	}
+	if len(rows) == 0 {
+		row(gv{})
+	}
+	apps := c.state.mapping[iface]
+	for _, r := range rows {
+		if r.Providers > 0 && c.instanceCount(apps) > 0 {
+			r.Registration = LevelBoth
+		}
+		slices.Sort(r.Applications)
+		out = append(out, *r)
+	}
+	return out
+}
+
+func (c *Catalog) instanceCount(apps []string) int {
+	n := 0
+	for _, a := range apps {
+		n += len(c.state.apps[a])
+	}
+	return n
+}
+
+// Provider is one registered provider of a service.
+type Provider struct {
+	Address     string            `json:"address"` // host:port
+	URL         string            `json:"url"`
+	Application string            `json:"application"`
+	Version     string            `json:"version"`
+	Group       string            `json:"group"`
+	Weight      int               `json:"weight"`
+	Enabled     bool              `json:"enabled"`
+	Params      map[string]string `json:"params"`
+	Methods     []string          `json:"methods"`
+}
+
+// Instance is one application instance (/services/<app>/<id>).
+type Instance struct {
+	Application string            `json:"application"`
+	ID          string            `json:"id"`
+	Address     string            `json:"address"` // host:port
+	Revision    string            `json:"revision"`
+	Metadata    map[string]string `json:"metadata"`
+	Registered  int64             `json:"registered"` // Unix milliseconds
+	// Raw is the node's data when it is not a Curator instance we can read.
+	Raw string `json:"raw,omitempty"`
+}
+
+// ServiceDetail is everything the registry says about one interface.
+type ServiceDetail struct {
+	Interface string `json:"interface"`
+	// Providers and Consumers are the interface-level URLs, every version
+	// and group.
+	Providers []Provider `json:"providers"`
+	Consumers []Consumer `json:"consumers"`
+	Instances []Instance `json:"instances"` // of the applications the mapping names
+	Apps      []string   `json:"applications"`
+	Routers   []string   `json:"routers"`       // old-style route URLs
+	Overrides []string   `json:"configurators"` // old-style override URLs
+	Rows      []Service  `json:"services"`      // the version/group rows
+	provURLs  []*url.URL // as registered, for the console's rule logic
+}
+
+// Consumer is one registered consumer.
+type Consumer struct {
+	Address     string            `json:"address"` // host
+	URL         string            `json:"url"`
+	Application string            `json:"application"`
+	Version     string            `json:"version"`
+	Group       string            `json:"group"`
+	Params      map[string]string `json:"params"`
+}
+
+// ProviderURLs are the registered provider URLs.
+func (d ServiceDetail) ProviderURLs() []*url.URL { return d.provURLs }
+
+// Service returns what the registry holds about iface; ok is false when it
+// knows nothing of it.
+func (c *Catalog) Service(iface string) (ServiceDetail, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := c.state.ifaces[iface]
+	apps, mapped := c.state.mapping[iface]
+	if n == nil && !mapped {
+		return ServiceDetail{}, false
+	}
+	d := ServiceDetail{Interface: iface, Apps: slices.Clone(apps),
+		Providers: []Provider{}, Consumers: []Consumer{}, Instances: []Instance{}, Routers: []string{}, Overrides: []string{}}
+	if n != nil {
+		d.Rows = c.appendRows(nil, iface, n)
+		for _, u := range n.cats["providers"] {
+			d.provURLs = append(d.provURLs, u)
+			d.Providers = append(d.Providers, ProviderOf(u))
+		}
+		for _, u := range n.cats["consumers"] {
+			d.Consumers = append(d.Consumers, Consumer{Address: u.Host(), URL: RedactURL(u), Application: u.Param("application"),
+				Version: u.Param(url.KeyVersion), Group: u.Param(url.KeyGroup), Params: RedactParams(u.Params())})
+		}
+		for _, u := range n.cats["routers"] {
+			if u.Protocol() != "empty" {
+				d.Routers = append(d.Routers, RedactURL(u))
+			}
+		}
+		for _, u := range n.cats["configurators"] {
+			if u.Protocol() != "empty" {
+				d.Overrides = append(d.Overrides, RedactURL(u))
+			}
+		}
+	}
+	for _, app := range apps {
+		for _, in := range sortedInstances(app, c.state.apps[app]) {
+			d.Instances = append(d.Instances, in)
+		}
+	}
+	if len(d.Rows) == 0 {
+		d.Rows = []Service{{Interface: iface, Providers: len(d.Instances), Applications: d.Apps, Registration: LevelApplication}}
+	}
+	return d, true
+}
+
+// ProviderOf describes a provider URL.
+func ProviderOf(u *url.URL) Provider {
+	p := Provider{
+		Address: u.Address(), URL: RedactURL(u), Application: u.Param("application"),
+		Version: u.Param(url.KeyVersion), Group: u.Param(url.KeyGroup),
+		Weight: u.IntParam("weight", 100), Enabled: !disabled(u), Params: RedactParams(u.Params()),
+	}
+	if m := u.Param("methods"); m != "" {
+		p.Methods = strings.Split(m, ",")
+	}
+	return p
+}
+
+// disabled is Dubbo's test: disabled=true, or enabled=false without disabled.
+func disabled(u *url.URL) bool {
+	if u.HasParam("disabled") {
+		return u.BoolParam("disabled", false)
+	}
+	return !u.BoolParam("enabled", true)
+}
+
+// Application is one application with its instances.
+type Application struct {
+	Name      string     `json:"name"`
+	Instances []Instance `json:"instances"`
+	// Services are the interfaces the mapping says it provides.
+	Services []string `json:"services"`
+}
+
+// Applications lists the applications under /services, sorted.
+func (c *Catalog) Applications() []Application {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	byApp := map[string][]string{}
+	for iface, apps := range c.state.mapping {
+		for _, a := range apps {
+			byApp[a] = append(byApp[a], iface)
+		}
+	}
+	out := make([]Application, 0, len(c.state.apps))
+	for _, name := range slices.Sorted(maps.Keys(c.state.apps)) {
+		svcs := byApp[name]
+		slices.Sort(svcs)
+		out = append(out, Application{Name: name, Instances: sortedInstances(name, c.state.apps[name]), Services: svcs})
+	}
+	return out
+}
+
+// Application returns one application; ok is false when it has no folder.
+func (c *Catalog) Application(name string) (Application, bool) {
+	for _, a := range c.Applications() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Application{}, false
+}
+
+func sortedInstances(app string, m map[string]*appInstance) []Instance {
+	out := make([]Instance, 0, len(m))
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		ai := m[id]
+		in := Instance{Application: app, ID: id}
+		if ai.inst == nil {
+			in.Raw = RedactText(ai.raw)
+		} else {
+			in.Address = ai.inst.Address + ":" + strconv.Itoa(ai.inst.Port)
+			in.Revision = ai.inst.Revision()
+			in.Registered = ai.inst.RegistrationTimeUTC
+			if ai.inst.Payload != nil {
+				in.Metadata = RedactParams(ai.inst.Payload.Metadata)
+			}
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// Rule is one config-center document.
+type Rule struct {
+	Key     string `json:"key"` // e.g. org.example.Greeter:1.0.0:.condition-router
+	Content string `json:"content"`
+}
+
+// Rules lists the config-center documents, sorted by key.
+func (c *Catalog) Rules() []Rule {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Rule, 0, len(c.state.rules))
+	for _, k := range slices.Sorted(maps.Keys(c.state.rules)) {
+		out = append(out, Rule{Key: k, Content: c.state.rules[k]})
+	}
+	return out
+}
+
+// RuleContent returns one document as the catalog last read it.
+func (c *Catalog) RuleContent(key string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.state.rules[key]
+	return s, ok
+}
+
+// Counts are the overview's figures.
+type Counts struct {
+	Services     int `json:"services"` // distinct interfaces
+	Applications int `json:"applications"`
+	Providers    int `json:"providers"`
+	Consumers    int `json:"consumers"`
+	Instances    int `json:"instances"`
+	Rules        int `json:"rules"`
+}
+
+// Counts counts what the registry holds.
+func (c *Catalog) Counts() Counts {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ifaces := map[string]bool{}
+	apps := map[string]bool{}
+	var n Counts
+	for iface, in := range c.state.ifaces {
+		if len(in.cats["providers"])+len(in.cats["consumers"]) > 0 {
+			ifaces[iface] = true
+		}
+		n.Providers += len(in.cats["providers"])
+		n.Consumers += len(in.cats["consumers"])
+		for _, u := range in.cats["providers"] {
+			if a := u.Param("application"); a != "" {
+				apps[a] = true
+			}
+		}
+		for _, u := range in.cats["consumers"] {
+			if a := u.Param("application"); a != "" {
+				apps[a] = true
+			}
+		}
+	}
+	for iface := range c.state.mapping {
+		ifaces[iface] = true
+	}
+	for a, insts := range c.state.apps {
+		apps[a] = true
+		n.Instances += len(insts)
+	}
+	n.Services, n.Applications, n.Rules = len(ifaces), len(apps), len(c.state.rules)
+	return n
+}

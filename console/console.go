@@ -1,0 +1,350 @@
+// Package console is the web console: HTML pages and a JSON API over the
+// registry (services, applications, providers, consumers, rules, the raw
+// tree) and the monitor's statistics, with rule editing and test calls.
+//
+// It is served by echo with html/template pages; its CSS and its one small
+// script (which refreshes the figures of a page) are embedded, so it works
+// offline. Pages call the same functions as the API (/api/v1/...), so what
+// a page shows is what the API answers.
+//
+// Wiring, in the role that serves it (the monitor, or dubbo up):
+//
+//	c, err := console.New(ctx, console.Options{
+//		Listen:   cfg.Console.Listen,   // default 127.0.0.1:8080
+//		Token:    cfg.Console.Token,    // required when Listen is not loopback
+//		Registry: cfg.Registry.Address, // zookeeper://...
+//		Stats:    st,                   // *store.Store, or nil: no charts
+//	})
+//	if err != nil { ... }
+//	if err := c.Start(); err != nil { ... }
+//	log.Info("console", "url", c.URL())
+//	...
+//	c.Shutdown(ctx)
+//
+// The console opens two ZooKeeper sessions of its own: the catalog's,
+// which watches the registry so that pages read memory (package catalog),
+// and a registry client that writes rules, reads service definitions and
+// carries the console's consumer for test calls.
+//
+// Security: the console listens on loopback by default. On any other
+// address New refuses to start without a token, and every change (PUT,
+// POST, DELETE) then needs it, as "Authorization: Bearer <token>" or the
+// cookie the login form sets. Forms carry a CSRF token; changing requests
+// from another origin, or with a simple-form content type and no CSRF
+// token, are refused; every response has a Content-Security-Policy that
+// allows nothing from outside the console.
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dubbo-lab/dubbo/console/catalog"
+	"github.com/dubbo-lab/dubbo/monitor/store"
+	"github.com/dubbo-lab/dubbo/node/consumer"
+	"github.com/dubbo-lab/dubbo/node/gateway"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// DefaultListen is console.listen's default.
+const DefaultListen = "127.0.0.1:8080"
+
+// Stats is what the console reads from the monitor's store; *store.Store
+// implements it.
+type Stats interface {
+	Query(ctx context.Context, f store.Filter) ([]store.Row, error)
+	Series(ctx context.Context, q store.SeriesQuery) ([]store.Bucket, error)
+}
+
+// Caller makes the console's test calls; *consumer.Consumer implements it.
+type Caller interface {
+	rpc.Invoker
+	ParamTypes(ctx context.Context, iface, version, group, method string, argc int) ([]string, error)
+}
+
+// RuleStore is the config center and metadata report the console writes
+// rules to and reads method signatures from; *zookeeper.Registry
+// implements it.
+type RuleStore interface {
+	GetConfig(ctx context.Context, key string) (content string, ok bool, err error)
+	PublishConfig(ctx context.Context, key, content string) error
+	DeleteConfig(ctx context.Context, key string) error
+	GetServiceDefinition(ctx context.Context, iface, version, group string) (*metadata.ServiceDefinition, error)
+}
+
+// Options configure a Console.
+type Options struct {
+	// Listen is host:port; default DefaultListen. Port 0 picks a free port.
+	Listen string
+	// Token is required for changes when set; New refuses a non-loopback
+	// Listen without it. Default "".
+	Token string
+	// Registry is the registry URL (zookeeper://host:port[,host:port]).
+	// Required.
+	Registry string
+	// Stats are the monitor's statistics; nil: pages say there are none
+	// and /api/v1/stats answers 503.
+	Stats Stats
+	// Caller makes test calls; default: a consumer of the console's own
+	// (application dubbo-console) on Registry.
+	Caller Caller
+	// Metrics is what GET /metrics exports; default: the console's own
+	// registry with the Go and process collectors.
+	Metrics prometheus.Gatherer
+	// Refresh is how often pages refresh their figures; default 5s.
+	Refresh time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of the charts; default time.Now.
+	Now func() time.Time
+}
+
+// Console is the web console. Create it with New, then Start; stop it
+// with Shutdown.
+type Console struct {
+	opts  Options
+	log   *slog.Logger
+	cat   *catalog.Catalog
+	rules RuleStore
+	call  Caller
+	echo  *echo.Echo
+	pages *pages
+	gw    *gateway.Server
+
+	csrfKey  []byte // signs CSRF tokens and session cookies
+	loopback bool
+
+	closers []func() error
+	http    *http.Server
+	ln      net.Listener
+	done    chan struct{}
+}
+
+// New checks the options, connects to the registry and builds the
+// routes. It refuses a Listen address other than loopback without a
+// Token.
+func New(ctx context.Context, opts Options) (*Console, error) {
+	if opts.Listen == "" {
+		opts.Listen = DefaultListen
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = 5 * time.Second
+	}
+	loop, err := isLoopback(opts.Listen)
+	if err != nil {
+		return nil, err
+	}
+	if !loop && opts.Token == "" {
+		return nil, fmt.Errorf("console: listen address %s is not loopback: set console.token (every change then needs it), or listen on 127.0.0.1", opts.Listen)
+	}
+	if opts.Registry == "" {
+		return nil, errors.New("console: no registry address (registry.address)")
+	}
+	c := &Console{opts: opts, log: opts.Logger.With("component", "console"), loopback: loop, csrfKey: make([]byte, 32)}
+	if _, err := rand.Read(c.csrfKey); err != nil {
+		return nil, fmt.Errorf("console: random key: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.closeAll()
+		}
+	}()
+	c.cat, err = catalog.New(opts.Registry, catalog.Options{Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	c.closers = append(c.closers, func() error { c.cat.Close(); return nil })
+	ru, err := url.Parse(opts.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("console: registry address: %w", err)
+	}
+	reg, err := zookeeper.New(ru, zookeeper.Options{Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	c.closers = append(c.closers, reg.Close)
+	c.rules = reg
+	c.call = opts.Caller
+	if c.call == nil {
+		check := false
+		cons, err := consumer.New(ctx, consumer.Config{Application: "dubbo-console", Registry: opts.Registry,
+			Defaults: consumer.Settings{Check: &check}}, consumer.Options{Registry: reg, Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("console: consumer for test calls: %w", err)
+		}
+		c.closers = append(c.closers, cons.Close)
+		c.call = ownCaller{cons}
+	}
+	if opts.Metrics == nil {
+		pr := prometheus.NewRegistry()
+		pr.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		c.opts.Metrics = pr
+	}
+	c.gw = gateway.New(gateway.Options{Invoker: c.call, Types: c.call, Logger: opts.Logger})
+	if c.pages, err = newPages(); err != nil {
+		return nil, err
+	}
+	c.routes()
+	ok = true
+	return c, nil
+}
+
+// isLoopback reports whether listen's host is a loopback address.
+func isLoopback(listen string) (bool, error) {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false, fmt.Errorf("console: listen address %q: want host:port", listen)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+// Handler serves the console without a listener (tests, benchmarks).
+func (c *Console) Handler() http.Handler { return c.echo }
+
+// Catalog is the console's live copy of the registry.
+func (c *Console) Catalog() *catalog.Catalog { return c.cat }
+
+// Start listens on Options.Listen and serves in a goroutine.
+func (c *Console) Start() error {
+	if c.ln != nil {
+		return errors.New("console: already started")
+	}
+	ln, err := net.Listen("tcp", c.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("console: listen on %s: %w", c.opts.Listen, err)
+	}
+	c.ln = ln
+	c.http = &http.Server{Handler: c.echo, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	c.done = make(chan struct{})
+	go func() {
+		defer close(c.done)
+		if err := c.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			c.log.Error("console stopped serving", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Addr is the address Start listens on ("" before Start).
+func (c *Console) Addr() string {
+	if c.ln == nil {
+		return ""
+	}
+	return c.ln.Addr().String()
+}
+
+// URL is the console's address as a browser link.
+func (c *Console) URL() string { return "http://" + c.Addr() + "/" }
+
+// Shutdown stops serving (waiting for requests in flight until ctx ends)
+// and closes the console's registry sessions and consumer.
+func (c *Console) Shutdown(ctx context.Context) error {
+	var err error
+	if c.http != nil {
+		err = c.http.Shutdown(ctx)
+		<-c.done
+	}
+	return errors.Join(err, c.closeAll())
+}
+
+func (c *Console) closeAll() error {
+	var errs []error
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		errs = append(errs, c.closers[i]())
+	}
+	c.closers = nil
+	return errors.Join(errs...)
+}
+
+// routes lists every page and API endpoint.
+func (c *Console) routes() {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = c.handleError
+	e.Use(c.secureHeaders, c.guard)
+
+	api := e.Group("/api/v1")
+	api.GET("/overview", c.apiOverview)
+	api.GET("/services", c.apiServices)
+	api.GET("/services/:interface", c.apiService)
+	api.GET("/services/:interface/providers", c.apiProviders)
+	api.GET("/services/:interface/consumers", c.apiConsumers)
+	api.GET("/services/:interface/methods", c.apiMethods)
+	api.GET("/services/:interface/rules", c.apiServiceRules)
+	api.PUT("/services/:interface/providers/:address/weight", c.apiProviderWeight)
+	api.PUT("/services/:interface/providers/:address/enabled", c.apiProviderEnabled)
+	api.GET("/applications", c.apiApplications)
+	api.GET("/applications/:name", c.apiApplication)
+	api.GET("/rules", c.apiRules)
+	for _, kind := range []string{"condition", "tag", "override"} {
+		param := ":key"
+		if kind == "tag" {
+			param = ":application"
+		}
+		api.GET("/rules/"+kind+"/"+param, c.apiGetRule(kind))
+		api.PUT("/rules/"+kind+"/"+param, c.apiPutRule(kind))
+		api.DELETE("/rules/"+kind+"/"+param, c.apiDeleteRule(kind))
+		api.PUT("/rules/"+kind+"/"+param+"/enabled", c.apiRuleEnabled(kind))
+	}
+	api.POST("/invoke/:interface/:method", c.apiInvoke)
+	api.GET("/registry/tree", c.apiTree)
+	api.GET("/stats", c.apiStats)
+	api.GET("/series", c.apiSeries)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(c.opts.Metrics, promhttp.HandlerOpts{})))
+
+	e.GET("/", c.pageOverview)
+	e.GET("/services", c.pageServices)
+	e.GET("/services/:interface", c.pageService)
+	e.GET("/services/:interface/test", c.pageTest)
+	e.POST("/services/:interface/test", c.formTest)
+	e.POST("/services/:interface/providers/:address", c.formProvider)
+	e.GET("/applications", c.pageApplications)
+	e.GET("/applications/:name", c.pageApplication)
+	e.GET("/rules", c.pageRules)
+	e.GET("/rules/new", c.pageRuleEdit)
+	e.GET("/rules/:kind/:key", c.pageRuleEdit)
+	e.POST("/rules/:kind/:key", c.formRule)
+	e.POST("/rules", c.formRule)
+	e.GET("/registry", c.pageRegistry)
+	e.GET("/login", c.pageLogin)
+	e.POST("/login", c.formLogin)
+	e.POST("/logout", c.formLogout)
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(staticFS)))))
+	c.echo = e
+}
+
+// Config is the [console] section of dubbo.toml; the role that serves the
+// console copies it into Options.
+type Config struct {
+	// Listen is console.listen; default DefaultListen.
+	Listen string `koanf:"listen"`
+	// Token is console.token; default "" (allowed on loopback only).
+	Token string `koanf:"token"`
+}

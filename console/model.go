@@ -1,0 +1,434 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/console/catalog"
+	"github.com/dubbo-lab/dubbo/console/rules"
+	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
+	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
+	"github.com/dubbo-lab/dubbo/node/url"
+)
+
+// The functions here are what both the pages and the API call.
+
+// apiErr is an error with the HTTP status and kind the API answers with.
+type apiErr struct {
+	status int
+	kind   string
+	msg    string
+}
+
+func (e *apiErr) Error() string { return e.msg }
+
+func notFound(format string, args ...any) error {
+	return &apiErr{http.StatusNotFound, "not_found", fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) error {
+	return &apiErr{http.StatusBadRequest, "bad_request", fmt.Sprintf(format, args...)}
+}
+
+// classify gives errors from lower layers their status.
+func classify(err error) error {
+	var ae *apiErr
+	switch {
+	case err == nil, errors.As(err, &ae):
+		return err
+	case errors.Is(err, rules.ErrInvalid), errors.Is(err, catalog.ErrBadPath):
+		return &apiErr{http.StatusBadRequest, "bad_request", err.Error()}
+	case errors.Is(err, catalog.ErrNoNode):
+		return &apiErr{http.StatusNotFound, "not_found", err.Error()}
+	case errors.Is(err, registry.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return &apiErr{http.StatusServiceUnavailable, "registry_unavailable", err.Error()}
+	}
+	return &apiErr{http.StatusInternalServerError, "other", err.Error()}
+}
+
+// Overview is the front page's figures.
+type Overview struct {
+	catalog.Counts
+	Registry catalog.Health `json:"registry"`
+	Traffic  *Traffic       `json:"traffic"` // nil without statistics
+}
+
+func (c *Console) overview(ctx context.Context) Overview {
+	o := Overview{Counts: c.cat.Counts(), Registry: c.cat.Health()}
+	if c.opts.Stats != nil {
+		var ifaces []string
+		for _, s := range c.cat.Services() {
+			if len(ifaces) == 0 || ifaces[len(ifaces)-1] != s.Interface {
+				ifaces = append(ifaces, s.Interface)
+			}
+		}
+		t := c.traffic(ctx, ifaces)
+		o.Traffic = &t
+	}
+	return o
+}
+
+// services lists the services whose interface or application contains q
+// (case-insensitive).
+func (c *Console) services(q string) []catalog.Service {
+	all := c.cat.Services()
+	q = strings.ToLower(strings.TrimSpace(q))
+	if q == "" {
+		return all
+	}
+	out := all[:0:0]
+	for _, s := range all {
+		if strings.Contains(strings.ToLower(s.Interface), q) || slices.ContainsFunc(s.Applications, func(a string) bool {
+			return strings.Contains(strings.ToLower(a), q)
+		}) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ProviderView is a provider as the console shows it: the registered URL
+// with the override rules in force applied, or a provider a rule took out
+// of service (it withdraws its URL; Withdrawn is then true).
+type ProviderView struct {
+	Address     string            `json:"address"`
+	URL         string            `json:"url"`
+	Weight      int               `json:"weight"`
+	Enabled     bool              `json:"enabled"`
+	Application string            `json:"application"`
+	Version     string            `json:"version"`
+	Group       string            `json:"group"`
+	Withdrawn   bool              `json:"withdrawn,omitempty"`
+	Params      map[string]string `json:"params"`
+}
+
+func (c *Console) service(iface string) (catalog.ServiceDetail, error) {
+	d, ok := c.cat.Service(iface)
+	if !ok {
+		return d, notFound("service %s is not in the registry", iface)
+	}
+	return d, nil
+}
+
+// providers lists the providers of iface (version and group filter when
+// not nil), with the override rules of the config center applied.
+func (c *Console) providers(iface string, version, group *string) ([]ProviderView, error) {
+	d, err := c.service(iface)
+	if err != nil {
+		return nil, err
+	}
+	match := func(v, g string) bool { return (version == nil || *version == v) && (group == nil || *group == g) }
+	old, _ := configurator.ParseURLs(urlsOf(d.Overrides))
+	out := []ProviderView{}
+	seen := map[string]bool{}
+	for _, u := range d.ProviderURLs() {
+		v, g := u.Param(url.KeyVersion), u.Param(url.KeyGroup)
+		if !match(v, g) {
+			continue
+		}
+		rs := slices.Clone(old)
+		rs = append(rs, c.overrides(rules.ServiceKey(iface, v, g))...)
+		rs = append(rs, c.overrides(u.Param("application"))...)
+		eff := configurator.NewRules(rs...).Configure(u, nil)
+		p := catalog.ProviderOf(eff)
+		seen[rules.ServiceKey(iface, v, g)+"|"+p.Address] = true
+		out = append(out, ProviderView{Address: p.Address, URL: p.URL, Weight: p.Weight, Enabled: p.Enabled,
+			Application: p.Application, Version: v, Group: g, Params: p.Params})
+	}
+	// Providers that a rule disabled withdraw their URL: list them from
+	// the rules, so that they can be enabled again.
+	for _, r := range c.cat.Rules() {
+		kind, key, ok := rules.Split(r.Key)
+		if !ok || kind != rules.KindOverride || !strings.HasPrefix(key, iface+":") {
+			continue
+		}
+		parts := strings.SplitN(key, ":", 3)
+		if len(parts) != 3 || !match(parts[1], parts[2]) {
+			continue
+		}
+		for _, addr := range rules.DisabledAddresses([]byte(r.Content)) {
+			if seen[key+"|"+addr] || strings.HasPrefix(addr, "0.0.0.0") {
+				continue
+			}
+			seen[key+"|"+addr] = true
+			out = append(out, ProviderView{Address: addr, Enabled: false, Withdrawn: true, Version: parts[1], Group: parts[2]})
+		}
+	}
+	return out, nil
+}
+
+func urlsOf(ss []string) []*url.URL {
+	var out []*url.URL
+	for _, s := range ss {
+		if u, err := url.Parse(s); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// overrides parses the override document of key, nil when there is none
+// or it does not parse (the runtime ignores it then too).
+func (c *Console) overrides(key string) configurator.Rules {
+	doc, ok := c.cat.RuleContent(rules.ConfigKey(rules.KindOverride, key))
+	if !ok {
+		return nil
+	}
+	rs, err := configurator.Parse([]byte(doc))
+	if err != nil {
+		return nil
+	}
+	return rs
+}
+
+// RuleView is one rule document.
+type RuleView struct {
+	Kind    string `json:"kind"`
+	Key     string `json:"key"`
+	Scope   string `json:"scope"`
+	Enabled bool   `json:"enabled"`
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+func (c *Console) ruleViews(keep func(kind, key string) bool) []RuleView {
+	out := []RuleView{}
+	for _, r := range c.cat.Rules() {
+		kind, key, ok := rules.Split(r.Key)
+		if !ok || (keep != nil && !keep(kind, key)) {
+			continue
+		}
+		scope := rules.ScopeOf(key)
+		if kind == rules.KindTag {
+			scope = rules.ScopeApplication
+		}
+		out = append(out, RuleView{Kind: kind, Key: key, Scope: scope, Enabled: rules.Enabled([]byte(r.Content)),
+			Path: "/dubbo/config/dubbo/" + r.Key, Content: r.Content})
+	}
+	return out
+}
+
+// serviceRules lists the rules that apply to iface: its service-scoped
+// rules of every version and group, and the application-scoped ones of
+// its provider and consumer applications.
+func (c *Console) serviceRules(d catalog.ServiceDetail) []RuleView {
+	apps := map[string]bool{}
+	for _, p := range d.Providers {
+		apps[p.Application] = true
+	}
+	for _, a := range d.Apps {
+		apps[a] = true
+	}
+	for _, cs := range d.Consumers {
+		apps[cs.Application] = true
+	}
+	return c.ruleViews(func(kind, key string) bool {
+		return strings.HasPrefix(key, d.Interface+":") || apps[key]
+	})
+}
+
+// putRule checks and stores a rule, and waits (a little) until the
+// console's own copy of the registry shows it.
+func (c *Console) putRule(ctx context.Context, kind, key string, doc []byte) ([]byte, error) {
+	norm, err := rules.Normalize(kind, key, doc)
+	if err != nil {
+		return nil, err
+	}
+	ck := rules.ConfigKey(kind, key)
+	if err := c.rules.PublishConfig(ctx, ck, string(norm)); err != nil {
+		return nil, err
+	}
+	c.waitRule(ck, string(norm), true)
+	return norm, nil
+}
+
+func (c *Console) deleteRule(ctx context.Context, kind, key string) error {
+	if err := rules.CheckKey(kind, key); err != nil {
+		return err
+	}
+	ck := rules.ConfigKey(kind, key)
+	if _, ok, err := c.rules.GetConfig(ctx, ck); err != nil {
+		return err
+	} else if !ok {
+		return notFound("no %s rule %s", kind, key)
+	}
+	if err := c.rules.DeleteConfig(ctx, ck); err != nil {
+		return err
+	}
+	c.waitRule(ck, "", false)
+	return nil
+}
+
+func (c *Console) getRule(ctx context.Context, kind, key string) (string, error) {
+	if err := rules.CheckKey(kind, key); err != nil {
+		return "", err
+	}
+	doc, ok, err := c.rules.GetConfig(ctx, rules.ConfigKey(kind, key))
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", notFound("no %s rule %s (stored at %s)", kind, key, "/dubbo/config/dubbo/"+rules.ConfigKey(kind, key))
+	}
+	return doc, nil
+}
+
+func (c *Console) setRuleEnabled(ctx context.Context, kind, key string, on bool) ([]byte, error) {
+	doc, err := c.getRule(ctx, kind, key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := rules.SetEnabled(kind, key, []byte(doc), on)
+	if err != nil {
+		return nil, err
+	}
+	return c.putRule(ctx, kind, key, out)
+}
+
+// waitRule waits until the catalog holds content for key (or no document
+// when exists is false), so that the page shown after a change shows it.
+func (c *Console) waitRule(key, content string, exists bool) {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		got, ok := c.cat.RuleContent(key)
+		if ok == exists && (!exists || got == content) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// providerKey finds the service key of the provider at addr: its
+// registered URL's version and group, else those given.
+func (c *Console) providerKey(iface, addr string, version, group *string) (string, error) {
+	ps, err := c.providers(iface, version, group)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range ps {
+		if p.Address == addr {
+			return rules.ServiceKey(iface, p.Version, p.Group), nil
+		}
+	}
+	return "", notFound("service %s has no provider at %s", iface, addr)
+}
+
+// setWeight writes the weight of one provider as Admin's weight page does.
+func (c *Console) setWeight(ctx context.Context, iface, addr string, version, group *string, weight int) error {
+	key, err := c.providerKey(iface, addr, version, group)
+	if err != nil {
+		return err
+	}
+	doc, _, err := c.rules.GetConfig(ctx, rules.ConfigKey(rules.KindOverride, key))
+	if err != nil {
+		return err
+	}
+	out, err := rules.SetWeight([]byte(doc), key, addr, weight)
+	if err != nil {
+		return err
+	}
+	_, err = c.putRule(ctx, rules.KindOverride, key, out)
+	return err
+}
+
+// setEnabled takes one provider out of service, or puts it back.
+func (c *Console) setEnabled(ctx context.Context, iface, addr string, version, group *string, on bool) error {
+	key, err := c.providerKey(iface, addr, version, group)
+	if err != nil {
+		return err
+	}
+	ck := rules.ConfigKey(rules.KindOverride, key)
+	doc, _, err := c.rules.GetConfig(ctx, ck)
+	if err != nil {
+		return err
+	}
+	out, empty, err := rules.SetDisabled([]byte(doc), key, addr, !on)
+	if err != nil {
+		return err
+	}
+	if empty {
+		if doc == "" {
+			return nil
+		}
+		if err := c.rules.DeleteConfig(ctx, ck); err != nil {
+			return err
+		}
+		c.waitRule(ck, "", false)
+		return nil
+	}
+	_, err = c.putRule(ctx, rules.KindOverride, key, out)
+	return err
+}
+
+// MethodView is one method with its Java signature.
+type MethodView struct {
+	Name           string   `json:"name"`
+	ParameterTypes []string `json:"parameterTypes"`
+	ReturnType     string   `json:"returnType"`
+	Signature      string   `json:"signature"`
+	Version        string   `json:"version"`
+	Group          string   `json:"group"`
+}
+
+// methods reads the methods of each version/group of iface from the
+// service definitions its providers published; a service without one
+// lists the method names of its provider URLs, without types.
+func (c *Console) methods(ctx context.Context, iface string, version, group *string) ([]MethodView, error) {
+	d, err := c.service(iface)
+	if err != nil {
+		return nil, err
+	}
+	out := []MethodView{}
+	for _, row := range d.Rows {
+		if (version != nil && *version != row.Version) || (group != nil && *group != row.Group) {
+			continue
+		}
+		def, err := c.rules.GetServiceDefinition(ctx, iface, row.Version, row.Group)
+		if err == nil {
+			for _, m := range def.Methods {
+				ret := m.ReturnType
+				if ret == "" {
+					ret = "void"
+				}
+				out = append(out, MethodView{Name: m.Name, ParameterTypes: nonNil(m.ParameterTypes), ReturnType: ret,
+					Signature: ret + " " + m.Name + "(" + strings.Join(m.ParameterTypes, ", ") + ")", Version: row.Version, Group: row.Group})
+			}
+			continue
+		}
+		if !errors.Is(err, zookeeper.ErrNoDefinition) {
+			return nil, err
+		}
+		names := map[string]bool{}
+		for _, p := range d.Providers {
+			if p.Version == row.Version && p.Group == row.Group {
+				for _, m := range p.Methods {
+					names[m] = true
+				}
+			}
+		}
+		for _, m := range slices.Sorted(func(yield func(string) bool) {
+			for n := range names {
+				if !yield(n) {
+					return
+				}
+			}
+		}) {
+			out = append(out, MethodView{Name: m, Signature: m + "(?)", Version: row.Version, Group: row.Group})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b MethodView) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"math"
+	"net/http"
+
+	"github.com/dubbo-lab/dubbo/console/chart"
+	"github.com/dubbo-lab/dubbo/monitor/store"
+)
+
+// Traffic is the calls of the last complete minute.
+type Traffic struct {
+	CallsPerSecond float64 `json:"calls_per_second"`
+	ErrorRate      float64 `json:"error_rate"` // failures / calls, 0..1
+	Calls          int64   `json:"calls"`
+	Failures       int64   `json:"failures"`
+	Minute         int64   `json:"minute"` // end of that minute, Unix seconds
+	Error          string  `json:"error,omitempty"`
+}
+
+// traffic sums the consumer side of ifaces over the last complete minute
+// (the caller's view, which includes calls that found no provider); a
+// service whose consumers report nothing counts with its providers'.
+func (c *Console) traffic(ctx context.Context, ifaces []string) Traffic {
+	now := c.opts.Now().Unix()
+	end := now / 60 * 60
+	t := Traffic{Minute: end}
+	for _, iface := range ifaces {
+		var got store.Bucket
+		for _, side := range []string{store.SideConsumer, store.SideProvider} {
+			bs, err := c.opts.Stats.Series(ctx, store.SeriesQuery{Interface: iface, Side: side, From: end, To: end, Step: 60})
+			if err != nil {
+				t.Error = err.Error()
+				return t
+			}
+			if len(bs) > 0 && bs[len(bs)-1].Calls > 0 {
+				got = bs[len(bs)-1]
+				break
+			}
+		}
+		t.Calls += got.Calls
+		t.Failures += got.Failure
+	}
+	t.CallsPerSecond = float64(t.Calls) / 60
+	if t.Calls > 0 {
+		t.ErrorRate = float64(t.Failures) / float64(t.Calls)
+	}
+	return t
+}
+
+// Range is a chart range the service page offers.
+type Range struct {
+	Name    string
+	Seconds int64
+	Step    int64
+}
+
+// Ranges are 15 min, 1 h, 24 h and 30 days.
+var Ranges = []Range{
+	{"15m", 15 * 60, 60},
+	{"1h", 3600, 60},
+	{"24h", 86400, 600},
+	{"30d", 30 * 86400, 6 * 3600},
+}
+
+func rangeOf(name string) Range {
+	for _, r := range Ranges {
+		if r.Name == name {
+			return r
+		}
+	}
+	return Ranges[0]
+}
+
+// Charts are a service's charts over one range.
+type Charts struct {
+	Range  string
+	Side   string
+	Calls  template.HTML
+	Fail   template.HTML
+	Time   template.HTML
+	Total  int64
+	Failed int64
+	Error  string
+}
+
+// charts draws calls/s, failures/s and latency (average, max) of iface.
+func (c *Console) charts(ctx context.Context, iface, rng, side string) Charts {
+	r := rangeOf(rng)
+	if side != store.SideProvider {
+		side = store.SideConsumer
+	}
+	out := Charts{Range: r.Name, Side: side}
+	if c.opts.Stats == nil {
+		out.Error = "no statistics: the console runs without the monitor's store"
+		return out
+	}
+	now := c.opts.Now().Unix()
+	bs, err := c.opts.Stats.Series(ctx, store.SeriesQuery{Interface: iface, Side: side, From: now - r.Seconds + 1, To: now, Step: r.Step})
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	times := make([]int64, len(bs))
+	calls, fails, avg, peak := make([]float64, len(bs)), make([]float64, len(bs)), make([]float64, len(bs)), make([]float64, len(bs))
+	for i, b := range bs {
+		times[i] = b.Time
+		calls[i] = float64(b.Calls) / float64(r.Step)
+		fails[i] = float64(b.Failure) / float64(r.Step)
+		out.Total += b.Calls
+		out.Failed += b.Failure
+		if b.Calls > 0 {
+			avg[i] = float64(b.ElapsedMs) / float64(b.Calls)
+			peak[i] = float64(b.MaxElapsedMs)
+		} else {
+			avg[i], peak[i] = math.NaN(), math.NaN()
+		}
+	}
+	out.Calls = chart.SVG(chart.Chart{Title: "Calls", Unit: "per second", Times: times,
+		Series: []chart.Series{{Name: "calls/s", Class: "s0", Values: calls}}})
+	out.Fail = chart.SVG(chart.Chart{Title: "Failures", Unit: "per second", Times: times,
+		Series: []chart.Series{{Name: "failures/s", Class: "s2", Values: fails}}})
+	out.Time = chart.SVG(chart.Chart{Title: "Latency", Unit: "ms", Times: times,
+		Series: []chart.Series{{Name: "avg", Class: "s0", Values: avg}, {Name: "max", Class: "s1", Values: peak}}})
+	return out
+}
+
+// statsErr maps store errors: a bad query is the caller's.
+func statsErr(err error) error {
+	if errors.Is(err, store.ErrBadQuery) {
+		return &apiErr{http.StatusBadRequest, "bad_request", err.Error()}
+	}
+	return err
+}
+
+var errNoStats = &apiErr{http.StatusServiceUnavailable, "no_statistics", "no statistics: the console runs without the monitor's store"}
