@@ -19,14 +19,17 @@ type streamKey struct {
 
 // writeStmts are prepared once on the single write connection.
 type writeStmts struct {
-	selIface, insIface, selStream, insStream, setLast, addMinute *sql.Stmt
-	insRaw                                                       map[int]*sql.Stmt // by rows per statement, prepared when first needed
+	selIface, insIface, selStream, insStream, setLast, addMinute, changes *sql.Stmt
+	// insRaw by rows per statement, negative for the RETURNING variant;
+	// prepared when first needed.
+	insRaw map[int]*sql.Stmt
 }
 
-// chunk is the most rows one INSERT into raw carries: go-sqlite3 binds and
-// runs a query's arguments in one cgo call, which at 14 values a row is
-// most of the cost of storing it one statement per row.
-const chunk = 64
+// chunk is the most rows one INSERT into raw carries. Inserts run as
+// queries: go-sqlite3 binds and runs a query's arguments in one cgo call
+// (an Exec binds each value in its own), which at 14 values a row was most
+// of the cost of storing rows one statement each.
+const chunk = 256
 
 const rawColumns = 14
 
@@ -40,6 +43,7 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&w.selStream, `SELECT id, last FROM streams WHERE interface_id = ? AND side = ? AND method = ? AND node = ? AND grp = ? AND version = ? AND address = ? AND consumer = ?`},
 		{&w.insStream, `INSERT INTO streams (interface_id, side, method, node, grp, version, address, consumer, application, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.setLast, `UPDATE streams SET last = ? WHERE id = ?`},
+		{&w.changes, `SELECT total_changes()`},
 		{&w.addMinute, `INSERT INTO minute_sums (interface_id, time, side, method, success, failure, input, output, elapsed, max_elapsed, max_concurrent)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (interface_id, time, side, method) DO UPDATE SET
@@ -58,10 +62,15 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// rawInsert returns the statement inserting n rows, which names the rows
-// it stored (a row already stored is skipped, ON CONFLICT DO NOTHING).
-func (w *writeStmts) rawInsert(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
-	if st := w.insRaw[n]; st != nil {
+// rawInsert returns the statement inserting n rows; a row already stored
+// is skipped (ON CONFLICT DO NOTHING). With returning, the statement names
+// the rows it stored.
+func (w *writeStmts) rawInsert(ctx context.Context, db *sql.DB, n int, returning bool) (*sql.Stmt, error) {
+	key := n
+	if returning {
+		key = -n
+	}
+	if st := w.insRaw[key]; st != nil {
 		return st, nil
 	}
 	var b strings.Builder
@@ -72,17 +81,20 @@ func (w *writeStmts) rawInsert(ctx context.Context, db *sql.DB, n int) (*sql.Stm
 		}
 		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 	}
-	b.WriteString(" ON CONFLICT DO NOTHING RETURNING stream_id, time")
+	b.WriteString(" ON CONFLICT DO NOTHING")
+	if returning {
+		b.WriteString(" RETURNING stream_id, time")
+	}
 	st, err := db.PrepareContext(ctx, b.String())
 	if err != nil {
 		return nil, fmt.Errorf("prepare the insert of %d rows: %w", n, err)
 	}
-	w.insRaw[n] = st
+	w.insRaw[key] = st
 	return st, nil
 }
 
 func (w *writeStmts) close() {
-	for _, st := range []*sql.Stmt{w.selIface, w.insIface, w.selStream, w.insStream, w.setLast, w.addMinute} {
+	for _, st := range []*sql.Stmt{w.selIface, w.insIface, w.selStream, w.insStream, w.setLast, w.addMinute, w.changes} {
 		if st != nil {
 			st.Close()
 		}
@@ -91,6 +103,9 @@ func (w *writeStmts) close() {
 		st.Close()
 	}
 }
+
+// rowID is the key of a raw row within its interface.
+type rowID struct{ stream, time int64 }
 
 // sumKey is one row of minute_sums or hour_sums.
 type sumKey struct {
@@ -136,7 +151,13 @@ func (s *Store) Insert(ctx context.Context, rows []Row) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	stored, dups, stale, err := s.insert(ctx, rows)
+	// Most batches are all new: insert them without asking which rows were
+	// stored. If some were not, roll back and insert again, learning which
+	// (RETURNING costs about a sixth of the time of a batch).
+	stored, dups, stale, err := s.insert(ctx, rows, false)
+	if errors.Is(err, errNotAllNew) {
+		stored, dups, stale, err = s.insert(ctx, rows, true)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("insert %d rows: %w", len(rows), err)
 	}
@@ -153,8 +174,13 @@ func (s *Store) Insert(ctx context.Context, rows []Row) (int, error) {
 	return stored, nil
 }
 
-// insert runs with s.mu held.
-func (s *Store) insert(ctx context.Context, rows []Row) (stored, dups, stale int, err error) {
+// errNotAllNew is insert's answer when, told that every row is new, it
+// finds some already stored; it has rolled back.
+var errNotAllNew = errors.New("some rows were already stored")
+
+// insert runs with s.mu held. With exact, it learns which rows were
+// already stored; without, it fails with errNotAllNew if any was.
+func (s *Store) insert(ctx context.Context, rows []Row, exact bool) (stored, dups, stale int, err error) {
 	// The transaction and its statements get no cancellable context:
 	// database/sql and go-sqlite3 would start a goroutine per statement to
 	// watch it. The loop checks ctx between chunks instead.
@@ -169,7 +195,7 @@ func (s *Store) insert(ctx context.Context, rows []Row) (stored, dups, stale int
 	}
 	for _, n := range []int{min(fresh, chunk), fresh % chunk} {
 		if n > 0 {
-			if _, err := s.stmts.rawInsert(bg, s.wdb, n); err != nil {
+			if _, err := s.stmts.rawInsert(bg, s.wdb, n, exact); err != nil {
 				return 0, 0, 0, err
 			}
 		}
@@ -215,9 +241,23 @@ func (s *Store) insert(ctx context.Context, rows []Row) (stored, dups, stale int
 		todo = append(todo, pending{r, iface, stream})
 	}
 
+	var before int64
+	if !exact {
+		if err := tx.Stmt(s.stmts.changes).QueryRowContext(bg).Scan(&before); err != nil {
+			return 0, 0, 0, err
+		}
+	}
 	minutes := map[sumKey]*sums{}
+	add := func(p pending) {
+		k := sumKey{p.iface, minuteEnd(p.r.Time), p.r.Side, p.r.Method}
+		sm := minutes[k]
+		if sm == nil {
+			sm = &sums{}
+			minutes[k] = sm
+		}
+		sm.add(p.r)
+	}
 	args := make([]any, 0, chunk*rawColumns)
-	type rowID struct{ stream, time int64 }
 	var got []rowID
 	for len(todo) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -231,7 +271,11 @@ func (s *Store) insert(ctx context.Context, rows []Row) (stored, dups, stale int
 			args = append(args, p.iface, r.Time, p.stream, r.Interval, r.Success, r.Failure, r.Input, r.Output,
 				r.ElapsedMs, r.MaxElapsedMs, r.Concurrent, r.MaxConcurrent, r.MaxInput, r.MaxOutput)
 		}
-		res, err := tx.Stmt(s.stmts.insRaw[len(part)]).QueryContext(bg, args...)
+		key := len(part)
+		if exact {
+			key = -key
+		}
+		res, err := tx.Stmt(s.stmts.insRaw[key]).QueryContext(bg, args...)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("store rows: %w", err)
 		}
@@ -251,9 +295,9 @@ func (s *Store) insert(ctx context.Context, rows []Row) (stored, dups, stale int
 			return 0, 0, 0, fmt.Errorf("store rows: %w", err)
 		}
 		for _, p := range part {
-			if len(got) < len(part) {
-				// Some rows were already stored: count only those the
-				// statement names, each once (a batch may repeat a row).
+			if exact && len(got) < len(part) {
+				// Count only the rows the statement names, each once (a
+				// batch may repeat a row).
 				i := slices.Index(got, rowID{p.stream, p.r.Time})
 				if i < 0 {
 					dups++
@@ -262,13 +306,16 @@ func (s *Store) insert(ctx context.Context, rows []Row) (stored, dups, stale int
 				got[i] = rowID{}
 			}
 			stored++
-			k := sumKey{p.iface, minuteEnd(p.r.Time), p.r.Side, p.r.Method}
-			sm := minutes[k]
-			if sm == nil {
-				sm = &sums{}
-				minutes[k] = sm
-			}
-			sm.add(p.r)
+			add(p)
+		}
+	}
+	if !exact {
+		var after int64
+		if err := tx.Stmt(s.stmts.changes).QueryRowContext(bg).Scan(&after); err != nil {
+			return 0, 0, 0, err
+		}
+		if after-before != int64(stored) {
+			return 0, 0, 0, errNotAllNew
 		}
 	}
 	addMinute := tx.Stmt(s.stmts.addMinute)
