@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -134,15 +135,14 @@ func TestOpenUpgradesVersion1(t *testing.T) {
 	}
 	// What version 1 held: two minutes as reported, an hour folded.
 	if _, err := db.Exec(strings.ReplaceAll(`
-		INSERT INTO interfaces (id, name) VALUES (1, 'org.example.Greeter');
+		INSERT INTO interfaces (id, name, rolled_through) VALUES (1, 'org.example.Greeter', ?1);
 		INSERT INTO streams (id, interface_id, side, method, node, grp, version, address, consumer, application, last)
 			VALUES (1, 1, 'provider', 'sayHello', 'p1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'app', ?1),
 			       (2, 1, 'consumer', 'sayHello', 'c1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'web', ?1);
 		INSERT INTO raw VALUES (1, ?1 + 60, 1, 60, 10, 1, 0, 0, 30, 5, 1.5, 2, 0, 0),
 		                       (1, ?1 + 60, 2, 60, 10, 1, 0, 0, 40, 6, 1.5, 2, 0, 0),
 		                       (1, ?1 + 90, 1, 60, 4, 0, 0, 0, 8, 3, 1, 1, 0, 0);
-		INSERT INTO hourly VALUES (1, ?1, 1, 100, 5, 0, 0, 300, 20, 2.5, 4, 0, 0);
-		UPDATE meta SET value = ?1 WHERE name = 'rolled_through';`, "?1", strconv.FormatInt(t0+3600, 10))); err != nil {
+		INSERT INTO hourly VALUES (1, ?1, 1, 100, 5, 0, 0, 300, 20, 2.5, 4, 0, 0);`, "?1", strconv.FormatInt(t0+3600, 10))); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -170,24 +170,30 @@ func TestOpenUpgradesVersion1(t *testing.T) {
 }
 
 // TestConcurrentInsertsAndQueries runs writers, readers and retention at
-// once, as the monitor and the console do: no "database is locked", and
-// every call is counted once.
+// once, as the monitor and the console do: no "database is locked", every
+// call counted once, and readers never see an hour being folded counted
+// twice or not at all.
 func TestConcurrentInsertsAndQueries(t *testing.T) {
-	clk := newClock(t0 + 3600)
+	clk := newClock(t0 + 27*3600) // the first three hours are older than 24 h
 	st := openTemp(t, clk)
 	ctx := context.Background()
+	old := thirtyHours()[:3*60*8]
+	mustInsert(t, st, old)
+	oldCalls := calls(old)
+
 	const writers, batches, perBatch = 4, 40, 30
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	var made sync.Map
 	for w := range writers {
 		wg.Go(func() {
-			n := node{SideProvider, "app", "10.0.1." + string(rune('1'+w)) + ":20880#1#1", "10.0.1." + string(rune('1'+w)) + ":20880"}
+			ip := "10.0.1." + strconv.Itoa(w+1)
+			n := node{SideProvider, "app", ip + ":20880#1#1", ip + ":20880"}
 			var total int64
 			for b := range int64(batches) {
 				var rows []Row
 				for i := range int64(perBatch) {
-					rows = append(rows, report(n, cons1.addr, greeter, "m"+string(rune('a'+i%5)), t0+(b*perBatch/5+i/5+1)*60, 1+i, i%2))
+					rows = append(rows, report(n, cons1.addr, greeter, "m"+strconv.Itoa(int(i%5)), t0+3*3600+(b*perBatch/5+i/5+1)*60, 1+i, i%2))
 				}
 				if _, err := st.Insert(ctx, rows); err != nil {
 					errs <- err
@@ -206,7 +212,7 @@ func TestConcurrentInsertsAndQueries(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
-	for range 3 {
+	for r := range 3 {
 		readers.Go(func() {
 			for i := 0; ; i++ {
 				select {
@@ -214,14 +220,24 @@ func TestConcurrentInsertsAndQueries(t *testing.T) {
 					return
 				default:
 				}
-				var err error
-				if i%2 == 0 {
-					_, err = st.Query(ctx, Filter{Interface: greeter})
+				var got int64
+				if (i+r)%2 == 0 {
+					rows, err := st.Query(ctx, Filter{Interface: greeter, To: t0 + 3*3600})
+					if err != nil {
+						errs <- err
+						return
+					}
+					got = calls(rows)
 				} else {
-					_, err = st.Series(ctx, SeriesQuery{Interface: greeter, From: t0, To: t0 + 5*3600})
+					bs, err := st.Series(ctx, SeriesQuery{Interface: greeter, From: t0 + 1, To: t0 + 3*3600, Step: 3600})
+					if err != nil {
+						errs <- err
+						return
+					}
+					got = bucketCalls(bs)
 				}
-				if err != nil {
-					errs <- err
+				if got != oldCalls {
+					errs <- fmt.Errorf("read %d calls of the first three hours while they were folded, made %d", got, oldCalls)
 					return
 				}
 			}
@@ -247,12 +263,15 @@ func TestConcurrentInsertsAndQueries(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	var want int64
+	if got := st.Stats().RolledUp; got != int64(len(old)) {
+		t.Errorf("rolled up %d rows, want the %d of the first three hours", got, len(old))
+	}
+	want := oldCalls
 	made.Range(func(_, v any) bool { want += v.(int64); return true })
 	if got := calls(mustQuery(t, st, Filter{Interface: greeter})); got != want {
 		t.Errorf("query: %d calls, made %d", got, want)
 	}
-	if got := bucketCalls(mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0, To: t0 + 5*3600})); got != want {
+	if got := bucketCalls(mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0, To: t0 + 8*3600})); got != want {
 		t.Errorf("series: %d calls, made %d", got, want)
 	}
 }

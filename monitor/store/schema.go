@@ -19,9 +19,8 @@ var migrations = []string{
 	// one peer; its rows are one per interval. Rows are clustered by
 	// interface and time, so a batch appends at one place per interface and
 	// a query for one service reads one range.
-	`CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-	INSERT INTO meta (name, value) VALUES ('rolled_through', 0);
-	CREATE TABLE interfaces (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+	// An interface's rows up to rolled_through are folded into hourly rows.
+	`CREATE TABLE interfaces (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rolled_through INTEGER NOT NULL);
 	CREATE TABLE streams (
 		id INTEGER PRIMARY KEY,
 		interface_id INTEGER NOT NULL,

@@ -78,11 +78,9 @@ type Store struct {
 	stmts    writeStmts
 
 	mu sync.Mutex // held by Insert and by each step of Retain
-	// rolledThrough is the end of the last hour folded into hourly rows:
-	// rows at or before it are refused. Guarded by mu.
-	rolledThrough int64
-	ifaces        map[string]int64 // interface name -> id, guarded by mu
-	streams       map[streamKey]*stream
+	// Caches of the interfaces and streams tables, guarded by mu.
+	ifaces  map[string]*iface
+	streams map[streamKey]*stream
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -136,7 +134,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("monitor store %s: %w", path, err)
 		}
 	}
-	s := &Store{path: path, opts: opts, log: opts.Logger, ifaces: map[string]int64{}, streams: map[streamKey]*stream{}}
+	s := &Store{path: path, opts: opts, log: opts.Logger, ifaces: map[string]*iface{}, streams: map[streamKey]*stream{}}
 	if err := s.open(); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("monitor store %s: %w", path, describe(err))
@@ -176,9 +174,6 @@ func (s *Store) open() error {
 	}
 	if err := migrate(ctx, s.wdb, version, len(migrations)); err != nil {
 		return err
-	}
-	if err := s.wdb.QueryRowContext(ctx, "SELECT value FROM meta WHERE name = 'rolled_through'").Scan(&s.rolledThrough); err != nil {
-		return fmt.Errorf("read rollup state: %w", err)
 	}
 	if err := s.stmts.prepare(ctx, s.wdb); err != nil {
 		return err
