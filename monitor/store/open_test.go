@@ -275,3 +275,27 @@ func TestConcurrentInsertsAndQueries(t *testing.T) {
 		t.Errorf("series: %d calls, made %d", got, want)
 	}
 }
+
+func TestOpenRefusesBadRetention(t *testing.T) {
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{RawRetention: 30 * time.Minute}, "raw retention 30m0s is under 1h"},
+		{Options{RawRetention: 48 * time.Hour, RollupRetention: 24 * time.Hour}, "rollup retention 24h0m0s is shorter than raw retention 48h0m0s"},
+		{Options{RollupRetention: time.Hour}, "rollup retention 1h0m0s is shorter than raw retention 24h0m0s"},
+	} {
+		path := filepath.Join(t.TempDir(), "monitor.db")
+		st, err := Open(path, tc.opts)
+		if err == nil {
+			st.Close()
+			t.Fatalf("%+v: opened", tc.opts)
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%+v: %v; want %q and the path", tc.opts, err, tc.want)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%+v: the file was created", tc.opts)
+		}
+	}
+}

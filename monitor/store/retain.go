@@ -80,7 +80,7 @@ func (s *Store) Retain(ctx context.Context) error {
 	}()
 	var expired, forgotten int64
 	if err == nil {
-		expired, forgotten, err = s.expire(ctx, horizon)
+		expired, forgotten, err = s.expire(ctx, horizon, hours > 0)
 	}
 	s.count(func(st *Stats) {
 		st.RolledUp += rows
@@ -165,9 +165,10 @@ func (s *Store) foldOldestHour(ctx context.Context, id, cutoff int64) (rows int6
 	return rows, false, nil
 }
 
-// expire deletes hourly rows and sums at or before horizon, then the
-// streams and interfaces no row refers to any more.
-func (s *Store) expire(ctx context.Context, horizon int64) (rows, streams int64, err error) {
+// expire deletes hourly rows and sums at or before horizon, then, if that
+// deleted any or hours were just folded (only then can a stream have lost
+// its last row), the streams and interfaces no row refers to any more.
+func (s *Store) expire(ctx context.Context, horizon int64, folded bool) (rows, streams int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.wdb.BeginTx(ctx, nil)
@@ -175,24 +176,22 @@ func (s *Store) expire(ctx context.Context, horizon int64) (rows, streams int64,
 		return 0, 0, err
 	}
 	defer tx.Rollback()
-	steps := []struct {
-		what, sql string
-		n         *int64
-	}{
-		{"hourly rows", `DELETE FROM hourly WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, &rows},
-		{"hourly sums", `DELETE FROM hour_sums WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, nil},
+	res, err := tx.ExecContext(ctx, `DELETE FROM hourly WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, horizon)
+	if err != nil {
+		return 0, 0, fmt.Errorf("expire hourly rows: %w", err)
+	}
+	rows, _ = res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM hour_sums WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, horizon); err != nil {
+		return 0, 0, fmt.Errorf("expire hourly sums: %w", err)
+	}
+	if rows > 0 || folded {
 		// A stream's rows all end by its last hour: once that hour is both
 		// folded and expired, none is left.
-		{"streams", `DELETE FROM streams WHERE last <= ?1 AND last <= (SELECT rolled_through FROM interfaces WHERE id = streams.interface_id)`, &streams},
-	}
-	for _, st := range steps {
-		res, err := tx.ExecContext(ctx, st.sql, horizon)
+		res, err := tx.ExecContext(ctx, `DELETE FROM streams WHERE last <= ? AND last <= (SELECT rolled_through FROM interfaces WHERE id = streams.interface_id)`, horizon)
 		if err != nil {
-			return 0, 0, fmt.Errorf("expire %s: %w", st.what, err)
+			return 0, 0, fmt.Errorf("expire streams: %w", err)
 		}
-		if st.n != nil {
-			*st.n, _ = res.RowsAffected()
-		}
+		streams, _ = res.RowsAffected()
 	}
 	if streams > 0 {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM interfaces WHERE NOT EXISTS (SELECT 1 FROM streams WHERE interface_id = interfaces.id)`); err != nil {

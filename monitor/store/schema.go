@@ -18,8 +18,8 @@ var migrations = []string{
 	// 1: the rows. A stream is what one node reports for one method towards
 	// one peer; its rows are one per interval. Rows are clustered by
 	// interface and time, so a batch appends at one place per interface and
-	// a query for one service reads one range.
-	// An interface's rows up to rolled_through are folded into hourly rows.
+	// a query for one service reads one range. An interface's rows up to
+	// rolled_through are folded into hourly rows.
 	`CREATE TABLE interfaces (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rolled_through INTEGER NOT NULL);
 	CREATE TABLE streams (
 		id INTEGER PRIMARY KEY,

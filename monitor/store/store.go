@@ -14,9 +14,9 @@
 //
 // Data is kept at two resolutions. Rows as reported stay for
 // Options.RawRetention (24 h); Retain (run every minute by Run) then folds
-// each complete hour of them into one hourly row per series (sums, maxima,
-// averaged concurrency) and drops rows older than Options.RollupRetention
-// (30 days). A time range holds either reported rows or hourly rows, never
+// each complete hour of them into one hourly row per stream (sums, maxima,
+// averaged concurrency) and drops hourly rows older than
+// Options.RollupRetention (30 days). A time range holds either reported rows or hourly rows, never
 // both, so summing Success+Failure over any query gives the calls made in
 // it exactly; rows that arrive for an hour already folded are refused
 // (Stats().Stale) rather than counted twice.
@@ -89,7 +89,7 @@ type Store struct {
 // Stats are counters since Open, for the monitor's own metrics.
 type Stats struct {
 	RowsStored     int64         // rows inserted
-	Duplicates     int64         // rows ignored because that interval of that series was already stored
+	Duplicates     int64         // rows ignored because that interval of that stream was already stored
 	Stale          int64         // rows refused because their hour was already folded into hourly rows
 	InsertBatches  int64         // Insert calls that committed
 	InsertTime     time.Duration // total time spent in those calls
