@@ -18,9 +18,10 @@ var migrations = []string{
 	// 1: the rows. A stream is what one node reports for one method towards
 	// one peer; its rows are one per interval. Rows are clustered by
 	// interface and time, so a batch appends at one place per interface and
-	// a query for one service reads one range. An interface's rows up to
-	// rolled_through are folded into hourly rows.
-	`CREATE TABLE interfaces (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rolled_through INTEGER NOT NULL);
+	// a query for one service reads one range.
+	`CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+	INSERT INTO meta (name, value) VALUES ('rolled_through', 0);
+	CREATE TABLE interfaces (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 	CREATE TABLE streams (
 		id INTEGER PRIMARY KEY,
 		interface_id INTEGER NOT NULL,
@@ -109,6 +110,13 @@ var migrations = []string{
 			SUM(h.success), SUM(h.failure), SUM(h.input), SUM(h.output), SUM(h.elapsed), MAX(h.max_elapsed), MAX(h.max_concurrent)
 		FROM hourly h JOIN streams s ON s.id = h.stream_id
 		GROUP BY h.interface_id, h.time, s.side, s.method;`,
+
+	// 3: hours are folded per interface, so that an insert waits for one
+	// interface's hour at most: the rolled-through mark moves from meta to
+	// each interface.
+	`ALTER TABLE interfaces ADD COLUMN rolled_through INTEGER NOT NULL DEFAULT 0;
+	UPDATE interfaces SET rolled_through = (SELECT value FROM meta WHERE name = 'rolled_through');
+	DROP TABLE meta;`,
 }
 
 // identify returns the schema version of db, refusing a database that is
