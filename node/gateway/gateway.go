@@ -94,6 +94,10 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBody limits the request body in bytes. Default DefaultMaxBody.
 	MaxBody int64
+	// Mounted says another server serves Handler and checks Host, Origin
+	// and credentials itself (the console): the gateway's own checks of
+	// them are skipped. Start refuses a mounted gateway. Default false.
+	Mounted bool
 }
 
 // Server serves the gateway. Create it with New; Handler serves requests
@@ -121,7 +125,9 @@ func New(opts Options) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleEchoError
-	e.Use(s.guard)
+	if !opts.Mounted {
+		e.Use(s.guard)
+	}
 	e.POST("/invoke/:interface/:method", s.invoke)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -138,6 +144,9 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) Start() error {
 	if s.ln != nil {
 		return errors.New("gateway: already started")
+	}
+	if s.opts.Mounted {
+		return errors.New("gateway: a mounted gateway is served by the server that mounts it")
 	}
 	if !loopbackListen(s.opts.Listen) && s.opts.Token == "" {
 		return fmt.Errorf("gateway: listen on %s: other hosts can reach this address; set consumer.gateway.token (callers off loopback then send Authorization: Bearer <token>) or listen on 127.0.0.1", s.opts.Listen)

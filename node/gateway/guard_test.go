@@ -73,6 +73,10 @@ func TestGuard(t *testing.T) {
 		{"any address: a name", Options{Listen: "0.0.0.0:8081", Token: "t"}, post(request{host: "attacker.example:8081"}), 403, "forbidden"},
 		{"one address: itself", Options{Listen: "10.1.2.3:8081", Token: "t"}, post(request{host: "10.1.2.3:8081", remote: "10.1.2.4:1", auth: "Bearer t"}), 200, ""},
 		{"one address: localhost", Options{Listen: "10.1.2.3:8081", Token: "t"}, post(request{host: "localhost:8081"}), 403, "forbidden"},
+
+		// Mounted in the console, whose own guard has checked these.
+		{"mounted: the console's host", Options{Mounted: true}, post(request{host: "127.0.0.1:8080", origin: "http://127.0.0.1:8080"}), 200, ""},
+		{"mounted: still JSON only", Options{Mounted: true}, post(request{contentType: "text/plain"}), 415, "unsupported_media_type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +103,15 @@ func TestGuard(t *testing.T) {
 				t.Error("401 without WWW-Authenticate")
 			}
 		})
+	}
+}
+
+// A mounted gateway is served by the server that mounts it, never alone.
+func TestStartMountedRefused(t *testing.T) {
+	s := New(Options{Listen: "127.0.0.1:0", Invoker: &fakeInvoker{}, Logger: quietLogger(), Mounted: true})
+	if err := s.Start(); err == nil {
+		s.Shutdown(context.Background())
+		t.Fatal("a mounted gateway started listening on its own, without its guard")
 	}
 }
 
