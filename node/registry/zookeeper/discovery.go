@@ -53,13 +53,13 @@ func (r *Registry) RegisterInstance(ctx context.Context, in *metadata.Instance) 
 		return err
 	}
 	// Replace rather than update: Curator deletes and re-creates.
-	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := r.deleteOwned(n); err != nil {
 		r.mu.Lock()
 		n.pending = true
 		r.mu.Unlock()
 		return fmt.Errorf("register instance %s: %w", p, classify(err))
 	}
-	if err := r.ensureOwned(n); err != nil {
+	if _, err := r.ensureOwned(n); err != nil {
 		return fmt.Errorf("register instance %s: %w", p, err)
 	}
 	return nil

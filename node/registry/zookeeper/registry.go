@@ -20,8 +20,10 @@
 // Failures follow the registry package contract: while ZooKeeper is
 // unreachable the last lists stay in force and nothing is notified; on
 // reconnection unfinished work is retried; when the session expires every
-// ephemeral node is re-created and every watch re-armed. A cache file keeps
-// the last lists so a consumer can start while ZooKeeper is down.
+// ephemeral node is re-created and every watch re-armed. Each ephemeral node
+// we own has an exists watch: deleted by someone else while the session
+// lives, it is created again at once. A cache file keeps the last lists so
+// a consumer can start while ZooKeeper is down.
 //
 // Listeners and watch functions run on the loop: they must return quickly
 // and must not call Subscribe, Unsubscribe, Watch or WatchInstances (those
@@ -87,6 +89,9 @@ type ownedNode struct {
 	ephemeral bool
 	container bool // parents are created as containers (Curator x-discovery)
 	pending   bool // last attempt failed; retry on (re)connection
+	// ownDelete: we deleted the node at this path ourselves (replacing an
+	// instance, taking over a leftover leaf); its deletion event is not news.
+	ownDelete bool
 }
 
 // folder is one watched category folder: /dubbo/<iface>/<category>.
@@ -195,7 +200,7 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := r.ensureOwned(n); err != nil {
+	if _, err := r.ensureOwned(n); err != nil {
 		return fmt.Errorf("register %s: %w", u, err)
 	}
 	return nil
@@ -383,22 +388,23 @@ func (r *Registry) notify(s *subscription, category string, all []*url.URL, stal
 	s.listener.Notify(registry.Notification{Consumer: s.consumer, Category: category, URLs: matched, Stale: stale})
 }
 
-// ensureOwned creates n (and its parents). An existing ephemeral node of
-// another session is replaced; one of ours is kept.
-func (r *Registry) ensureOwned(n *ownedNode) error {
-	err := r.createOwned(n)
+// ensureOwned creates n (and its parents) unless it exists and is ours, and
+// arms its exists watch. An existing ephemeral node of another session is
+// replaced. created reports whether n was missing.
+func (r *Registry) ensureOwned(n *ownedNode) (created bool, err error) {
+	created, err = r.createOwned(n)
 	r.mu.Lock()
 	if cur := r.owned[n.path]; cur == n {
 		n.pending = err != nil
 	}
 	r.mu.Unlock()
-	return err
+	return created, err
 }
 
-func (r *Registry) createOwned(n *ownedNode) error {
+func (r *Registry) createOwned(n *ownedNode) (created bool, err error) {
 	parent := n.path[:strings.LastIndexByte(n.path, '/')]
 	if err := r.ensurePath(parent, n.container); err != nil {
-		return err
+		return false, err
 	}
 	flags := int32(0)
 	if n.ephemeral {
@@ -406,35 +412,85 @@ func (r *Registry) createOwned(n *ownedNode) error {
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		_, err := r.conn.Create(n.path, n.data, flags, r.set.acl())
-		if err == nil {
-			return nil
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return false, classify(err)
 		}
-		if !errors.Is(err, zk.ErrNodeExists) {
-			return classify(err)
+		created = created || err == nil
+		if !n.ephemeral {
+			if err == nil {
+				return true, nil
+			}
+			if _, err := r.conn.Set(n.path, n.data, -1); err != nil {
+				if errors.Is(err, zk.ErrNoNode) {
+					continue // deleted meanwhile: create again
+				}
+				return false, classify(err)
+			}
+			return false, nil
 		}
-		ok, stat, err := r.conn.Exists(n.path)
+		// The exists watch tells the loop when someone else deletes the
+		// node while our session lives (ownedEvent).
+		ok, stat, _, err := r.conn.ExistsW(n.path)
 		if err != nil {
-			return classify(err)
+			return false, classify(err)
 		}
 		if !ok {
 			continue // deleted meanwhile: create again
 		}
-		if !n.ephemeral {
-			if _, err := r.conn.Set(n.path, n.data, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return classify(err)
-			}
-			return nil
-		}
 		if stat.EphemeralOwner == r.conn.SessionID() {
-			return nil
+			return created, nil
 		}
 		// Left by an older session that has not expired yet: take it over
 		// so that it disappears with us, as Java and dubbo-go do.
-		if err := r.conn.Delete(n.path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return classify(err)
+		if err := r.deleteOwned(n); err != nil {
+			return false, classify(err)
 		}
 	}
-	return fmt.Errorf("%s kept reappearing while being re-created", n.path)
+	return false, fmt.Errorf("%s kept reappearing while being re-created", n.path)
+}
+
+// deleteOwned deletes whatever node is at n's path, for n to replace it,
+// and marks the deletion as ours for ownedEvent. A missing node is fine.
+func (r *Registry) deleteOwned(n *ownedNode) error {
+	r.mu.Lock()
+	n.ownDelete = true
+	r.mu.Unlock()
+	err := r.conn.Delete(n.path, -1)
+	if err == nil {
+		return nil
+	}
+	r.mu.Lock()
+	n.ownDelete = false // nothing was deleted: no event will come
+	r.mu.Unlock()
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// ownedEvent runs in the loop on an event of a watched node. An ephemeral
+// node of ours that someone else deleted while our session lives (an
+// operator, a buggy tool) is registered again at once; Java Dubbo would
+// stay unregistered until its session ends. Any other event of such a node
+// only re-arms its watch.
+func (r *Registry) ownedEvent(ev zk.Event) {
+	r.mu.Lock()
+	n := r.owned[ev.Path]
+	ours := false
+	if n != nil && ev.Type == zk.EventNodeDeleted {
+		ours, n.ownDelete = n.ownDelete, false
+	}
+	r.mu.Unlock()
+	if n == nil || !n.ephemeral {
+		return
+	}
+	created, err := r.ensureOwned(n)
+	switch {
+	case err != nil:
+		r.log.Warn("zookeeper: cannot re-create our node; will retry on reconnection", "path", n.path, "event", ev.Type.String(), "err", err)
+	case created && !ours:
+		r.log.Warn("zookeeper: our node was deleted by someone else while our session lives; registered it again", "path", n.path)
+	}
 }
 
 // ensurePath creates every missing level of p as a persistent (or

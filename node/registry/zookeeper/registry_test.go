@@ -16,6 +16,7 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/apachezk"
 	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -30,6 +31,7 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("RegisterTakesOverLeftoverLeaf", func(t *testing.T) { testRegisterTakesOverLeftoverLeaf(t, addr) })
 		t.Run("SubscribeFullLists", func(t *testing.T) { testSubscribeFullLists(t, addr) })
 		t.Run("SessionExpiryRecovery", func(t *testing.T) { testSessionExpiryRecovery(t, addr) })
+		t.Run("DeletedNodeRecreated", func(t *testing.T) { testDeletedNodeRecreated(t, addr) })
 		t.Run("CacheFileWhenZooKeeperDown", func(t *testing.T) { testCacheFileWhenZooKeeperDown(t, addr) })
 		t.Run("DigestAuth", func(t *testing.T) { testDigestAuth(t, addr) })
 		t.Run("ConfigWatch", func(t *testing.T) { testConfigWatch(t, addr) })
@@ -304,6 +306,92 @@ func testSessionExpiryRecovery(t *testing.T, addr string) {
 	case <-time.After(5 * time.Second):
 		t.Error("config watch not re-armed after expiry")
 	}
+}
+
+// testDeletedNodeRecreated: an ephemeral node of ours that someone else
+// deletes while our session lives (an operator's zkCli, a buggy tool) comes
+// back at once, owned by the same session: a provider leaf, a consumer leaf
+// and an application instance. A persistent (dynamic=false) registration
+// deleted by an operator stays deleted, as does one we unregistered; and
+// replacing our own instance is not reported as someone else's deletion.
+func testDeletedNodeRecreated(t *testing.T, addr string) {
+	ctx := context.Background()
+	logs := &syncbuf.Buffer{}
+	r := newRegistry(t, addr, "group=deleted&rootPath=/deleted-services", Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	raw := rawConn(t, addr)
+
+	p, c := providerURL(20880, greeter, "1.0.0"), consumerURL(greeter, "1.0.0")
+	static := providerURL(20881, greeter, "1.0.0")
+	static.SetParam("dynamic", "false")
+	for _, u := range []*url.URL{p, c, static} {
+		if err := r.Register(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := metadata.NewInstance(metadata.InstanceSpec{
+		App: "demo-provider", Host: "127.0.0.1", Port: 20880, Revision: "871fbc9cb2730caea9b0d858852d5ede",
+		MetadataServiceParams: metadata.DefaultMetadataServiceParams(20880, "3.3.0"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RegisterInstance(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	// Registering the instance again replaces our own node: that deletion
+	// is ours and must not be reported as someone else's.
+	if err := r.RegisterInstance(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	session := r.conn.SessionID()
+	leaf := func(u *url.URL) string { return "/deleted/" + greeter + "/" + registry.Category(u) + "/" + u.Encode() }
+	instance := "/deleted-services/demo-provider/" + in.ID
+	for _, node := range []struct{ name, path string }{{"provider leaf", leaf(p)}, {"consumer leaf", leaf(c)}, {"instance", instance}} {
+		path := node.path
+		// The operator deletes the node; it must reappear, ours again.
+		if err := raw.Delete(path, -1); err != nil {
+			t.Fatalf("delete %s: %v", path, err)
+		}
+		start := time.Now()
+		waitUntil(t, 5*time.Second, "the deleted node "+path+" to come back", func() bool {
+			_, stat, err := raw.Get(path)
+			return err == nil && stat.EphemeralOwner == session
+		})
+		took := time.Since(start)
+		t.Logf("%s re-created %v after an operator deleted it", node.name, took.Round(100*time.Microsecond))
+		if took > time.Second {
+			t.Errorf("%s %s came back after %v, want within a second", node.name, path, took)
+		}
+	}
+	if data, _, err := raw.Get(instance); err != nil || !strings.Contains(string(data), `"name":"demo-provider"`) {
+		t.Errorf("re-created instance node holds %q (%v), want the instance JSON", data, err)
+	}
+	if n := strings.Count(logs.String(), "deleted by someone else"); n != 3 {
+		t.Errorf("%d log lines about a deletion by someone else, want 3 (one per deleted node):\n%s", n, logs.String())
+	}
+
+	// A persistent registration deleted by an operator is a decision: it stays gone.
+	if err := raw.Delete(leaf(static), -1); err != nil {
+		t.Fatal(err)
+	}
+	// Unregister deletes without re-creation.
+	if err := r.Unregister(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // several round trips: a re-creation would show by now
+	for _, path := range []string{leaf(static), leaf(p)} {
+		if ok, _, err := raw.Exists(path); err != nil || ok {
+			t.Errorf("%s: exists %v (%v) after its deletion, want it gone", path, ok, err)
+		}
+	}
+	// The watch is re-armed after a re-creation: a second deletion is repaired too.
+	if err := raw.Delete(leaf(c), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "the consumer leaf to come back a second time", func() bool {
+		_, stat, err := raw.Get(leaf(c))
+		return err == nil && stat.EphemeralOwner == session
+	})
 }
 
 func testCacheFileWhenZooKeeperDown(t *testing.T, addr string) {
