@@ -44,6 +44,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -67,6 +68,10 @@ type Registry struct {
 
 	connectedOnce sync.Once
 	connected     chan struct{} // closed at the first session
+	born          time.Time
+	// lostAt is when the registry last lost its session (its creation
+	// before the first one), in Unix nanoseconds; 0 while it has one.
+	lostAt atomic.Int64
 
 	// owned are the nodes this registry created and must keep: URL leaves
 	// and instance nodes, by path. Written by callers and by the loop.
@@ -137,11 +142,13 @@ func New(registryURL *url.URL, opts Options) (*Registry, error) {
 		cache:     cache,
 		done:      make(chan struct{}),
 		connected: make(chan struct{}),
+		born:      time.Now(),
 		owned:     make(map[string]*ownedNode),
 		folders:   make(map[string]*folder),
 		configs:   make(map[string]*configWatch),
 		watchers:  make(map[string]*instanceWatch),
 	}
+	r.lostAt.Store(r.born.UnixNano())
 	r.queue.init()
 	dialer := opts.Dialer
 	if dialer == nil {
@@ -150,7 +157,7 @@ func New(registryURL *url.URL, opts Options) (*Registry, error) {
 	conn, _, err := zk.Connect(set.servers, set.sessionTimeout,
 		zk.WithLogger(zkLogger{logger}),
 		zk.WithLogInfo(false),
-		zk.WithEventCallback(r.queue.pushEvent),
+		zk.WithEventCallback(r.onEvent),
 		zk.WithDialer(dialer))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper registry %s: %w", redact(registryURL), err)
@@ -177,6 +184,45 @@ func (r *Registry) WaitConnected(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("zookeeper %s: %w: %w", strings.Join(r.set.servers, ","), registry.ErrUnavailable, ctx.Err())
 	}
+}
+
+// onEvent receives every event of the session, on go-zookeeper's
+// goroutine: it notes when the session is lost and hands the event to the
+// loop.
+func (r *Registry) onEvent(ev zk.Event) {
+	if ev.Type == zk.EventSession {
+		if ev.State == zk.StateHasSession {
+			r.lostAt.Store(0)
+		} else {
+			r.lostAt.CompareAndSwap(0, time.Now().UnixNano())
+		}
+	}
+	r.queue.pushEvent(ev)
+}
+
+// reachable fails with registry.ErrUnavailable once ZooKeeper has been out
+// of reach for the connect timeout: requests then fail at once instead of
+// each waiting for the client's next connection attempt (a second apart),
+// which would make a start-up with the registry down take seconds per
+// reference. What they would have done is retried on reconnection, as for
+// any failure.
+func (r *Registry) reachable() error {
+	since := r.lostAt.Load()
+	if since == 0 {
+		return nil
+	}
+	if d := time.Since(time.Unix(0, since)); d >= r.wait {
+		return fmt.Errorf("%w: zookeeper %s out of reach for %v", registry.ErrUnavailable, strings.Join(r.set.servers, ","), d.Round(time.Second))
+	}
+	return nil
+}
+
+// ready is checked before each one-shot request.
+func (r *Registry) ready(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return r.reachable()
 }
 
 // Close stops the loop and closes the session, which removes every
@@ -212,8 +258,8 @@ func (r *Registry) Unregister(ctx context.Context, u *url.URL) error {
 	r.mu.Lock()
 	delete(r.owned, p)
 	r.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
+	if err := r.ready(ctx); err != nil {
+		return fmt.Errorf("unregister %s: %w", u, err)
 	}
 	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("unregister %s: %w", u, classify(err))
@@ -233,9 +279,11 @@ func (r *Registry) Subscribe(ctx context.Context, consumer *url.URL, l registry.
 	}
 	// Give a registry that was just created the chance to connect before
 	// falling back to the cache.
-	wctx, cancel := context.WithTimeout(ctx, r.wait)
-	_ = r.WaitConnected(wctx)
-	cancel()
+	if d := r.wait - time.Since(r.born); d > 0 {
+		wctx, cancel := context.WithTimeout(ctx, d)
+		_ = r.WaitConnected(wctx)
+		cancel()
+	}
 	var err error
 	run := func() {
 		if ctx.Err() == nil { // the caller may have given up while the loop was busy
@@ -402,6 +450,9 @@ func (r *Registry) ensureOwned(n *ownedNode) (created bool, err error) {
 }
 
 func (r *Registry) createOwned(n *ownedNode) (created bool, err error) {
+	if err := r.reachable(); err != nil {
+		return false, err
+	}
 	parent := n.path[:strings.LastIndexByte(n.path, '/')]
 	if err := r.ensurePath(parent, n.container); err != nil {
 		return false, err
@@ -452,6 +503,9 @@ func (r *Registry) createOwned(n *ownedNode) (created bool, err error) {
 // deleteOwned deletes whatever node is at n's path, for n to replace it,
 // and marks the deletion as ours for ownedEvent. A missing node is fine.
 func (r *Registry) deleteOwned(n *ownedNode) error {
+	if err := r.reachable(); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	n.ownDelete = true
 	r.mu.Unlock()
@@ -533,10 +587,31 @@ func classify(err error) error {
 	return err
 }
 
+// CachedURLs returns the list the cache file keeps under key and category
+// while ZooKeeper cannot be reached, as Subscribe falls back to it, for
+// callers that keep lists of their own there (application-level
+// discovery); ok is false when ZooKeeper answers or nothing is cached.
+func (r *Registry) CachedURLs(key, category string) (urls []*url.URL, ok bool) {
+	if r.conn.State() == zk.StateHasSession {
+		return nil, false
+	}
+	lists, ok := r.cache.Get(key)
+	if !ok {
+		return nil, false
+	}
+	urls, ok = lists[category]
+	return urls, ok
+}
+
+// CacheURLs records urls under key and category in the cache file.
+func (r *Registry) CacheURLs(key, category string, urls []*url.URL) error {
+	return r.cache.Put(key, category, urls)
+}
+
 // Lookup reads the URLs of one category of iface once, without watching
 // (for the console and the CLI). A missing folder gives an empty list.
 func (r *Registry) Lookup(ctx context.Context, iface, category string) ([]*url.URL, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
 	p := r.set.categoryPath(iface, category)
@@ -561,7 +636,7 @@ func (r *Registry) Lookup(ctx context.Context, iface, category string) ([]*url.U
 // root: children of /dubbo that hold providers, consumers, routers or
 // configurators (the root also holds config, mapping and metadata).
 func (r *Registry) Services(ctx context.Context) ([]string, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
 	names, _, err := r.conn.Children(r.set.root)
