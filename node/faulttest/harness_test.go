@@ -347,7 +347,7 @@ type summary struct {
 	firstErr      error
 	byProvider    map[string]int
 	maxLatency    time.Duration
-	p99           time.Duration
+	p50, p99      time.Duration
 }
 
 func summarize(recs []callRec, keep func(callRec) bool) summary {
@@ -371,6 +371,7 @@ func summarize(recs []callRec, keep func(callRec) bool) summary {
 	}
 	if len(lat) > 0 {
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		s.p50 = lat[len(lat)/2]
 		s.p99 = lat[len(lat)*99/100]
 	}
 	return s
