@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"
@@ -36,6 +37,12 @@ import (
 // network, so each reference has one goroutine (appDiscovery.run) that arms
 // the instance watches and fetches metadata. An instance that leaves is
 // dropped from the directory in the callback itself.
+//
+// What the reference found this way goes to the registry's cache file too
+// (registry.CategoryApplicationProviders), as the interface-level lists
+// do: a consumer started while the registry is unreachable calls the
+// cached providers of each application until the registry lists that
+// application's instances again and their metadata is resolved.
 
 // Migration steps (Dubbo's dubbo.application.service-discovery.migration).
 const (
@@ -112,6 +119,15 @@ func (c *infoCache) get(ctx context.Context, app, revision string, fetch func(co
 	}
 }
 
+// discoveryCache keeps what application-level discovery found in the
+// registry's cache file; the ZooKeeper registry implements it.
+type discoveryCache interface {
+	// CachedURLs returns the cached list while the registry cannot be
+	// reached; ok is false when it answers or nothing is cached.
+	CachedURLs(key, category string) (urls []*url.URL, ok bool)
+	CacheURLs(key, category string, urls []*url.URL) error
+}
+
 // resolved is what one instance contributes to a reference.
 type resolved struct {
 	revision string
@@ -128,10 +144,13 @@ type appDiscovery struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	cache discoveryCache // nil: no cache file
+
 	mu            sync.Mutex
 	apps          map[string]bool                 // mapped apps; true once watched
 	instances     map[string][]*metadata.Instance // by app, as last notified
 	resolved      map[string]resolved             // by app + "/" + instance id
+	cached        map[string][]*url.URL           // by app: from the cache file, until its instances are resolved
 	watchCancels  []func()
 	mappingCancel func()
 }
@@ -148,6 +167,20 @@ func (r *Reference) startAppDiscovery(ctx context.Context) error {
 		apps:      make(map[string]bool),
 		instances: make(map[string][]*metadata.Instance),
 		resolved:  make(map[string]resolved),
+		cached:    make(map[string][]*url.URL),
+	}
+	d.cache, _ = r.c.reg.(discoveryCache)
+	if d.cache != nil {
+		if urls, ok := d.cache.CachedURLs(r.key, registry.CategoryApplicationProviders); ok && len(urls) > 0 {
+			d.log.Warn("registry unreachable, using cached application-level providers", "urls", len(urls))
+			for _, u := range urls {
+				app := u.Param("application")
+				d.cached[app] = append(d.cached[app], u)
+			}
+			d.mu.Lock()
+			d.publish()
+			d.mu.Unlock()
+		}
 	}
 	cancel, err := d.disc.WatchMapping(ctx, r.rc.Interface, d.onMapping)
 	if err != nil {
@@ -182,6 +215,12 @@ func (d *appDiscovery) onMapping(apps []string) {
 			d.apps[app] = false
 			added = true
 		}
+	}
+	// The registry answers: cached applications it no longer maps are gone.
+	n := len(d.cached)
+	maps.DeleteFunc(d.cached, func(app string, _ []*url.URL) bool { return !slices.Contains(apps, app) })
+	if len(d.cached) != n {
+		d.publish()
 	}
 	if added {
 		d.poke()
@@ -310,19 +349,58 @@ func (d *appDiscovery) unresolved() []*metadata.Instance {
 
 // publish hands the providers of the present instances to the reference
 // and forgets instances that left; d.mu is held, so publications keep
-// their order.
+// their order. Cached providers stand in for an application whose
+// instances the registry has not listed yet, and for an instance whose
+// metadata is not resolved yet; an application's cached providers are
+// dropped once each of its instances is resolved. A list made without
+// them is written to the cache file.
 func (d *appDiscovery) publish() {
 	present := make(map[string]bool)
 	var urls []*url.URL
+	fromCache := false
 	for app, list := range d.instances {
+		settled := true
 		for _, in := range list {
 			key := app + "/" + in.ID
 			present[key] = true
-			urls = append(urls, d.resolved[key].urls...)
+			if res, ok := d.resolved[key]; ok {
+				urls = append(urls, res.urls...)
+				continue
+			}
+			settled = false
+			addr := net.JoinHostPort(in.Address, strconv.Itoa(instancePort(in)))
+			for _, u := range d.cached[app] {
+				if u.Address() == addr {
+					urls = append(urls, u)
+					fromCache = true
+				}
+			}
+		}
+		if settled {
+			delete(d.cached, app)
+		}
+	}
+	for app, cached := range d.cached {
+		if _, listed := d.instances[app]; !listed {
+			urls = append(urls, cached...)
+			fromCache = true
 		}
 	}
 	maps.DeleteFunc(d.resolved, func(k string, _ resolved) bool { return !present[k] })
 	d.r.setProviders(sourceApplication, urls)
+	if d.cache != nil && !fromCache {
+		sorted := slices.Clone(urls)
+		registry.SortURLs(sorted)
+		if err := d.cache.CacheURLs(d.r.key, registry.CategoryApplicationProviders, sorted); err != nil {
+			d.log.Warn("registry cache not written", "err", err)
+		}
+	}
+}
+
+// instancePort is the port of the instance's dubbo endpoint.
+func instancePort(in *metadata.Instance) int {
+	eps, _ := in.Endpoints()
+	return cmp.Or(endpointPort(eps, "dubbo"), in.Port)
 }
 
 // close stops the goroutine and the watches.

@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,29 +17,6 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/zktest"
 	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 )
-
-// dubboBinary builds the dubbo command once for the tests that run it.
-var dubboBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "dubbo-faulttest-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "dubbo")
-	cmd := exec.Command("go", "build", "-o", bin, "../..")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", &buildError{err: err, out: out.String()}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "go build dubbo: " + e.err.Error() + "\n" + e.out }
 
 // benchSummary is the JSON line `dubbo bench` prints.
 type benchSummary struct {

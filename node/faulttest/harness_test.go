@@ -68,6 +68,7 @@ type providerProc struct {
 	stdin io.Closer
 	logs  *syncbuf.Buffer
 
+	ready chan string // the READY line's address
 	mu    sync.Mutex
 	lines []string // stdout after READY
 
@@ -80,9 +81,31 @@ type providerProc struct {
 // for it to serve. It is killed (and reaped) in t.Cleanup.
 func startProvider(t *testing.T, zkAddr string) *providerProc {
 	t.Helper()
+	p := launchProvider(t, providerOpts{registry: "zookeeper://" + zkAddr})
+	p.waitReady(t, 20*time.Second)
+	return p
+}
+
+// providerOpts describe one provider process; zero fields take the
+// defaults of runProvider.
+type providerOpts struct {
+	registry     string        // registry URL, with parameters (session=ms)
+	group        string        // Greeter's group
+	registerMode string        // interface, instance or all
+	stuck        time.Duration // every call's handler is stuck this long
+}
+
+// launchProvider starts a provider process without waiting for it to
+// serve (see waitReady). It is killed (and reaped) in t.Cleanup.
+func launchProvider(t *testing.T, o providerOpts) *providerProc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envRole+"=provider", envRegistry+"=zookeeper://"+zkAddr)
-	p := &providerProc{cmd: cmd, logs: &syncbuf.Buffer{}, exited: make(chan struct{})}
+	cmd.Env = append(os.Environ(), envRole+"=provider", envRegistry+"="+o.registry,
+		envGroup+"="+o.group, envRegisterMode+"="+o.registerMode)
+	if o.stuck > 0 {
+		cmd.Env = append(cmd.Env, envStuck+"="+o.stuck.String())
+	}
+	p := &providerProc{cmd: cmd, logs: &syncbuf.Buffer{}, exited: make(chan struct{}), ready: make(chan string, 1)}
 	cmd.Stderr = p.logs
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -96,13 +119,12 @@ func startProvider(t *testing.T, zkAddr string) *providerProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			line := sc.Text()
 			if addr, ok := strings.CutPrefix(line, "READY "); ok {
-				ready <- addr
+				p.ready <- addr
 				continue
 			}
 			p.mu.Lock()
@@ -130,14 +152,20 @@ func startProvider(t *testing.T, zkAddr string) *providerProc {
 			t.Logf("provider %s (pid %d) stderr:\n%s", p.addr, cmd.Process.Pid, p.logs.String())
 		}
 	})
+	return p
+}
+
+// waitReady waits until the provider process serves and has exported
+// Greeter (it printed READY), and sets p.addr.
+func (p *providerProc) waitReady(t *testing.T, d time.Duration) {
+	t.Helper()
 	select {
-	case p.addr = <-ready:
+	case p.addr = <-p.ready:
 	case <-p.exited:
 		t.Fatalf("provider process exited before READY: %v\n%s", p.exitErr, p.logs.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("provider process not READY after 20s\n%s", p.logs.String())
+	case <-time.After(d):
+		t.Fatalf("provider process not READY after %v\n%s", d, p.logs.String())
 	}
-	return p
 }
 
 func (p *providerProc) signal(t *testing.T, sig syscall.Signal) {
@@ -242,6 +270,13 @@ const maxCallsPerWorker = 100_000
 // startLoad starts workers calling sayHello(arg(worker, i)) through c.
 func startLoad(t *testing.T, c *consumer.Consumer, workers int, maxDur time.Duration, arg func(worker, i int) string) *load {
 	t.Helper()
+	return startPacedLoad(t, c, workers, maxDur, 0, arg)
+}
+
+// startPacedLoad is startLoad with a pause after each call, for long runs
+// that must leave CPU to the processes under test.
+func startPacedLoad(t *testing.T, c *consumer.Consumer, workers int, maxDur, pause time.Duration, arg func(worker, i int) string) *load {
+	t.Helper()
 	ctx, stop := context.WithTimeout(context.Background(), maxDur)
 	l := &load{start: time.Now(), stop: stop, recs: make([][]callRec, workers)}
 	for w := range workers {
@@ -254,6 +289,9 @@ func startLoad(t *testing.T, c *consumer.Consumer, workers int, maxDur time.Dura
 				rec.servedBy, rec.err = sayHello(c, a)
 				rec.end = time.Since(l.start)
 				l.recs[w] = append(l.recs[w], rec)
+				if pause > 0 {
+					time.Sleep(pause)
+				}
 			}
 		}()
 	}
@@ -309,7 +347,7 @@ type summary struct {
 	firstErr      error
 	byProvider    map[string]int
 	maxLatency    time.Duration
-	p99           time.Duration
+	p50, p99      time.Duration
 }
 
 func summarize(recs []callRec, keep func(callRec) bool) summary {
@@ -333,6 +371,7 @@ func summarize(recs []callRec, keep func(callRec) bool) summary {
 	}
 	if len(lat) > 0 {
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		s.p50 = lat[len(lat)/2]
 		s.p99 = lat[len(lat)*99/100]
 	}
 	return s

@@ -21,9 +21,12 @@ import (
 
 // Environment of a provider process started by the tests.
 const (
-	envRole     = "FAULTTEST_ROLE"     // "provider" turns the test binary into a provider
-	envRegistry = "FAULTTEST_REGISTRY" // zookeeper://host:port
-	envPort     = "FAULTTEST_PORT"     // dubbo port; default -1, a free one
+	envRole         = "FAULTTEST_ROLE"          // "provider" turns the test binary into a provider
+	envRegistry     = "FAULTTEST_REGISTRY"      // zookeeper://host:port[?session=ms]
+	envPort         = "FAULTTEST_PORT"          // dubbo port; default -1, a free one
+	envGroup        = "FAULTTEST_GROUP"         // Greeter's group; default none
+	envRegisterMode = "FAULTTEST_REGISTER_MODE" // interface, instance or all (the default)
+	envStuck        = "FAULTTEST_STUCK"         // a duration: every call's handler is stuck that long, deaf to its deadline
 
 	// servedByKey is the result attachment naming the provider that answered.
 	servedByKey = "faulttest.served-by"
@@ -50,15 +53,28 @@ func runProvider() int {
 		}
 		port = n
 	}
+
+	var stuck time.Duration
+	if v := os.Getenv(envStuck); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s=%q: %v\n", envStuck, v, err)
+			return 2
+		}
+		stuck = d
+	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// Longer than provider.Start's own wait for the registry (30s), so a
+	// provider started while the registry is down waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	cfg := provider.Config{
-		Application: "faulttest-provider",
-		Registry:    os.Getenv(envRegistry),
-		Protocol:    provider.ProtocolConfig{Host: "127.0.0.1", Port: port},
+		Application:  "faulttest-provider",
+		Registry:     os.Getenv(envRegistry),
+		RegisterMode: os.Getenv(envRegisterMode),
+		Protocol:     provider.ProtocolConfig{Host: "127.0.0.1", Port: port},
 	}
 	p, err := provider.Start(ctx, cfg, provider.Options{Logger: log})
 	if err != nil {
@@ -67,8 +83,12 @@ func runProvider() int {
 	}
 	addr := p.Addr()
 	svc := providertest.Greeter(nil)
+	svc.Group = os.Getenv(envGroup)
 	greet := svc.Invoker
 	svc.Invoker = rpc.InvokerFunc(func(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+		if stuck > 0 {
+			time.Sleep(stuck) // a handler stuck on something that ignores the caller's deadline
+		}
 		res, err := greet.Invoke(ctx, inv)
 		if res != nil {
 			if res.Attachments == nil {

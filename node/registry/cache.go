@@ -12,12 +12,21 @@ import (
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
+// CategoryApplicationProviders is the cache file's list of the providers
+// that application-level discovery (Dubbo 3: mapping, instances, their
+// metadata) found for a service; no registry folder has this name.
+const CategoryApplicationProviders = "application-providers"
+
 // FileCache keeps the last notified lists of every subscription in a JSON
 // file, so that a consumer started while the registry is down still knows
 // its providers. The file maps a subscription key (the consumer's service
 // key, [group/]interface[:version]) to category → URL strings:
 //
-//	{"org.example.Greeter:1.0.0": {"providers": ["dubbo://..."], "routers": []}}
+//	{"org.example.Greeter:1.0.0": {"providers": ["dubbo://..."], "routers": [],
+//	                               "application-providers": ["dubbo://..."]}}
+//
+// Besides the registry's categories, CategoryApplicationProviders holds
+// what application-level discovery found for the service.
 //
 // A FileCache is safe for concurrent use. The zero path disables it.
 type FileCache struct {

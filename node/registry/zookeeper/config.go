@@ -85,6 +85,10 @@ func (r *Registry) watchData(ctx context.Context, p string, fn ConfigFunc) (canc
 // readConfig reads c with an exists watch (which also watches the data when
 // the node exists) and notifies when the content or existence changed.
 func (r *Registry) readConfig(c *configWatch) {
+	if err := r.reachable(); err != nil {
+		c.dirty = true // read on reconnection
+		return
+	}
 	for attempt := 0; attempt < 3; attempt++ {
 		ok, _, _, err := r.conn.ExistsW(c.path)
 		var data []byte
@@ -115,7 +119,7 @@ func (r *Registry) readConfig(c *configWatch) {
 
 // GetConfig returns the content of key; ok is false when it does not exist.
 func (r *Registry) GetConfig(ctx context.Context, key string) (content string, ok bool, err error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return "", false, err
 	}
 	data, _, err := r.conn.Get(r.ConfigPath(key))
@@ -138,7 +142,7 @@ func (r *Registry) PublishConfig(ctx context.Context, key, content string) error
 
 // DeleteConfig removes key; a missing key is not an error.
 func (r *Registry) DeleteConfig(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return err
 	}
 	if err := r.conn.Delete(r.ConfigPath(key), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {

@@ -53,13 +53,13 @@ func (r *Registry) RegisterInstance(ctx context.Context, in *metadata.Instance) 
 		return err
 	}
 	// Replace rather than update: Curator deletes and re-creates.
-	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := r.deleteOwned(n); err != nil {
 		r.mu.Lock()
 		n.pending = true
 		r.mu.Unlock()
 		return fmt.Errorf("register instance %s: %w", p, classify(err))
 	}
-	if err := r.ensureOwned(n); err != nil {
+	if _, err := r.ensureOwned(n); err != nil {
 		return fmt.Errorf("register instance %s: %w", p, err)
 	}
 	return nil
@@ -71,7 +71,7 @@ func (r *Registry) UnregisterInstance(ctx context.Context, app, id string) error
 	r.mu.Lock()
 	delete(r.owned, p)
 	r.mu.Unlock()
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return err
 	}
 	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -91,7 +91,7 @@ func (r *Registry) AddMapping(ctx context.Context, iface, app string) error {
 	p := r.MappingPath(iface)
 	var err error
 	for attempt := 0; attempt < casRetries; attempt++ {
-		if err = ctx.Err(); err != nil {
+		if err = r.ready(ctx); err != nil {
 			return err
 		}
 		var data []byte
@@ -135,7 +135,7 @@ func (r *Registry) AddMapping(ctx context.Context, iface, app string) error {
 
 // Mapping returns the applications that provide iface (none: empty list).
 func (r *Registry) Mapping(ctx context.Context, iface string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
 	data, _, err := r.conn.Get(r.MappingPath(iface))
@@ -218,7 +218,7 @@ const dubboGoMetadataRoot = "/dubbo"
 // /dubbo/metadata/<app>/<revision>, else what dubbo-go stored at
 // /dubbo/<app>/<revision>.
 func (r *Registry) GetAppMetadata(ctx context.Context, app, revision string) (*metadata.Info, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
 	p := joinPath(metadataRoot, app, revision)
@@ -242,7 +242,7 @@ func (r *Registry) GetAppMetadata(ctx context.Context, app, revision string) (*m
 
 // putPersistent creates or overwrites a persistent node and its parents.
 func (r *Registry) putPersistent(ctx context.Context, p string, data []byte) error {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return err
 	}
 	_, err := r.conn.Set(p, data, -1)
@@ -266,7 +266,7 @@ var ErrNoDefinition = errors.New("no service definition in the metadata report")
 // GetServiceDefinition reads the definition of a service reported by any of
 // its provider applications (the first one, in name order).
 func (r *Registry) GetServiceDefinition(ctx context.Context, iface, version, group string) (*metadata.ServiceDefinition, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
 	dir := parentOf(metadata.ReportPath(metadataRoot, iface, version, group, "provider", "x"))
@@ -359,6 +359,10 @@ func (w *instanceWatch) list() []*metadata.Instance {
 // new one with a data watch; existing ones are re-read on their own data
 // events (instanceDataEvent). A missing app folder gets an exists watch.
 func (r *Registry) readInstances(w *instanceWatch) {
+	if err := r.reachable(); err != nil {
+		w.dirty = true // read on reconnection
+		return
+	}
 	children, _, _, err := r.conn.ChildrenW(w.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		var ok bool

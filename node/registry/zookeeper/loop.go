@@ -105,6 +105,7 @@ func (r *Registry) handle(ev zk.Event) {
 			r.readFolder(f) // someone removed the folder: re-create and re-watch
 		}
 		r.instanceDataEvent(ev)
+		r.ownedEvent(ev)
 	case zk.EventNotWatching:
 		// Watches lost with the session; onSession re-arms them all.
 	}
@@ -166,7 +167,7 @@ func (r *Registry) retry(all bool) (nodes, watches int) {
 	}
 	r.mu.Unlock()
 	for _, n := range todo {
-		if err := r.ensureOwned(n); err != nil {
+		if _, err := r.ensureOwned(n); err != nil {
 			r.log.Warn("zookeeper: re-register failed, will retry on reconnection", "path", n.path, "err", err)
 			continue
 		}

@@ -20,8 +20,10 @@
 // Failures follow the registry package contract: while ZooKeeper is
 // unreachable the last lists stay in force and nothing is notified; on
 // reconnection unfinished work is retried; when the session expires every
-// ephemeral node is re-created and every watch re-armed. A cache file keeps
-// the last lists so a consumer can start while ZooKeeper is down.
+// ephemeral node is re-created and every watch re-armed. Each ephemeral node
+// we own has an exists watch: deleted by someone else while the session
+// lives, it is created again at once. A cache file keeps the last lists so
+// a consumer can start while ZooKeeper is down.
 //
 // Listeners and watch functions run on the loop: they must return quickly
 // and must not call Subscribe, Unsubscribe, Watch or WatchInstances (those
@@ -42,6 +44,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -65,6 +68,10 @@ type Registry struct {
 
 	connectedOnce sync.Once
 	connected     chan struct{} // closed at the first session
+	born          time.Time
+	// lostAt is when the registry last lost its session (its creation
+	// before the first one), in Unix nanoseconds; 0 while it has one.
+	lostAt atomic.Int64
 
 	// owned are the nodes this registry created and must keep: URL leaves
 	// and instance nodes, by path. Written by callers and by the loop.
@@ -87,6 +94,9 @@ type ownedNode struct {
 	ephemeral bool
 	container bool // parents are created as containers (Curator x-discovery)
 	pending   bool // last attempt failed; retry on (re)connection
+	// ownDelete: we deleted the node at this path ourselves (replacing an
+	// instance, taking over a leftover leaf); its deletion event is not news.
+	ownDelete bool
 }
 
 // folder is one watched category folder: /dubbo/<iface>/<category>.
@@ -132,11 +142,13 @@ func New(registryURL *url.URL, opts Options) (*Registry, error) {
 		cache:     cache,
 		done:      make(chan struct{}),
 		connected: make(chan struct{}),
+		born:      time.Now(),
 		owned:     make(map[string]*ownedNode),
 		folders:   make(map[string]*folder),
 		configs:   make(map[string]*configWatch),
 		watchers:  make(map[string]*instanceWatch),
 	}
+	r.lostAt.Store(r.born.UnixNano())
 	r.queue.init()
 	dialer := opts.Dialer
 	if dialer == nil {
@@ -145,7 +157,7 @@ func New(registryURL *url.URL, opts Options) (*Registry, error) {
 	conn, _, err := zk.Connect(set.servers, set.sessionTimeout,
 		zk.WithLogger(zkLogger{logger}),
 		zk.WithLogInfo(false),
-		zk.WithEventCallback(r.queue.pushEvent),
+		zk.WithEventCallback(r.onEvent),
 		zk.WithDialer(dialer))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper registry %s: %w", redact(registryURL), err)
@@ -174,6 +186,45 @@ func (r *Registry) WaitConnected(ctx context.Context) error {
 	}
 }
 
+// onEvent receives every event of the session, on go-zookeeper's
+// goroutine: it notes when the session is lost and hands the event to the
+// loop.
+func (r *Registry) onEvent(ev zk.Event) {
+	if ev.Type == zk.EventSession {
+		if ev.State == zk.StateHasSession {
+			r.lostAt.Store(0)
+		} else {
+			r.lostAt.CompareAndSwap(0, time.Now().UnixNano())
+		}
+	}
+	r.queue.pushEvent(ev)
+}
+
+// reachable fails with registry.ErrUnavailable once ZooKeeper has been out
+// of reach for the connect timeout: requests then fail at once instead of
+// each waiting for the client's next connection attempt (a second apart),
+// which would make a start-up with the registry down take seconds per
+// reference. What they would have done is retried on reconnection, as for
+// any failure.
+func (r *Registry) reachable() error {
+	since := r.lostAt.Load()
+	if since == 0 {
+		return nil
+	}
+	if d := time.Since(time.Unix(0, since)); d >= r.wait {
+		return fmt.Errorf("%w: zookeeper %s out of reach for %v", registry.ErrUnavailable, strings.Join(r.set.servers, ","), d.Round(time.Second))
+	}
+	return nil
+}
+
+// ready is checked before each one-shot request.
+func (r *Registry) ready(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return r.reachable()
+}
+
 // Close stops the loop and closes the session, which removes every
 // ephemeral node at once. Persistent registrations (dynamic=false) stay,
 // as in Java Dubbo.
@@ -195,7 +246,7 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := r.ensureOwned(n); err != nil {
+	if _, err := r.ensureOwned(n); err != nil {
 		return fmt.Errorf("register %s: %w", u, err)
 	}
 	return nil
@@ -207,8 +258,8 @@ func (r *Registry) Unregister(ctx context.Context, u *url.URL) error {
 	r.mu.Lock()
 	delete(r.owned, p)
 	r.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
+	if err := r.ready(ctx); err != nil {
+		return fmt.Errorf("unregister %s: %w", u, err)
 	}
 	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("unregister %s: %w", u, classify(err))
@@ -228,9 +279,11 @@ func (r *Registry) Subscribe(ctx context.Context, consumer *url.URL, l registry.
 	}
 	// Give a registry that was just created the chance to connect before
 	// falling back to the cache.
-	wctx, cancel := context.WithTimeout(ctx, r.wait)
-	_ = r.WaitConnected(wctx)
-	cancel()
+	if d := r.wait - time.Since(r.born); d > 0 {
+		wctx, cancel := context.WithTimeout(ctx, d)
+		_ = r.WaitConnected(wctx)
+		cancel()
+	}
 	var err error
 	run := func() {
 		if ctx.Err() == nil { // the caller may have given up while the loop was busy
@@ -383,22 +436,26 @@ func (r *Registry) notify(s *subscription, category string, all []*url.URL, stal
 	s.listener.Notify(registry.Notification{Consumer: s.consumer, Category: category, URLs: matched, Stale: stale})
 }
 
-// ensureOwned creates n (and its parents). An existing ephemeral node of
-// another session is replaced; one of ours is kept.
-func (r *Registry) ensureOwned(n *ownedNode) error {
-	err := r.createOwned(n)
+// ensureOwned creates n (and its parents) unless it exists and is ours, and
+// arms its exists watch. An existing ephemeral node of another session is
+// replaced. created reports whether n was missing.
+func (r *Registry) ensureOwned(n *ownedNode) (created bool, err error) {
+	created, err = r.createOwned(n)
 	r.mu.Lock()
 	if cur := r.owned[n.path]; cur == n {
 		n.pending = err != nil
 	}
 	r.mu.Unlock()
-	return err
+	return created, err
 }
 
-func (r *Registry) createOwned(n *ownedNode) error {
+func (r *Registry) createOwned(n *ownedNode) (created bool, err error) {
+	if err := r.reachable(); err != nil {
+		return false, err
+	}
 	parent := n.path[:strings.LastIndexByte(n.path, '/')]
 	if err := r.ensurePath(parent, n.container); err != nil {
-		return err
+		return false, err
 	}
 	flags := int32(0)
 	if n.ephemeral {
@@ -406,35 +463,88 @@ func (r *Registry) createOwned(n *ownedNode) error {
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		_, err := r.conn.Create(n.path, n.data, flags, r.set.acl())
-		if err == nil {
-			return nil
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return false, classify(err)
 		}
-		if !errors.Is(err, zk.ErrNodeExists) {
-			return classify(err)
+		created = created || err == nil
+		if !n.ephemeral {
+			if err == nil {
+				return true, nil
+			}
+			if _, err := r.conn.Set(n.path, n.data, -1); err != nil {
+				if errors.Is(err, zk.ErrNoNode) {
+					continue // deleted meanwhile: create again
+				}
+				return false, classify(err)
+			}
+			return false, nil
 		}
-		ok, stat, err := r.conn.Exists(n.path)
+		// The exists watch tells the loop when someone else deletes the
+		// node while our session lives (ownedEvent).
+		ok, stat, _, err := r.conn.ExistsW(n.path)
 		if err != nil {
-			return classify(err)
+			return false, classify(err)
 		}
 		if !ok {
 			continue // deleted meanwhile: create again
 		}
-		if !n.ephemeral {
-			if _, err := r.conn.Set(n.path, n.data, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return classify(err)
-			}
-			return nil
-		}
 		if stat.EphemeralOwner == r.conn.SessionID() {
-			return nil
+			return created, nil
 		}
 		// Left by an older session that has not expired yet: take it over
 		// so that it disappears with us, as Java and dubbo-go do.
-		if err := r.conn.Delete(n.path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return classify(err)
+		if err := r.deleteOwned(n); err != nil {
+			return false, classify(err)
 		}
 	}
-	return fmt.Errorf("%s kept reappearing while being re-created", n.path)
+	return false, fmt.Errorf("%s kept reappearing while being re-created", n.path)
+}
+
+// deleteOwned deletes whatever node is at n's path, for n to replace it,
+// and marks the deletion as ours for ownedEvent. A missing node is fine.
+func (r *Registry) deleteOwned(n *ownedNode) error {
+	if err := r.reachable(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	n.ownDelete = true
+	r.mu.Unlock()
+	err := r.conn.Delete(n.path, -1)
+	if err == nil {
+		return nil
+	}
+	r.mu.Lock()
+	n.ownDelete = false // nothing was deleted: no event will come
+	r.mu.Unlock()
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// ownedEvent runs in the loop on an event of a watched node. An ephemeral
+// node of ours that someone else deleted while our session lives (an
+// operator, a buggy tool) is registered again at once; Java Dubbo would
+// stay unregistered until its session ends. Any other event of such a node
+// only re-arms its watch.
+func (r *Registry) ownedEvent(ev zk.Event) {
+	r.mu.Lock()
+	n := r.owned[ev.Path]
+	ours := false
+	if n != nil && ev.Type == zk.EventNodeDeleted {
+		ours, n.ownDelete = n.ownDelete, false
+	}
+	r.mu.Unlock()
+	if n == nil || !n.ephemeral {
+		return
+	}
+	created, err := r.ensureOwned(n)
+	switch {
+	case err != nil:
+		r.log.Warn("zookeeper: cannot re-create our node; will retry on reconnection", "path", n.path, "event", ev.Type.String(), "err", err)
+	case created && !ours:
+		r.log.Warn("zookeeper: our node was deleted by someone else while our session lives; registered it again", "path", n.path)
+	}
 }
 
 // ensurePath creates every missing level of p as a persistent (or
@@ -477,10 +587,31 @@ func classify(err error) error {
 	return err
 }
 
+// CachedURLs returns the list the cache file keeps under key and category
+// while ZooKeeper cannot be reached, as Subscribe falls back to it, for
+// callers that keep lists of their own there (application-level
+// discovery); ok is false when ZooKeeper answers or nothing is cached.
+func (r *Registry) CachedURLs(key, category string) (urls []*url.URL, ok bool) {
+	if r.conn.State() == zk.StateHasSession {
+		return nil, false
+	}
+	lists, ok := r.cache.Get(key)
+	if !ok {
+		return nil, false
+	}
+	urls, ok = lists[category]
+	return urls, ok
+}
+
+// CacheURLs records urls under key and category in the cache file.
+func (r *Registry) CacheURLs(key, category string, urls []*url.URL) error {
+	return r.cache.Put(key, category, urls)
+}
+
 // Lookup reads the URLs of one category of iface once, without watching
 // (for the console and the CLI). A missing folder gives an empty list.
 func (r *Registry) Lookup(ctx context.Context, iface, category string) ([]*url.URL, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
 	p := r.set.categoryPath(iface, category)
@@ -505,7 +636,7 @@ func (r *Registry) Lookup(ctx context.Context, iface, category string) ([]*url.U
 // root: children of /dubbo that hold providers, consumers, routers or
 // configurators (the root also holds config, mapping and metadata).
 func (r *Registry) Services(ctx context.Context) ([]string, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
 	names, _, err := r.conn.Children(r.set.root)

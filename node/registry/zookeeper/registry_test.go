@@ -16,6 +16,7 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/apachezk"
 	"github.com/dubbo-lab/dubbo/internal/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -30,6 +31,7 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("RegisterTakesOverLeftoverLeaf", func(t *testing.T) { testRegisterTakesOverLeftoverLeaf(t, addr) })
 		t.Run("SubscribeFullLists", func(t *testing.T) { testSubscribeFullLists(t, addr) })
 		t.Run("SessionExpiryRecovery", func(t *testing.T) { testSessionExpiryRecovery(t, addr) })
+		t.Run("DeletedNodeRecreated", func(t *testing.T) { testDeletedNodeRecreated(t, addr) })
 		t.Run("CacheFileWhenZooKeeperDown", func(t *testing.T) { testCacheFileWhenZooKeeperDown(t, addr) })
 		t.Run("DigestAuth", func(t *testing.T) { testDigestAuth(t, addr) })
 		t.Run("ConfigWatch", func(t *testing.T) { testConfigWatch(t, addr) })
@@ -306,6 +308,102 @@ func testSessionExpiryRecovery(t *testing.T, addr string) {
 	}
 }
 
+// testDeletedNodeRecreated: an ephemeral node of ours that someone else
+// deletes while our session lives (an operator's zkCli, a buggy tool) comes
+// back at once, owned by the same session: a provider leaf, a consumer leaf
+// and an application instance. A persistent (dynamic=false) registration
+// deleted by an operator stays deleted, as does one we unregistered; and
+// replacing our own instance is not reported as someone else's deletion.
+func testDeletedNodeRecreated(t *testing.T, addr string) {
+	ctx := context.Background()
+	logs := &syncbuf.Buffer{}
+	r := newRegistry(t, addr, "group=deleted&rootPath=/deleted-services", Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	raw := rawConn(t, addr)
+
+	p, c := providerURL(20880, greeter, "1.0.0"), consumerURL(greeter, "1.0.0")
+	static := providerURL(20881, greeter, "1.0.0")
+	static.SetParam("dynamic", "false")
+	for _, u := range []*url.URL{p, c, static} {
+		if err := r.Register(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := metadata.NewInstance(metadata.InstanceSpec{
+		App: "demo-provider", Host: "127.0.0.1", Port: 20880, Revision: "871fbc9cb2730caea9b0d858852d5ede",
+		MetadataServiceParams: metadata.DefaultMetadataServiceParams(20880, "3.3.0"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RegisterInstance(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	// Registering the instance again replaces our own node: that deletion
+	// is ours and must not be reported as someone else's.
+	if err := r.RegisterInstance(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	// The deletion's event reached the loop before Delete returned; once
+	// the loop has run what was queued before, it has handled it.
+	if err := r.do(ctx, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "deleted by someone else") {
+		t.Errorf("replacing our own instance node was logged as someone else's deletion:\n%s", logs.String())
+	}
+	session := r.conn.SessionID()
+	leaf := func(u *url.URL) string { return "/deleted/" + greeter + "/" + registry.Category(u) + "/" + u.Encode() }
+	instance := "/deleted-services/demo-provider/" + in.ID
+	for _, node := range []struct{ name, path string }{{"provider leaf", leaf(p)}, {"consumer leaf", leaf(c)}, {"instance", instance}} {
+		path := node.path
+		// The operator deletes the node; it must reappear, ours again.
+		if err := raw.Delete(path, -1); err != nil {
+			t.Fatalf("delete %s: %v", path, err)
+		}
+		start := time.Now()
+		waitUntil(t, 5*time.Second, "the deleted node "+path+" to come back", func() bool {
+			_, stat, err := raw.Get(path)
+			return err == nil && stat.EphemeralOwner == session
+		})
+		took := time.Since(start)
+		t.Logf("%s re-created %v after an operator deleted it", node.name, took.Round(100*time.Microsecond))
+		if took > time.Second {
+			t.Errorf("%s %s came back after %v, want within a second", node.name, path, took)
+		}
+	}
+	if data, _, err := raw.Get(instance); err != nil || !strings.Contains(string(data), `"name":"demo-provider"`) {
+		t.Errorf("re-created instance node holds %q (%v), want the instance JSON", data, err)
+	}
+	// One line per deletion, unless a reconnection on a loaded machine
+	// made the retry on reconnection re-create a node instead.
+	if !strings.Contains(logs.String(), "deleted by someone else") {
+		t.Errorf("no log line says a node was deleted by someone else:\n%s", logs.String())
+	}
+
+	// A persistent registration deleted by an operator is a decision: it stays gone.
+	if err := raw.Delete(leaf(static), -1); err != nil {
+		t.Fatal(err)
+	}
+	// Unregister deletes without re-creation.
+	if err := r.Unregister(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // several round trips: a re-creation would show by now
+	for _, path := range []string{leaf(static), leaf(p)} {
+		if ok, _, err := raw.Exists(path); err != nil || ok {
+			t.Errorf("%s: exists %v (%v) after its deletion, want it gone", path, ok, err)
+		}
+	}
+	// The watch is re-armed after a re-creation: a second deletion is repaired too.
+	if err := raw.Delete(leaf(c), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "the consumer leaf to come back a second time", func() bool {
+		_, stat, err := raw.Get(leaf(c))
+		return err == nil && stat.EphemeralOwner == session
+	})
+}
+
 func testCacheFileWhenZooKeeperDown(t *testing.T, addr string) {
 	ctx := context.Background()
 	cacheFile := filepath.Join(t.TempDir(), "registry.cache.json")
@@ -374,9 +472,51 @@ func testCacheFileWhenZooKeeperDown(t *testing.T, addr string) {
 	if err := prov.Register(ctx, q); err != nil {
 		t.Fatal(err)
 	}
+
+	// Out of reach for longer than the connect timeout, requests fail at
+	// once (each would otherwise wait for the client's next connection
+	// attempt, a second apart: seconds per reference at a consumer's
+	// start) and are done on reconnection.
+	own := consumerURL(greeter, "1.0.0")
+	own.SetParam("application", "cache-late")
+	rules := make(chan string, 10)
+	start := time.Now()
+	regErr := late.Register(ctx, own)
+	_, watchErr := late.Watch(ctx, "cache-late.condition-router", func(content string, deleted bool) { rules <- content })
+	metaErr := late.PublishConsumerMetadata(ctx, greeter, "1.0.0", "", "cache-late", map[string]string{"side": "consumer"})
+	unregErr := late.Unregister(ctx, consumerURL("org.example.Other", ""))
+	took := time.Since(start)
+	for name, err := range map[string]error{"register": regErr, "publish metadata": metaErr, "unregister": unregErr} {
+		if !errors.Is(err, registry.ErrUnavailable) {
+			t.Errorf("%s while ZooKeeper is out of reach: %v, want ErrUnavailable", name, err)
+		}
+	}
+	if watchErr != nil {
+		t.Errorf("watch while ZooKeeper is out of reach: %v, want it armed once ZooKeeper answers", watchErr)
+	}
+	if took > 2*time.Second {
+		t.Errorf("four requests took %v while ZooKeeper was out of reach; want them to fail at once", took)
+	}
+
 	dialer.Restore()
 	if n := rec.waitFor(t, "providers", 5*time.Second, hasExactly(p, q)); n.Stale {
 		t.Error("live notification marked stale")
+	}
+	raw := rawConn(t, addr)
+	waitUntil(t, 5*time.Second, "the registration made during the outage", func() bool {
+		ok, _, err := raw.Exists("/cache/" + greeter + "/consumers/" + own.Encode())
+		return err == nil && ok
+	})
+	if err := prov.PublishConfig(ctx, "cache-late.condition-router", "enabled: true"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-rules:
+		if c != "enabled: true" {
+			t.Errorf("watch made during the outage got %q", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the watch made during the outage was not armed on reconnection")
 	}
 }
 
