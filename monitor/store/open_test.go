@@ -1,0 +1,258 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestOpenCreatesTheDirectoryAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "monitor.db")
+	clk := newClock(t0 + 3600)
+	st, err := Open(path, Options{Now: clk.Now, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := twoMinutes()
+	mustInsert(t, st, rows)
+	var mode string
+	if err := st.wdb.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal mode %q, %v; want wal", mode, err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openAt(t, path, clk)
+	if got := calls(mustQuery(t, st, Filter{Interface: greeter})); got != callsIn(rows, 0, t0+3600)-10*2 {
+		t.Errorf("after reopening: %d calls", got)
+	}
+	// The cache of ids starts empty after a reopen: resent rows are still
+	// recognised, from the database.
+	if n := mustInsert(t, st, rows); n != 0 {
+		t.Errorf("resent after reopening: stored %d", n)
+	}
+}
+
+func TestOpenRefusesForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	garbage := make([]byte, 8192)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range garbage {
+		garbage[i] = byte(rng.UintN(256))
+	}
+	foreign := filepath.Join(dir, "foreign.db")
+	db, err := sql.Open("sqlite3", dsn(foreign, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('alice')"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	marked := filepath.Join(dir, "marked.db")
+	db, err = sql.Open("sqlite3", dsn(marked, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA application_id = 1234"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	for _, tc := range []struct {
+		name, path string
+		content    []byte // written first when set
+		want       string
+	}{
+		{"random bytes", filepath.Join(dir, "random.db"), garbage, "not a monitor database, or a corrupt one"},
+		{"a text file", filepath.Join(dir, "text.db"), []byte(strings.Repeat("not a database\n", 200)), "not a monitor database, or a corrupt one"},
+		{"another program's tables", foreign, nil, "not a monitor database: it holds 1 tables of another program"},
+		{"another program's application id", marked, nil, "belongs to another program"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.content != nil {
+				if err := os.WriteFile(tc.path, tc.content, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := os.ReadFile(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := Open(tc.path, Options{Logger: quiet()})
+			if err == nil {
+				st.Close()
+				t.Fatal("opened")
+			}
+			if !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q; want the path and %q", err, tc.want)
+			}
+			if after, _ := os.ReadFile(tc.path); !bytes.Equal(before, after) {
+				t.Errorf("the refused file was changed")
+			}
+		})
+	}
+}
+
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "monitor.db")
+	st, err := Open(path, Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.wdb.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, err = Open(path, Options{Logger: quiet()})
+	if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "schema version 99") {
+		t.Fatalf("Open of a version 99 database: %v", err)
+	}
+}
+
+// TestOpenUpgradesVersion1 writes a database as version 1 of the schema
+// (rows, no per-interface sums) and opens it: the sums are built from the
+// rows already there.
+func TestOpenUpgradesVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "monitor.db")
+	db, err := sql.Open("sqlite3", dsn(path, "_journal_mode=WAL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrateTo(ctx, db, 1); err != nil {
+		t.Fatal(err)
+	}
+	// What version 1 held: two minutes as reported, an hour folded.
+	if _, err := db.Exec(strings.ReplaceAll(`
+		INSERT INTO interfaces (id, name) VALUES (1, 'org.example.Greeter');
+		INSERT INTO streams (id, interface_id, side, method, node, grp, version, address, consumer, application, last)
+			VALUES (1, 1, 'provider', 'sayHello', 'p1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'app', ?1),
+			       (2, 1, 'consumer', 'sayHello', 'c1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'web', ?1);
+		INSERT INTO raw VALUES (1, ?1 + 60, 1, 60, 10, 1, 0, 0, 30, 5, 1.5, 2, 0, 0),
+		                       (1, ?1 + 60, 2, 60, 10, 1, 0, 0, 40, 6, 1.5, 2, 0, 0),
+		                       (1, ?1 + 90, 1, 60, 4, 0, 0, 0, 8, 3, 1, 1, 0, 0);
+		INSERT INTO hourly VALUES (1, ?1, 1, 100, 5, 0, 0, 300, 20, 2.5, 4, 0, 0);
+		UPDATE meta SET value = ?1 WHERE name = 'rolled_through';`, "?1", strconv.FormatInt(t0+3600, 10))); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	st := openAt(t, path, newClock(t0+2*3600))
+	var version int
+	if err := st.wdb.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != len(migrations) {
+		t.Fatalf("user_version %d, %v; want %d", version, err, len(migrations))
+	}
+	got := mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0 + 1, To: t0 + 2*3600, Step: 60})
+	want := map[int64]Bucket{
+		t0 + 3600:       {Time: t0 + 3600, Calls: 105, Success: 100, Failure: 5, ElapsedMs: 300, MaxElapsedMs: 20, MaxConcurrent: 4},
+		t0 + 3600 + 60:  {Time: t0 + 3600 + 60, Calls: 22, Success: 20, Failure: 2, ElapsedMs: 70, MaxElapsedMs: 6, MaxConcurrent: 2},
+		t0 + 3600 + 120: {Time: t0 + 3600 + 120, Calls: 4, Success: 4, ElapsedMs: 8, MaxElapsedMs: 3, MaxConcurrent: 1},
+	}
+	for _, b := range got {
+		if w, ok := want[b.Time]; ok && b != w || !ok && b.Calls != 0 {
+			t.Errorf("bucket %+v, want %+v", b, w)
+		}
+	}
+	// The store goes on from there: a row for the folded hour is refused.
+	if n := mustInsert(t, st, []Row{report(prov1, cons1.addr, greeter, "sayHello", t0+1800, 1, 0)}); n != 0 {
+		t.Errorf("stored a row for an hour version 1 had folded")
+	}
+}
+
+// TestConcurrentInsertsAndQueries runs writers, readers and retention at
+// once, as the monitor and the console do: no "database is locked", and
+// every call is counted once.
+func TestConcurrentInsertsAndQueries(t *testing.T) {
+	clk := newClock(t0 + 3600)
+	st := openTemp(t, clk)
+	ctx := context.Background()
+	const writers, batches, perBatch = 4, 40, 30
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	var made sync.Map
+	for w := range writers {
+		wg.Go(func() {
+			n := node{SideProvider, "app", "10.0.1." + string(rune('1'+w)) + ":20880#1#1", "10.0.1." + string(rune('1'+w)) + ":20880"}
+			var total int64
+			for b := range int64(batches) {
+				var rows []Row
+				for i := range int64(perBatch) {
+					rows = append(rows, report(n, cons1.addr, greeter, "m"+string(rune('a'+i%5)), t0+(b*perBatch/5+i/5+1)*60, 1+i, i%2))
+				}
+				if _, err := st.Insert(ctx, rows); err != nil {
+					errs <- err
+					return
+				}
+				if b%3 == 0 { // a resend
+					if _, err := st.Insert(ctx, rows); err != nil {
+						errs <- err
+						return
+					}
+				}
+				total += calls(rows)
+			}
+			made.Store(w, total)
+		})
+	}
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 3 {
+		readers.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var err error
+				if i%2 == 0 {
+					_, err = st.Query(ctx, Filter{Interface: greeter})
+				} else {
+					_, err = st.Series(ctx, SeriesQuery{Interface: greeter, From: t0, To: t0 + 5*3600})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	readers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if err := st.Retain(ctx); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var want int64
+	made.Range(func(_, v any) bool { want += v.(int64); return true })
+	if got := calls(mustQuery(t, st, Filter{Interface: greeter})); got != want {
+		t.Errorf("query: %d calls, made %d", got, want)
+	}
+	if got := bucketCalls(mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0, To: t0 + 5*3600})); got != want {
+		t.Errorf("series: %d calls, made %d", got, want)
+	}
+}
