@@ -183,6 +183,25 @@ func (r *Reference) heartbeat() time.Duration {
 	return pick(r.rc.Heartbeat, r.c.cfg.Defaults.Heartbeat)
 }
 
+// keyHeartbeat is the provider URL parameter with its heartbeat in
+// milliseconds.
+const keyHeartbeat = "heartbeat"
+
+// heartbeatFor is the heartbeat of the connections to the provider u: the
+// reference's (or consumer.defaults') when set, else the one the provider
+// publishes (Java consumers take it from the provider URL, and a provider
+// closes connections silent for three of its heartbeats), else the
+// transport's default.
+func (r *Reference) heartbeatFor(u *url.URL) time.Duration {
+	if hb := r.heartbeat(); hb > 0 {
+		return hb
+	}
+	if ms := u.IntParam(keyHeartbeat, 0); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return 0
+}
+
 // direct builds the static directory of a url reference.
 func (r *Reference) direct() error {
 	du, err := url.Parse(r.rc.URL)
@@ -202,9 +221,9 @@ func (r *Reference) direct() error {
 	}
 	pu := url.New("dubbo", du.Host(), du.Port(), r.rc.Interface, params)
 	addr := pu.Address()
-	client := r.c.clients.acquire(addr, r.connections(), r.heartbeat())
+	client := r.c.clients.acquire(addr, r.connections(), r.heartbeatFor(pu))
 	r.release = func() { r.c.clients.release(addr) }
-	r.dir = directory.NewStatic(r.consumerURL, nil, &providerInvoker{url: pu, client: client})
+	r.dir = directory.NewStatic(r.consumerURL, nil, r.c.newProviderInvoker(pu, client))
 	return nil
 }
 
@@ -214,7 +233,7 @@ func (r *Reference) connect(u *url.URL) (cluster.ProviderInvoker, error) {
 	if conns == 0 {
 		conns = u.IntParam("connections", 0)
 	}
-	return &providerInvoker{url: u, client: r.c.clients.acquire(u.Address(), conns, r.heartbeat())}, nil
+	return r.c.newProviderInvoker(u, r.c.clients.acquire(u.Address(), conns, r.heartbeatFor(u))), nil
 }
 
 func (r *Reference) releaseInvoker(p cluster.ProviderInvoker) {

@@ -38,6 +38,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
+	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -179,6 +180,9 @@ type Options struct {
 	Registry Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// NoStatistics turns call counting off (Stats returns nil), as for a
+	// monitor's own MonitorService, whose calls Dubbo does not count.
+	NoStatistics bool
 }
 
 // Provider is a running provider. Its methods are safe for concurrent use.
@@ -191,7 +195,8 @@ type Provider struct {
 	host     string // registered address
 	port     int
 	anyhost  bool
-	stats    *Stats
+	rec      *stats.Recorder // nil: no statistics
+	peers    peerIPs
 	reg      Registry
 	instReg  InstanceRegistry // nil: no application-level registration
 	ownsReg  func() error     // closes a registry we created
@@ -222,7 +227,6 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	if p.log == nil {
 		p.log = slog.Default()
 	}
-	p.stats = newStats()
 
 	bindHost, regHost, anyhost := hosts(cfg.Protocol.Host)
 	port := cfg.Protocol.Port
@@ -236,6 +240,9 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	}
 	p.port = ln.Addr().(*net.TCPAddr).Port
 	p.host, p.anyhost = regHost, anyhost
+	if !opts.NoStatistics {
+		p.rec = stats.NewRecorder(stats.Config{Side: stats.Provider, Application: cfg.Application, Host: regHost, Port: p.port})
+	}
 	where := net.JoinHostPort(regHost, strconv.Itoa(p.port))
 	p.pool, err = dispatch.NewPool(dispatch.PoolConfig{
 		Type: cfg.Protocol.ThreadPool, Threads: cfg.Protocol.Threads, Queues: cfg.Protocol.Queues,
@@ -349,8 +356,10 @@ func (p *Provider) Addr() string { return net.JoinHostPort(p.host, strconv.Itoa(
 // Port is the port the dubbo server listens on.
 func (p *Provider) Port() int { return p.port }
 
-// Stats returns the per service and method counters.
-func (p *Provider) Stats() *Stats { return p.stats }
+// Stats returns the provider's call statistics (per service, method and
+// consumer IP, for the monitor and Prometheus); nil with
+// Options.NoStatistics.
+func (p *Provider) Stats() *stats.Recorder { return p.rec }
 
 // Server returns the dubbo server, for its connection and pool statistics.
 func (p *Provider) Server() *transport.Server { return p.server }

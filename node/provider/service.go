@@ -13,8 +13,13 @@ import (
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
+
+// KeyHeartbeat is the provider URL parameter with the provider's heartbeat
+// in milliseconds, written when it is not the default.
+const KeyHeartbeat = "heartbeat"
 
 // Release is the Dubbo release we register as: Java consumers read it to
 // decide which protocol features a provider has, and we speak 3.3's.
@@ -136,6 +141,13 @@ func (p *Provider) providerURL(e *exporter) *url.URL {
 	}
 	if p.cfg.Protocol.Threads > 0 {
 		params["threads"] = strconv.Itoa(p.cfg.Protocol.Threads)
+	}
+	// Consumers ping at the provider's heartbeat, which they read here
+	// (milliseconds, as Java writes it): one pinging at the default while
+	// this provider closes connections silent for three of its shorter
+	// heartbeats would lose its connections between calls.
+	if hb := p.cfg.Protocol.Heartbeat; hb != transport.DefaultHeartbeat {
+		params[KeyHeartbeat] = strconv.FormatInt(hb.Milliseconds(), 10)
 	}
 	for k, v := range e.svc.Params {
 		params[k] = v
