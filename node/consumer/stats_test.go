@@ -10,6 +10,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/provider/providertest"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 )
@@ -124,6 +125,24 @@ func TestConsumerUsesProviderHeartbeat(t *testing.T) {
 	p := startProvider(t, zkAddr, provider.Config{Protocol: provider.ProtocolConfig{Heartbeat: 60 * time.Millisecond}}, nil)
 	if hb := p.URLs()[0].Param("heartbeat"); hb != "60" {
 		t.Fatalf("provider URL heartbeat = %q, want 60 (ms)", hb)
+	}
+	// An application-level consumer reads it from the instance, whose
+	// MetadataService it connects to first.
+	zc := zkConn(t, zkAddr)
+	ids, _, err := zc.Children("/services/greeter-app")
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("instances %v %v", ids, err)
+	}
+	data, _, err := zc.Get("/services/greeter-app/" + ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := metadata.ParseInstance(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if params, err := in.MetadataServiceParams(); err != nil || params["heartbeat"] != "60" {
+		t.Fatalf("instance's MetadataService params %v %v: want heartbeat 60 (ms)", params, err)
 	}
 	c := newConsumer(t, zkAddr, greeterRef())
 	ctx := testCtx(t)

@@ -497,7 +497,7 @@ func (p *Provider) refreshInstance(ctx context.Context) error {
 		Host:                  p.host,
 		Port:                  p.port,
 		Revision:              info.Revision,
-		MetadataServiceParams: metadata.DefaultMetadataServiceParams(p.port, Release),
+		MetadataServiceParams: p.metadataServiceParams(),
 		Metadata:              map[string]string{metadata.KeyTimestamp: strconv.FormatInt(time.Now().UnixMilli(), 10)},
 		TimeMillis:            time.Now().UnixMilli(),
 	})

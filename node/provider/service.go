@@ -155,6 +155,18 @@ func (p *Provider) providerURL(e *exporter) *url.URL {
 	return url.New("dubbo", p.host, p.port, e.svc.Interface, params)
 }
 
+// metadataServiceParams describe the MetadataService endpoint in the
+// instance, with the heartbeat its connections must keep when it is not
+// the default: an application-level consumer's first connection to this
+// provider is the one it reads the metadata over.
+func (p *Provider) metadataServiceParams() map[string]string {
+	params := metadata.DefaultMetadataServiceParams(p.port, Release)
+	if hb := p.cfg.Protocol.Heartbeat; hb != transport.DefaultHeartbeat {
+		params[KeyHeartbeat] = strconv.FormatInt(hb.Milliseconds(), 10)
+	}
+	return params
+}
+
 // definition is the service definition published to the metadata report,
 // which generic callers read for parameter types.
 func (e *exporter) definition() *metadata.ServiceDefinition {
