@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -92,7 +93,24 @@ func (r *Reporter) Close(ctx context.Context) error {
 	}()
 	err := r.Reporter.Close(cctx)
 	r.closeDirect()
+	if err != nil && isClosed(r.sender.absent) {
+		return fmt.Errorf("%w: %w", ErrNoMonitor, err)
+	}
 	return err
+}
+
+// ErrNoMonitor is wrapped by Close's error when no monitor was there to
+// take the last reports (none registered, or its port closed): normal for
+// a node run without one, which callers need not warn about.
+var ErrNoMonitor = errors.New("no monitor to report to")
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (r *Reporter) closeDirect() {
