@@ -27,6 +27,8 @@ import (
 func (n *node) startObserving(cfg *config.File) {
 	host, _ := os.Hostname()
 	n.metrics = stats.NewMetrics(stats.MetricsConfig{IP: cfg.Protocol.Host, Hostname: host})
+	n.regStats = &stats.RegistryStats{}
+	n.metrics.AddRegistry(cfg.Application.Name, n.regStats)
 	n.gatherer = prometheus.NewRegistry()
 	n.gatherer.MustRegister(n.metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.QoS.Listen == "" {

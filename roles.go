@@ -87,6 +87,7 @@ type node struct {
 	// statistics to the monitor (nil when off, or nothing counts here),
 	// its QoS port, the providers and monitor that port acts on.
 	metrics   *stats.Metrics
+	regStats  *stats.RegistryStats
 	gatherer  *prometheus.Registry
 	reporter  *monitor.Reporter
 	qos       *qos.Server
@@ -98,7 +99,7 @@ type node struct {
 // consumer returns the node's consumer, connecting it on first use.
 func (n *node) consumer(ctx context.Context, cfg *config.File) (*consumer.Consumer, error) {
 	n.consOnce.Do(func() {
-		n.cons, n.consErr = consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: n.log.With("role", roleConsumer)})
+		n.cons, n.consErr = consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: n.log.With("role", roleConsumer), RegistryStats: n.regStats})
 		if n.consErr == nil {
 			n.count(n.cons.Stats())
 			n.made.Store(n.cons)
@@ -358,7 +359,7 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 			pc.Protocol.Port += i
 		}
 		log := n.log.With("role", roleProvider, "replica", i+1)
-		p, err := provider.Start(ctx, pc, provider.Options{Logger: log})
+		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats})
 		if err != nil {
 			return fmt.Errorf("provider %d: %w", i+1, err)
 		}

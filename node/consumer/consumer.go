@@ -182,21 +182,25 @@ type Options struct {
 	Logger *slog.Logger
 	// NoStatistics turns call counting off (Stats returns nil).
 	NoStatistics bool
+	// RegistryStats, if set, counts the consumer's registrations,
+	// subscriptions and notifications (Dubbo 3's dubbo_registry_* metrics).
+	RegistryStats *stats.RegistryStats
 }
 
 // Consumer holds the references of one application. Safe for concurrent use.
 type Consumer struct {
-	cfg     Config
-	log     *slog.Logger
-	reg     Registry         // nil: direct urls only
-	config  ConfigCenter     // nil: no dynamic rules
-	meta    MetadataReport   // nil: generic calls need types
-	disc    ServiceDiscovery // nil: interface-level discovery only
-	infos   *infoCache
-	ownsReg func() error
-	clients *clientPool
-	host    string
-	rec     *stats.Recorder // nil: no statistics
+	cfg      Config
+	log      *slog.Logger
+	reg      Registry         // nil: direct urls only
+	config   ConfigCenter     // nil: no dynamic rules
+	meta     MetadataReport   // nil: generic calls need types
+	disc     ServiceDiscovery // nil: interface-level discovery only
+	infos    *infoCache
+	ownsReg  func() error
+	clients  *clientPool
+	host     string
+	rec      *stats.Recorder      // nil: no statistics
+	regStats *stats.RegistryStats // nil: not counted
 
 	// mu guards refs, onDemand and closed. Calls read them under RLock.
 	mu       sync.RWMutex
@@ -237,7 +241,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.OnDemand.Idle = DefaultOnDemandIdle
 	}
 	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
-		host: localIP(), infos: newInfoCache()}
+		host: localIP(), infos: newInfoCache(), regStats: opts.RegistryStats}
 	if c.log == nil {
 		c.log = slog.Default()
 	}

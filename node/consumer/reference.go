@@ -252,7 +252,11 @@ func (r *Reference) subscribe(ctx context.Context) error {
 	reg := r.c.reg
 	r.subURL = r.consumerURL.Clone()
 	r.subURL.SetParam(url.KeyCategory, registry.CategoryProviders+","+registry.CategoryConfigurators+","+registry.CategoryRouters)
-	if err := reg.Register(ctx, r.consumerURL); err != nil {
+	err := reg.Register(ctx, r.consumerURL)
+	if rs := r.c.regStats; rs != nil {
+		rs.Registered(err)
+	}
+	if err != nil {
 		// Registration only makes us visible; calls work without it, and
 		// the registry retries it on reconnection.
 		r.log.Warn("consumer URL not registered yet", "err", err)
@@ -262,7 +266,11 @@ func (r *Reference) subscribe(ctx context.Context) error {
 			r.log.Debug("consumer metadata not published", "err", err)
 		}
 	}
-	if err := reg.Subscribe(ctx, r.subURL, registry.ListenerFunc(r.notify)); err != nil {
+	err = reg.Subscribe(ctx, r.subURL, registry.ListenerFunc(r.notify))
+	if rs := r.c.regStats; rs != nil {
+		rs.Subscribed(err)
+	}
+	if err != nil {
 		return fmt.Errorf("reference %s: subscribe: %w", r.key, err)
 	}
 	if r.c.disc != nil {
@@ -297,6 +305,9 @@ func (r *Reference) subscribe(ctx context.Context) error {
 
 // notify receives the registry's full lists; it runs on the registry loop.
 func (r *Reference) notify(n registry.Notification) {
+	if rs := r.c.regStats; rs != nil && n.Category == registry.CategoryProviders {
+		rs.Notified(len(n.URLs))
+	}
 	switch n.Category {
 	case registry.CategoryProviders:
 		var ps []*url.URL

@@ -183,6 +183,9 @@ type Options struct {
 	// NoStatistics turns call counting off (Stats returns nil), as for a
 	// monitor's own MonitorService, whose calls Dubbo does not count.
 	NoStatistics bool
+	// RegistryStats, if set, counts the provider's registrations (Dubbo
+	// 3's dubbo_registry_register_requests_* metrics).
+	RegistryStats *stats.RegistryStats
 }
 
 // Provider is a running provider. Its methods are safe for concurrent use.
@@ -197,6 +200,7 @@ type Provider struct {
 	anyhost  bool
 	rec      *stats.Recorder // nil: no statistics
 	peers    peerIPs
+	regStats *stats.RegistryStats // nil: not counted
 	reg      Registry
 	instReg  InstanceRegistry // nil: no application-level registration
 	ownsReg  func() error     // closes a registry we created
@@ -223,7 +227,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter), offline: map[string]bool{}}
+	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter), offline: map[string]bool{}, regStats: opts.RegistryStats}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -350,6 +354,15 @@ func localIP() string {
 	return "127.0.0.1"
 }
 
+// register registers u, counting the attempt.
+func (p *Provider) register(ctx context.Context, u *url.URL) error {
+	err := p.reg.Register(ctx, u)
+	if p.regStats != nil {
+		p.regStats.Registered(err)
+	}
+	return err
+}
+
 // Addr is the registered host:port of the dubbo server.
 func (p *Provider) Addr() string { return net.JoinHostPort(p.host, strconv.Itoa(p.port)) }
 
@@ -423,7 +436,7 @@ func (p *Provider) Export(ctx context.Context, svc Service) error {
 		}
 	}
 	if e.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
-		if err := p.reg.Register(ctx, e.published); err != nil {
+		if err := p.register(ctx, e.published); err != nil {
 			errs = append(errs, fmt.Errorf("register %s: %w", e.key, err))
 		}
 	}
