@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -365,5 +366,89 @@ func TestConfigValidate(t *testing.T) {
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.HasPrefix(err.Error(), tc.want)) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// clock is a controlled Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// The monitor runs its store's retention in the background: with a
+// controlled clock, minute rows reported over dubbo are folded into hourly
+// rows once a day old, the calls summing the same, and hourly rows go
+// after the rollup retention.
+func TestRetentionThroughTheMonitor(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0.Add(3 * time.Hour)}
+	m, err := monitor.Start(testCtx(t), monitor.Options{
+		Config:      monitor.ServerConfig{Port: -1, DB: filepath.Join(t.TempDir(), "monitor.db"), RawRetention: 24 * time.Hour, RollupRetention: 48 * time.Hour},
+		Protocol:    provider.ProtocolConfig{Host: "127.0.0.1"},
+		Listen:      "127.0.0.1:0",
+		Logger:      quiet(),
+		Now:         clk.Now,
+		RetainEvery: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	ctx := testCtx(t)
+	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+
+	// Two hours of minute intervals of one provider: 7 calls each.
+	var samples []stats.Sample
+	for i := range 120 {
+		samples = append(samples, stats.Sample{Side: stats.Provider, Application: "greeter-app", Host: "127.0.0.1", Port: 20880,
+			Interface: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", Peer: "127.0.0.9",
+			Success: 7, Elapsed: 14, MaxElapsed: 3, Timestamp: t0.Add(time.Duration(i+1) * time.Minute), Interval: time.Minute, Node: "node-r"})
+	}
+	if err := (&report.InvokerSender{Invoker: client}).Send(ctx, &report.Report{Node: "node-r", Samples: samples}); err != nil {
+		t.Fatal(err)
+	}
+	rows := getStats(t, m, "interface=org.example.Greeter")
+	if len(rows) != 120 || calls(rows) != 840 {
+		t.Fatalf("%d rows, %d calls; want 120 minute rows, 840 calls", len(rows), calls(rows))
+	}
+
+	clk.Set(t0.Add(26*time.Hour + time.Minute)) // both hours are now over a day old
+	var hourly []store.Row
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		hourly = getStats(t, m, "interface=org.example.Greeter")
+		if len(hourly) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(hourly) != 2 || calls(hourly) != 840 || hourly[0].Interval != 3600 || hourly[0].Success != 420 ||
+		hourly[0].Time != t0.Add(time.Hour).Unix() || hourly[1].ElapsedMs != 840 {
+		t.Fatalf("after a day: %+v; want two hourly rows of 420 calls", hourly)
+	}
+
+	clk.Set(t0.Add(51 * time.Hour)) // past the 48h rollup retention
+	deadline = time.Now().Add(10 * time.Second)
+	for len(getStats(t, m, "interface=org.example.Greeter")) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("hourly rows still there past the rollup retention")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
