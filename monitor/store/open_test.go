@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -119,75 +120,101 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	}
 }
 
-// TestOpenUpgradesVersion1 writes a database as version 1 of the schema
-// (rows, no per-interface sums) and opens it: the sums are built from the
-// rows already there.
-func TestOpenUpgradesVersion1(t *testing.T) {
+// TestOpenUpgradesOldVersions writes a database as versions 1 (rows, no
+// per-interface sums) and 2 (sums; one rolled-through mark for all
+// interfaces) of the schema wrote it, and opens it: the sums are built from
+// the rows when missing, the mark moves to the interface, and the store
+// goes on from there.
+func TestOpenUpgradesOldVersions(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "monitor.db")
-	db, err := sql.Open("sqlite3", dsn(path, "_journal_mode=WAL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrateTo(ctx, db, 1); err != nil {
-		t.Fatal(err)
-	}
-	// What version 1 held: two minutes as reported, an hour folded.
-	if _, err := db.Exec(strings.ReplaceAll(`
+	rows := `
 		INSERT INTO interfaces (id, name) VALUES (1, 'org.example.Greeter');
 		INSERT INTO streams (id, interface_id, side, method, node, grp, version, address, consumer, application, last)
-			VALUES (1, 1, 'provider', 'sayHello', 'p1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'app', ?1),
-			       (2, 1, 'consumer', 'sayHello', 'c1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'web', ?1);
-		INSERT INTO raw VALUES (1, ?1 + 60, 1, 60, 10, 1, 0, 0, 30, 5, 1.5, 2, 0, 0),
-		                       (1, ?1 + 60, 2, 60, 10, 1, 0, 0, 40, 6, 1.5, 2, 0, 0),
-		                       (1, ?1 + 90, 1, 60, 4, 0, 0, 0, 8, 3, 1, 1, 0, 0);
-		INSERT INTO hourly VALUES (1, ?1, 1, 100, 5, 0, 0, 300, 20, 2.5, 4, 0, 0);
-		UPDATE meta SET value = ?1 WHERE name = 'rolled_through';`, "?1", strconv.FormatInt(t0+3600, 10))); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+			VALUES (1, 1, 'provider', 'sayHello', 'p1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'app', $T + 3600),
+			       (2, 1, 'consumer', 'sayHello', 'c1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'web', $T + 3600);
+		INSERT INTO raw VALUES (1, $T + 60, 1, 60, 10, 1, 0, 0, 30, 5, 1.5, 2, 0, 0),
+		                       (1, $T + 60, 2, 60, 10, 1, 0, 0, 40, 6, 1.5, 2, 0, 0),
+		                       (1, $T + 90, 1, 60, 4, 0, 0, 0, 8, 3, 1, 1, 0, 0);
+		INSERT INTO hourly VALUES (1, $T, 1, 100, 5, 0, 0, 300, 20, 2.5, 4, 0, 0);
+		UPDATE meta SET value = $T WHERE name = 'rolled_through';`
+	sums := `
+		INSERT INTO minute_sums VALUES (1, $T + 60, 'consumer', 'sayHello', 10, 1, 0, 0, 40, 6, 2),
+		                               (1, $T + 60, 'provider', 'sayHello', 10, 1, 0, 0, 30, 5, 2),
+		                               (1, $T + 120, 'provider', 'sayHello', 4, 0, 0, 0, 8, 3, 1);
+		INSERT INTO hour_sums VALUES (1, $T, 'provider', 'sayHello', 100, 5, 0, 0, 300, 20, 4);`
+	for _, tc := range []struct {
+		version int
+		sql     string
+	}{{1, rows}, {2, rows + sums}} {
+		t.Run("version "+strconv.Itoa(tc.version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "monitor.db")
+			db, err := sql.Open("sqlite3", dsn(path, "_journal_mode=WAL"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := migrateTo(ctx, db, tc.version); err != nil {
+				t.Fatal(err)
+			}
+			// Two minutes as reported, and the hour before them folded.
+			if _, err := db.Exec(strings.ReplaceAll(tc.sql, "$T", strconv.FormatInt(t0+3600, 10))); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
 
-	st := openAt(t, path, newClock(t0+2*3600))
-	var version int
-	if err := st.wdb.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != len(migrations) {
-		t.Fatalf("user_version %d, %v; want %d", version, err, len(migrations))
-	}
-	got := mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0 + 1, To: t0 + 2*3600, Step: 60})
-	want := map[int64]Bucket{
-		t0 + 3600:       {Time: t0 + 3600, Calls: 105, Success: 100, Failure: 5, ElapsedMs: 300, MaxElapsedMs: 20, MaxConcurrent: 4},
-		t0 + 3600 + 60:  {Time: t0 + 3600 + 60, Calls: 22, Success: 20, Failure: 2, ElapsedMs: 70, MaxElapsedMs: 6, MaxConcurrent: 2},
-		t0 + 3600 + 120: {Time: t0 + 3600 + 120, Calls: 4, Success: 4, ElapsedMs: 8, MaxElapsedMs: 3, MaxConcurrent: 1},
-	}
-	for _, b := range got {
-		if w, ok := want[b.Time]; ok && b != w || !ok && b.Calls != 0 {
-			t.Errorf("bucket %+v, want %+v", b, w)
-		}
-	}
-	// The store goes on from there: a row for the folded hour is refused.
-	if n := mustInsert(t, st, []Row{report(prov1, cons1.addr, greeter, "sayHello", t0+1800, 1, 0)}); n != 0 {
-		t.Errorf("stored a row for an hour version 1 had folded")
+			st := openAt(t, path, newClock(t0+2*3600))
+			var version int
+			var rolled int64
+			if err := st.wdb.QueryRow("SELECT user_version, rolled_through FROM pragma_user_version, interfaces").Scan(&version, &rolled); err != nil ||
+				version != len(migrations) || rolled != t0+3600 {
+				t.Fatalf("user_version %d, rolled_through %d, %v; want %d and %d", version, rolled, err, len(migrations), t0+3600)
+			}
+			got := mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0 + 1, To: t0 + 2*3600, Step: 60})
+			want := map[int64]Bucket{
+				t0 + 3600:       {Time: t0 + 3600, Calls: 105, Success: 100, Failure: 5, ElapsedMs: 300, MaxElapsedMs: 20, MaxConcurrent: 4},
+				t0 + 3600 + 60:  {Time: t0 + 3600 + 60, Calls: 22, Success: 20, Failure: 2, ElapsedMs: 70, MaxElapsedMs: 6, MaxConcurrent: 2},
+				t0 + 3600 + 120: {Time: t0 + 3600 + 120, Calls: 4, Success: 4, ElapsedMs: 8, MaxElapsedMs: 3, MaxConcurrent: 1},
+			}
+			for _, b := range got {
+				if w, ok := want[b.Time]; ok && b != w || !ok && b.Calls != 0 {
+					t.Errorf("bucket %+v, want %+v", b, w)
+				}
+			}
+			// A row for the folded hour is refused; a new one is stored.
+			if n := mustInsert(t, st, []Row{report(prov1, cons1.addr, greeter, "sayHello", t0+1800, 1, 0)}); n != 0 {
+				t.Errorf("stored a row for an hour the old version had folded")
+			}
+			if n := mustInsert(t, st, []Row{report(prov1, cons1.addr, greeter, "sayHello", t0+3600+180, 1, 0)}); n != 1 {
+				t.Errorf("a new row after the upgrade: stored %d", n)
+			}
+		})
 	}
 }
 
 // TestConcurrentInsertsAndQueries runs writers, readers and retention at
-// once, as the monitor and the console do: no "database is locked", and
-// every call is counted once.
+// once, as the monitor and the console do: no "database is locked", every
+// call counted once, and readers never see an hour being folded counted
+// twice or not at all.
 func TestConcurrentInsertsAndQueries(t *testing.T) {
-	clk := newClock(t0 + 3600)
+	clk := newClock(t0 + 27*3600) // the first three hours are older than 24 h
 	st := openTemp(t, clk)
 	ctx := context.Background()
+	old := thirtyHours()[:3*60*8]
+	mustInsert(t, st, old)
+	oldCalls := calls(old)
+
 	const writers, batches, perBatch = 4, 40, 30
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	var made sync.Map
 	for w := range writers {
 		wg.Go(func() {
-			n := node{SideProvider, "app", "10.0.1." + string(rune('1'+w)) + ":20880#1#1", "10.0.1." + string(rune('1'+w)) + ":20880"}
+			ip := "10.0.1." + strconv.Itoa(w+1)
+			n := node{SideProvider, "app", ip + ":20880#1#1", ip + ":20880"}
 			var total int64
 			for b := range int64(batches) {
 				var rows []Row
 				for i := range int64(perBatch) {
-					rows = append(rows, report(n, cons1.addr, greeter, "m"+string(rune('a'+i%5)), t0+(b*perBatch/5+i/5+1)*60, 1+i, i%2))
+					rows = append(rows, report(n, cons1.addr, greeter, "m"+strconv.Itoa(int(i%5)), t0+3*3600+(b*perBatch/5+i/5+1)*60, 1+i, i%2))
 				}
 				if _, err := st.Insert(ctx, rows); err != nil {
 					errs <- err
@@ -206,7 +233,7 @@ func TestConcurrentInsertsAndQueries(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
-	for range 3 {
+	for r := range 3 {
 		readers.Go(func() {
 			for i := 0; ; i++ {
 				select {
@@ -214,14 +241,24 @@ func TestConcurrentInsertsAndQueries(t *testing.T) {
 					return
 				default:
 				}
-				var err error
-				if i%2 == 0 {
-					_, err = st.Query(ctx, Filter{Interface: greeter})
+				var got int64
+				if (i+r)%2 == 0 {
+					rows, err := st.Query(ctx, Filter{Interface: greeter, To: t0 + 3*3600})
+					if err != nil {
+						errs <- err
+						return
+					}
+					got = calls(rows)
 				} else {
-					_, err = st.Series(ctx, SeriesQuery{Interface: greeter, From: t0, To: t0 + 5*3600})
+					bs, err := st.Series(ctx, SeriesQuery{Interface: greeter, From: t0 + 1, To: t0 + 3*3600, Step: 3600})
+					if err != nil {
+						errs <- err
+						return
+					}
+					got = bucketCalls(bs)
 				}
-				if err != nil {
-					errs <- err
+				if got != oldCalls {
+					errs <- fmt.Errorf("read %d calls of the first three hours while they were folded, made %d", got, oldCalls)
 					return
 				}
 			}
@@ -247,12 +284,39 @@ func TestConcurrentInsertsAndQueries(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	var want int64
+	if got := st.Stats().RolledUp; got != int64(len(old)) {
+		t.Errorf("rolled up %d rows, want the %d of the first three hours", got, len(old))
+	}
+	want := oldCalls
 	made.Range(func(_, v any) bool { want += v.(int64); return true })
 	if got := calls(mustQuery(t, st, Filter{Interface: greeter})); got != want {
 		t.Errorf("query: %d calls, made %d", got, want)
 	}
-	if got := bucketCalls(mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0, To: t0 + 5*3600})); got != want {
+	if got := bucketCalls(mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0, To: t0 + 8*3600})); got != want {
 		t.Errorf("series: %d calls, made %d", got, want)
+	}
+}
+
+func TestOpenRefusesBadRetention(t *testing.T) {
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{RawRetention: 30 * time.Minute}, "raw retention 30m0s is under 1h"},
+		{Options{RawRetention: 48 * time.Hour, RollupRetention: 24 * time.Hour}, "rollup retention 24h0m0s is shorter than raw retention 48h0m0s"},
+		{Options{RollupRetention: time.Hour}, "rollup retention 1h0m0s is shorter than raw retention 24h0m0s"},
+	} {
+		path := filepath.Join(t.TempDir(), "monitor.db")
+		st, err := Open(path, tc.opts)
+		if err == nil {
+			st.Close()
+			t.Fatalf("%+v: opened", tc.opts)
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%+v: %v; want %q and the path", tc.opts, err, tc.want)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%+v: the file was created", tc.opts)
+		}
 	}
 }

@@ -33,28 +33,54 @@ func (s *Store) Run(ctx context.Context, every time.Duration) {
 // max.* values, the average of the concurrency), and deletes hourly rows
 // older than RollupRetention together with the streams no row is left of.
 //
-// Each hour is folded in one transaction that also deletes its rows and
-// records that the hour is done, so a run interrupted anywhere leaves each
-// hour either folded or untouched, never counted twice; a second run
-// changes nothing. Inserts wait only for the hour being folded.
+// Each hour of each interface is folded in one transaction that also
+// deletes its rows and records that the hour is done, so a run interrupted
+// anywhere leaves each hour either folded or untouched, never counted
+// twice; a second run changes nothing. Inserts wait for one interface's
+// hour at a time, not for the whole run.
 func (s *Store) Retain(ctx context.Context) error {
 	now := s.opts.Now().Unix()
 	cutoff := (now - int64(s.opts.RawRetention/time.Second)) / hour * hour
 	horizon := now - int64(s.opts.RollupRetention/time.Second)
 	var hours, rows int64
 	err := func() error {
-		for {
-			n, done, err := s.rollOldestHour(ctx, cutoff)
-			if err != nil || done {
+		var ids []int64
+		err := s.read(ctx, func(tx *sql.Tx) error {
+			r, err := tx.QueryContext(ctx, `SELECT id FROM interfaces`)
+			if err != nil {
 				return err
 			}
-			hours++
-			rows += n
+			defer r.Close()
+			for r.Next() {
+				var id int64
+				if err := r.Scan(&id); err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return r.Err()
+		})
+		if err != nil {
+			return fmt.Errorf("list interfaces: %w", err)
 		}
+		for _, id := range ids {
+			for {
+				n, done, err := s.foldOldestHour(ctx, id, cutoff)
+				if err != nil {
+					return err
+				}
+				if done {
+					break
+				}
+				hours++
+				rows += n
+			}
+		}
+		return nil
 	}()
 	var expired, forgotten int64
 	if err == nil {
-		expired, forgotten, err = s.expire(ctx, horizon)
+		expired, forgotten, err = s.expire(ctx, horizon, hours > 0)
 	}
 	s.count(func(st *Stats) {
 		st.RolledUp += rows
@@ -75,9 +101,10 @@ func (s *Store) Retain(ctx context.Context) error {
 	return nil
 }
 
-// rollOldestHour folds the hour of the oldest row if it ends by cutoff, and
-// says how many rows it folded, or done when there is no such hour.
-func (s *Store) rollOldestHour(ctx context.Context, cutoff int64) (rows int64, done bool, err error) {
+// foldOldestHour folds the hour of interface id's oldest row if it ends by
+// cutoff, and says how many rows it folded, or done when there is no such
+// hour.
+func (s *Store) foldOldestHour(ctx context.Context, id, cutoff int64) (rows int64, done bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
@@ -88,10 +115,8 @@ func (s *Store) rollOldestHour(ctx context.Context, cutoff int64) (rows int64, d
 		return 0, false, err
 	}
 	defer tx.Rollback()
-	// The oldest row per interface is the first entry of its range of the
-	// primary key; MIN over the whole table would scan it.
 	var oldest sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT MIN((SELECT MIN(time) FROM raw WHERE interface_id = i.id)) FROM interfaces i`).Scan(&oldest); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT MIN(time) FROM raw WHERE interface_id = ?`, id).Scan(&oldest); err != nil {
 		return 0, false, fmt.Errorf("find the oldest row: %w", err)
 	}
 	if !oldest.Valid || hourEnd(oldest.Int64) > cutoff {
@@ -99,25 +124,26 @@ func (s *Store) rollOldestHour(ctx context.Context, cutoff int64) (rows int64, d
 	}
 	h := hourEnd(oldest.Int64)
 	// Rows of the hour ending at h: time in (h-3600, h]. The INSERTs have
-	// no ON CONFLICT: an hour is folded once, and a conflict would mean a
-	// double count, so it fails the transaction instead.
-	const span = `interface_id IN (SELECT id FROM interfaces) AND time > ?2 AND time <= ?1`
+	// no ON CONFLICT: an hour is folded once (later rows for it are refused
+	// as stale), and a conflict would mean a double count, so it fails the
+	// transaction instead.
+	const span = `interface_id = ?1 AND time > ?3 AND time <= ?2`
 	steps := []struct {
 		what, sql string
 		n         *int64
 	}{
 		{"fold rows", `INSERT INTO hourly (interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, concurrent, max_concurrent, max_input, max_output)
-			SELECT interface_id, ?1, stream_id, SUM(success), SUM(failure), SUM(input), SUM(output), SUM(elapsed),
+			SELECT ?1, ?2, stream_id, SUM(success), SUM(failure), SUM(input), SUM(output), SUM(elapsed),
 				MAX(max_elapsed), AVG(concurrent), MAX(max_concurrent), MAX(max_input), MAX(max_output)
-			FROM raw WHERE ` + span + ` GROUP BY interface_id, stream_id`, nil},
+			FROM raw WHERE ` + span + ` GROUP BY stream_id`, nil},
 		{"fold sums", `INSERT INTO hour_sums (interface_id, time, side, method, success, failure, input, output, elapsed, max_elapsed, max_concurrent)
-			SELECT interface_id, ?1, side, method, SUM(success), SUM(failure), SUM(input), SUM(output), SUM(elapsed), MAX(max_elapsed), MAX(max_concurrent)
-			FROM minute_sums WHERE ` + span + ` GROUP BY interface_id, side, method`, nil},
+			SELECT ?1, ?2, side, method, SUM(success), SUM(failure), SUM(input), SUM(output), SUM(elapsed), MAX(max_elapsed), MAX(max_concurrent)
+			FROM minute_sums WHERE ` + span + ` GROUP BY side, method`, nil},
 		{"delete rows", `DELETE FROM raw WHERE ` + span, &rows},
 		{"delete sums", `DELETE FROM minute_sums WHERE ` + span, nil},
 	}
 	for _, st := range steps {
-		res, err := tx.ExecContext(ctx, st.sql, h, h-hour)
+		res, err := tx.ExecContext(ctx, st.sql, id, h, h-hour)
 		if err != nil {
 			return 0, false, fmt.Errorf("hour ending %s: %s: %w", time.Unix(h, 0).UTC().Format(time.RFC3339), st.what, err)
 		}
@@ -125,19 +151,24 @@ func (s *Store) rollOldestHour(ctx context.Context, cutoff int64) (rows int64, d
 			*st.n, _ = res.RowsAffected()
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE name = 'rolled_through'`, h); err != nil {
-		return 0, false, fmt.Errorf("record the hour ending %d as folded: %w", h, err)
+	if _, err := tx.ExecContext(ctx, `UPDATE interfaces SET rolled_through = ? WHERE id = ?`, h, id); err != nil {
+		return 0, false, fmt.Errorf("hour ending %s: mark it folded: %w", time.Unix(h, 0).UTC().Format(time.RFC3339), err)
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, false, err
 	}
-	s.rolledThrough = h
+	for _, ifc := range s.ifaces {
+		if ifc.id == id {
+			ifc.rolled = h
+		}
+	}
 	return rows, false, nil
 }
 
-// expire deletes hourly rows and sums at or before horizon, then the
-// streams and interfaces no row refers to any more.
-func (s *Store) expire(ctx context.Context, horizon int64) (rows, streams int64, err error) {
+// expire deletes hourly rows and sums at or before horizon, then, if that
+// deleted any or hours were just folded (only then can a stream have lost
+// its last row), the streams and interfaces no row refers to any more.
+func (s *Store) expire(ctx context.Context, horizon int64, folded bool) (rows, streams int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.wdb.BeginTx(ctx, nil)
@@ -145,26 +176,22 @@ func (s *Store) expire(ctx context.Context, horizon int64) (rows, streams int64,
 		return 0, 0, err
 	}
 	defer tx.Rollback()
-	// A stream's rows all end by its last hour: once that hour is both
-	// folded and expired, none is left.
-	gone := min(horizon, s.rolledThrough)
-	steps := []struct {
-		what, sql string
-		arg       any
-		n         *int64
-	}{
-		{"hourly rows", `DELETE FROM hourly WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, horizon, &rows},
-		{"hourly sums", `DELETE FROM hour_sums WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, horizon, nil},
-		{"streams", `DELETE FROM streams WHERE last <= ?`, gone, &streams},
+	res, err := tx.ExecContext(ctx, `DELETE FROM hourly WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, horizon)
+	if err != nil {
+		return 0, 0, fmt.Errorf("expire hourly rows: %w", err)
 	}
-	for _, st := range steps {
-		res, err := tx.ExecContext(ctx, st.sql, st.arg)
+	rows, _ = res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM hour_sums WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, horizon); err != nil {
+		return 0, 0, fmt.Errorf("expire hourly sums: %w", err)
+	}
+	if rows > 0 || folded {
+		// A stream's rows all end by its last hour: once that hour is both
+		// folded and expired, none is left.
+		res, err := tx.ExecContext(ctx, `DELETE FROM streams WHERE last <= ? AND last <= (SELECT rolled_through FROM interfaces WHERE id = streams.interface_id)`, horizon)
 		if err != nil {
-			return 0, 0, fmt.Errorf("expire %s: %w", st.what, err)
+			return 0, 0, fmt.Errorf("expire streams: %w", err)
 		}
-		if st.n != nil {
-			*st.n, _ = res.RowsAffected()
-		}
+		streams, _ = res.RowsAffected()
 	}
 	if streams > 0 {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM interfaces WHERE NOT EXISTS (SELECT 1 FROM streams WHERE interface_id = interfaces.id)`); err != nil {
@@ -175,12 +202,9 @@ func (s *Store) expire(ctx context.Context, horizon int64) (rows, streams int64,
 		return 0, 0, err
 	}
 	if streams > 0 {
-		for k, st := range s.streams {
-			if st.last <= gone {
-				delete(s.streams, k)
-			}
-		}
-		clear(s.ifaces) // some may be gone; the rest are found again
+		// Found again from the database when next reported.
+		clear(s.streams)
+		clear(s.ifaces)
 	}
 	return rows, streams, nil
 }

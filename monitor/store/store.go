@@ -14,9 +14,9 @@
 //
 // Data is kept at two resolutions. Rows as reported stay for
 // Options.RawRetention (24 h); Retain (run every minute by Run) then folds
-// each complete hour of them into one hourly row per series (sums, maxima,
-// averaged concurrency) and drops rows older than Options.RollupRetention
-// (30 days). A time range holds either reported rows or hourly rows, never
+// each complete hour of them into one hourly row per stream (sums, maxima,
+// averaged concurrency) and drops hourly rows older than
+// Options.RollupRetention (30 days). A time range holds either reported rows or hourly rows, never
 // both, so summing Success+Failure over any query gives the calls made in
 // it exactly; rows that arrive for an hour already folded are refused
 // (Stats().Stale) rather than counted twice.
@@ -78,11 +78,9 @@ type Store struct {
 	stmts    writeStmts
 
 	mu sync.Mutex // held by Insert and by each step of Retain
-	// rolledThrough is the end of the last hour folded into hourly rows:
-	// rows at or before it are refused. Guarded by mu.
-	rolledThrough int64
-	ifaces        map[string]int64 // interface name -> id, guarded by mu
-	streams       map[streamKey]*stream
+	// Caches of the interfaces and streams tables, guarded by mu.
+	ifaces  map[string]*iface
+	streams map[streamKey]*stream
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -91,7 +89,7 @@ type Store struct {
 // Stats are counters since Open, for the monitor's own metrics.
 type Stats struct {
 	RowsStored     int64         // rows inserted
-	Duplicates     int64         // rows ignored because that interval of that series was already stored
+	Duplicates     int64         // rows ignored because that interval of that stream was already stored
 	Stale          int64         // rows refused because their hour was already folded into hourly rows
 	InsertBatches  int64         // Insert calls that committed
 	InsertTime     time.Duration // total time spent in those calls
@@ -136,7 +134,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("monitor store %s: %w", path, err)
 		}
 	}
-	s := &Store{path: path, opts: opts, log: opts.Logger, ifaces: map[string]int64{}, streams: map[streamKey]*stream{}}
+	s := &Store{path: path, opts: opts, log: opts.Logger, ifaces: map[string]*iface{}, streams: map[streamKey]*stream{}}
 	if err := s.open(); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("monitor store %s: %w", path, describe(err))
@@ -176,9 +174,6 @@ func (s *Store) open() error {
 	}
 	if err := migrate(ctx, s.wdb, version, len(migrations)); err != nil {
 		return err
-	}
-	if err := s.wdb.QueryRowContext(ctx, "SELECT value FROM meta WHERE name = 'rolled_through'").Scan(&s.rolledThrough); err != nil {
-		return fmt.Errorf("read rollup state: %w", err)
 	}
 	if err := s.stmts.prepare(ctx, s.wdb); err != nil {
 		return err

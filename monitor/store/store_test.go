@@ -119,7 +119,7 @@ func TestResentReportIsNotCountedTwice(t *testing.T) {
 	}
 	// Enough rows to span several INSERT statements, every other one resent.
 	var big, bigNew []Row
-	for i := range 3*chunk + 5 {
+	for i := range 3<<chunkBits + 5 {
 		r := report(prov2, cons1.addr, greeter, "add", t0+180+int64(i)*60, int64(i), 1)
 		if i%2 == 0 {
 			mustInsert(t, st, []Row{r})
