@@ -15,6 +15,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/monitor"
+	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/qos"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -85,7 +86,22 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 		return nil
 	}
 	toMonitor := rpc.InvokerFunc(func(callCtx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-		cons, err := n.consumer(ctx, cfg)
+		// Making the consumer waits for the registry (5 s at most); a send
+		// waits no longer than it may, and the making goes on for the next.
+		var cons *consumer.Consumer
+		var err error
+		made := make(chan struct{})
+		go func() {
+			c, e := n.consumer(ctx, cfg)
+			cons, err = c, e
+			close(made)
+		}()
+		select {
+		case <-made:
+		case <-callCtx.Done():
+			return nil, &rpc.CallError{Kind: rpc.ErrConnection, Service: inv.Service, Method: inv.Method,
+				Detail: "the node's consumer is still connecting to the registry"}
+		}
 		if err != nil {
 			return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
 				Detail: "the node's consumer is not available: " + err.Error()}
