@@ -145,7 +145,9 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	if err != nil {
 		return err
 	}
-	n.mon = m
+	n.mu.Lock()
+	n.mon = m // the QoS port may be asked meanwhile
+	n.mu.Unlock()
 	n.gatherer.MustRegister(m.Collector())
 	n.onStop(m.Shutdown)
 	fmt.Fprintf(n.out, "monitor    dubbo://%s   db %s\n", m.Addr(), cfg.Monitor.Server.DB)
@@ -200,8 +202,8 @@ func (n *node) qosNode() qos.Node {
 
 func (n *node) allProviders() []*provider.Provider {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	ps := append([]*provider.Provider(nil), n.providers...)
-	n.mu.Unlock()
 	if n.mon != nil {
 		ps = append(ps, n.mon.Provider())
 	}

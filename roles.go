@@ -65,7 +65,7 @@ type node struct {
 	// reference without a provider is the user's work in progress.
 	together bool
 
-	mu    sync.Mutex // guards stops (the lazy consumer may add one late) and sups
+	mu    sync.Mutex // guards stops, sups, providers and mon
 	stops []func(context.Context) error
 	// sups are the plugin supervisors, for the ready line and readiness.
 	sups []supervised
@@ -93,7 +93,7 @@ type node struct {
 	qos       *qos.Server
 	started   atomic.Bool
 	providers []*provider.Provider // under mu
-	mon       *monitor.Monitor
+	mon       *monitor.Monitor     // under mu
 }
 
 // consumer returns the node's consumer, connecting it on first use.

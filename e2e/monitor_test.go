@@ -47,39 +47,103 @@ func stats(p ports, side, method string) ([]statRow, error) {
 	return rows, json.Unmarshal(b, &rows)
 }
 
-// byAddress sums success and failure of rows per provider address.
-func byAddress(rows []statRow) map[string]int64 {
-	out := map[string]int64{}
+// counted is what one side counted of sayHello towards one provider.
+type counted struct{ success, failure int64 }
+
+func (c counted) attempts() int64 { return c.success + c.failure }
+
+// byAddress sums rows per provider address.
+func byAddress(rows []statRow) map[string]counted {
+	out := map[string]counted{}
 	for _, r := range rows {
-		out[r.Address] += r.Success + r.Failure
+		c := out[r.Address]
+		c.success += r.Success
+		c.failure += r.Failure
+		out[r.Address] = c
 	}
 	return out
 }
 
-func total(m map[string]int64) (n int64) {
+func sum(m map[string]counted) (c counted) {
 	for _, v := range m {
-		n += v
+		c.success += v.success
+		c.failure += v.failure
 	}
-	return n
+	return c
 }
 
-// waitCounted waits until the monitor's rows of sayHello on side add up
-// to want calls, and returns them by provider address. More than want is
-// a failure at once: something was counted twice.
-func waitCounted(t *testing.T, p ports, side string, want int64, within time.Duration) map[string]int64 {
+// counts reads what each side counted of sayHello, by provider address.
+func counts(p ports) (prov, cons map[string]counted, err error) {
+	pr, err := stats(p, "provider", "sayHello")
+	if err != nil {
+		return nil, nil, err
+	}
+	cr, err := stats(p, "consumer", "sayHello")
+	if err != nil {
+		return nil, nil, err
+	}
+	return byAddress(pr), byAddress(cr), nil
+}
+
+// waitConsumers waits until the consumers' rows hold the made sayHello
+// calls, all successful, and checks one interval on that no more came (a
+// call counted twice). The statistics count attempts, as Dubbo's do: an
+// attempt that timed out on the loaded machine is a failure besides the
+// success of its retry elsewhere.
+func waitConsumers(t *testing.T, p ports, made int64, within time.Duration) map[string]counted {
 	t.Helper()
-	var got map[string]int64
+	var cons map[string]counted
 	var err error
 	waitFor(within, func() bool {
-		var rows []statRow
-		rows, err = stats(p, side, "sayHello")
-		got = byAddress(rows)
-		return err == nil && total(got) >= want
+		_, cons, err = counts(p)
+		return err == nil && sum(cons).success >= made
 	})
-	if err != nil || total(got) != want {
-		t.Fatalf("the monitor's %s rows count %d sayHello calls (%v, err %v); %d were made", side, total(got), got, err, want)
+	time.Sleep(1500 * time.Millisecond)
+	if err == nil {
+		_, cons, err = counts(p)
 	}
-	return got
+	if err != nil || sum(cons).success != made {
+		t.Fatalf("the consumers' rows count %d successful sayHello calls (%v, err %v); %d were made", sum(cons).success, cons, err, made)
+	}
+	return cons
+}
+
+// waitProviders waits until the providers' rows hold every attempt the
+// consumers counted, provider by provider, and checks one interval on
+// that they hold exactly as many: each attempt is counted once on each
+// side.
+func waitProviders(t *testing.T, p ports, cons map[string]counted, within time.Duration) map[string]counted {
+	t.Helper()
+	var prov map[string]counted
+	var err error
+	waitFor(within, func() bool {
+		prov, _, err = counts(p)
+		return err == nil && sum(prov).attempts() >= sum(cons).attempts()
+	})
+	time.Sleep(1500 * time.Millisecond)
+	if err == nil {
+		prov, _, err = counts(p)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr := range merged(prov, cons) {
+		if prov[addr].attempts() != cons[addr].attempts() {
+			t.Errorf("provider %s counted %+v, its consumers %+v: each attempt must be counted once on each side", addr, prov[addr], cons[addr])
+		}
+	}
+	return prov
+}
+
+func merged(a, b map[string]counted) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
 
 // scrapeMetrics reads a /metrics endpoint with Prometheus's own parser.
@@ -163,7 +227,8 @@ func benchCalls(t *testing.T, dir string, p ports, flags ...string) benchSummary
 // Prometheus scraping the QoS ports, and checks what a user reads:
 //
 //   - every sayHello made through dubbo bench and the gateway is in the
-//     monitor exactly once on each side (GET /api/v1/stats), per provider;
+//     monitor (GET /api/v1/stats) as exactly one success on the consumers'
+//     side, and each attempt once on each side, per provider;
 //   - Prometheus's dubbo_provider_requests_total for sayHello equals the
 //     calls made, and /metrics parses with Prometheus's own parser, with
 //     Dubbo 3's metric names, the thread pools, the registry's ZooKeeper
@@ -272,6 +337,10 @@ func TestMonitorUp(t *testing.T) {
 
 	last := benchCalls(t, dir, p, "-n", "3000", "-c", "8")
 	made += last.Calls
+	// Every call made is in the consumers' rows once they settle; the
+	// providers served as many attempts as the consumers made.
+	cons := waitConsumers(t, p, made, 15*time.Second)
+	attempts := sum(cons).attempts()
 
 	t.Run("prometheus", func(t *testing.T) {
 		var got float64
@@ -279,10 +348,10 @@ func TestMonitorUp(t *testing.T) {
 		_, ok := waitFor(20*time.Second, func() bool {
 			v, ok, err := prom.query(expr)
 			got = v
-			return err == nil && ok && int64(v) >= made
+			return err == nil && ok && int64(v) >= attempts
 		})
-		if !ok || int64(got) != made {
-			t.Errorf("Prometheus: %s = %v, want the %d calls made", expr, got, made)
+		if !ok || int64(got) != attempts {
+			t.Errorf("Prometheus: %s = %v, want the %d calls made (%d attempts)", expr, got, made, attempts)
 		}
 	})
 
@@ -290,9 +359,9 @@ func TestMonitorUp(t *testing.T) {
 		mfs := scrapeMetrics(t, p.qosURL("/metrics"))
 		hello := map[string]string{"application_name": "e2e", "interface": "org.example.Greeter", "method": "sayHello", "version": "1.0.0"}
 		served, _ := metricSum(mfs, "dubbo_provider_requests_total", hello)
-		if n3 := served3(); int64(served)+n3 != made {
-			t.Errorf("dubbo_provider_requests_total of dubbo up (%v) and provider 3 (%v) add up to %v, want the %d calls made",
-				served, n3, int64(served)+n3, made)
+		if n3 := served3(); int64(served)+n3 != attempts {
+			t.Errorf("dubbo_provider_requests_total of dubbo up (%v) and provider 3 (%v) add up to %v, want the %d calls made (%d attempts)",
+				served, n3, int64(served)+n3, made, attempts)
 		}
 		if v, _ := metricSum(mfs, "dubbo_consumer_requests_total", hello); v < 8 {
 			t.Errorf("dubbo_consumer_requests_total %v: the gateway's consumer made at least 8 calls", v)
@@ -363,14 +432,15 @@ func TestMonitorUp(t *testing.T) {
 		if code := third.stop(t); code != 0 {
 			t.Errorf("provider 3 exited %d", code)
 		}
-		prov := waitCounted(t, p, "provider", made, 15*time.Second)
-		cons := waitCounted(t, p, "consumer", made, 15*time.Second)
+		// The third provider's rows come from the partial interval it sent
+		// when it stopped.
+		prov := waitProviders(t, p, cons, 15*time.Second)
 		if len(prov) != 3 {
 			t.Errorf("calls counted on %v, want three providers", prov)
 		}
 		for addr, n := range last.ByProvider {
-			if prov[addr] < n {
-				t.Errorf("bench sent %d calls to %s, the monitor counts %d there", n, addr, prov[addr])
+			if prov[addr].success < n {
+				t.Errorf("bench sent %d calls to %s, the monitor counts %+v there", n, addr, prov[addr])
 			}
 		}
 		t.Logf("%d calls made; counted by the providers %v, by the consumers %v", made, prov, cons)
