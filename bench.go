@@ -33,7 +33,7 @@ func newBenchCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer c.cons.Close()
+			defer c.close() // after the summary: the last statistics go to the monitor
 			opts := loadgen.Options{Concurrency: concurrency, Calls: calls, Duration: duration}
 			if isTerminal(os.Stderr) {
 				opts.Progress = cmd.ErrOrStderr()

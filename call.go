@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -36,11 +39,27 @@ func (f *callFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.types, "types", "", "Java parameter types, e.g. java.lang.String,int (default: from the registry's metadata)")
 }
 
-// caller is a ready-to-use consumer for one service and method.
+// caller is a ready-to-use consumer for one service and method, whose
+// calls are counted and reported to the monitor like any consumer's.
 type caller struct {
 	cons  *consumer.Consumer
+	rep   *monitor.Reporter // nil: not reported
+	log   *slog.Logger
 	inv   *rpc.Invocation
 	flags *callFlags
+}
+
+// close sends the last statistics (a monitor that is not there is not
+// waited for) and closes the consumer.
+func (c *caller) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), monitor.CloseTimeout)
+	defer cancel()
+	if err := c.rep.Close(ctx); errors.Is(err, monitor.ErrNoMonitor) {
+		c.log.Debug("statistics not sent", "err", err)
+	} else if err != nil {
+		c.log.Warn("statistics not sent", "err", err)
+	}
+	c.cons.Close()
 }
 
 // newCaller connects a consumer and prepares the invocation of method with
@@ -77,11 +96,18 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 		return nil, fmt.Errorf("connect to registry %s: %w", reg, err)
 	}
 	ok := false
+	var rep *monitor.Reporter
 	defer func() {
 		if !ok {
-			cons.Close()
+			(&caller{cons: cons, rep: rep, log: logger}).close()
 		}
 	}()
+	if reg != "" || cfg.Monitor.Address != "" {
+		rep, err = monitor.NewReporter(cfg.Monitor, monitor.ReporterOptions{Consumer: cons, Logger: logger}, cons.Stats())
+		if err != nil {
+			return nil, err
+		}
+	}
 	ref, err := cons.Reference(ctx, consumer.ReferenceConfig{Interface: iface, Version: f.version, Group: f.group,
 		URL: f.direct, Settings: consumer.Settings{Timeout: f.timeout, Check: &check}})
 	if err != nil {
@@ -118,7 +144,10 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 	}
 	inv.SetAttachment("timeout", strconv.FormatInt(f.timeout.Milliseconds(), 10))
 	ok = true
-	return &caller{cons: cons, inv: inv, flags: f}, nil
+	if rep != nil {
+		rep.Start()
+	}
+	return &caller{cons: cons, rep: rep, log: logger, inv: inv, flags: f}, nil
 }
 
 // call makes one invocation; a business exception is returned as an error.
@@ -179,7 +208,7 @@ func newCallCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer c.cons.Close()
+			defer c.close()
 			res, err := c.call(ctx)
 			if err != nil {
 				return describeCallError(err)

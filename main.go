@@ -89,7 +89,7 @@ func (g *globalFlags) load(cmd *cobra.Command) (*config.File, *slog.Logger, erro
 func newUpCommand(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "up",
-		Short: "Start every role of the config file in one process: registry, providers, consumer",
+		Short: "Start every role of the config file in one process: registry, monitor, providers, consumer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, logger, err := g.load(cmd)
@@ -104,7 +104,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 func newRunCommand(g *globalFlags) *cobra.Command {
 	var role string
 	cmd := &cobra.Command{
-		Use:   "run --role=registry|provider|consumer",
+		Use:   "run --role=registry|monitor|provider|consumer",
 		Short: "Run one role of the config file",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -131,11 +131,16 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			v := version
-			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "dubbo %s\n", v)
+			fmt.Fprintf(cmd.OutOrStdout(), "dubbo %s\n", versionString())
 		},
 	}
+}
+
+// versionString is the version set at build time, else the module's.
+func versionString() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return v
 }

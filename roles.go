@@ -8,33 +8,44 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/gateway"
 	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/qos"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/plugins"
 )
 
 // Roles a node can run; `dubbo up` runs those its config describes.
 const (
 	roleRegistry = "registry"
+	roleMonitor  = "monitor"
 	roleProvider = "provider"
 	roleConsumer = "consumer"
 )
 
-var knownRoles = []string{roleRegistry, roleProvider, roleConsumer}
+var knownRoles = []string{roleRegistry, roleMonitor, roleProvider, roleConsumer}
 
 // upRoles are the roles `dubbo up` starts for cfg: the registry, the
-// providers when plugins are configured, and a consumer when references or
-// consumer plugins are.
+// monitor (unless monitor.enabled = false), the providers when plugins are
+// configured, and a consumer when references or consumer plugins are.
 func upRoles(cfg *config.File) []string {
 	roles := []string{roleRegistry}
+	if cfg.Monitor.IsEnabled() {
+		roles = append(roles, roleMonitor)
+	}
 	if len(cfg.Provider.Plugins) > 0 {
 		roles = append(roles, roleProvider)
 	}
@@ -54,7 +65,7 @@ type node struct {
 	// reference without a provider is the user's work in progress.
 	together bool
 
-	mu    sync.Mutex // guards stops (the lazy consumer may add one late) and sups
+	mu    sync.Mutex // guards stops, sups, providers and mon
 	stops []func(context.Context) error
 	// sups are the plugin supervisors, for the ready line and readiness.
 	sups []supervised
@@ -63,22 +74,48 @@ type node struct {
 	// plugins package's default.
 	pluginStart time.Duration
 
-	// The node's consumer serves the consumer role and the calls that
-	// provider plugins make to other services; it is created on first need.
+	// The node's consumer serves the consumer role, the calls that
+	// provider plugins make to other services and the statistics' way to
+	// the monitor; it is created on first need, and closed by closeConsumer.
 	consOnce sync.Once
 	cons     *consumer.Consumer
 	consErr  error
+	made     atomic.Pointer[consumer.Consumer] // cons, once made: for readers that must not make it
+
+	// The process's observability: its metrics (every provider's and the
+	// consumer's statistics, pools, the roles' own), the reporter of its
+	// statistics to the monitor (nil when off, or nothing counts here),
+	// its QoS port, the providers and monitor that port acts on.
+	metrics   *stats.Metrics
+	regStats  *stats.RegistryStats
+	gatherer  *prometheus.Registry
+	reporter  *monitor.Reporter
+	qos       *qos.Server
+	started   atomic.Bool
+	providers []*provider.Provider // under mu
+	mon       *monitor.Monitor     // under mu
 }
 
 // consumer returns the node's consumer, connecting it on first use.
 func (n *node) consumer(ctx context.Context, cfg *config.File) (*consumer.Consumer, error) {
 	n.consOnce.Do(func() {
-		n.cons, n.consErr = consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: n.log.With("role", roleConsumer)})
+		n.cons, n.consErr = consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: n.log.With("role", roleConsumer), RegistryStats: n.regStats})
 		if n.consErr == nil {
-			n.onStop(func(context.Context) error { return n.cons.Close() })
+			n.count(n.cons.Stats())
+			n.made.Store(n.cons)
 		}
 	})
 	return n.cons, n.consErr
+}
+
+// closeConsumer closes the node's consumer if it was made. It runs after
+// the roles that call through it, and after the last statistics went out.
+func (n *node) closeConsumer(context.Context) error {
+	n.consOnce.Do(func() { n.consErr = errors.New("the node is stopping") }) // none from now on
+	if n.cons != nil {
+		return n.cons.Close()
+	}
+	return nil
 }
 
 // hostInvoker answers provider plugins' calls to other services through the
@@ -233,6 +270,12 @@ func (n *node) stop(ctx context.Context) {
 
 // runRoles starts the roles, prints where each listens, and blocks until
 // ctx ends (Ctrl-C, SIGTERM) or a role fails; then stops them all.
+//
+// The roles start in one order whatever roles lists, and stop in reverse:
+// the QoS port, the registry, (the consumer's close), the monitor, (the
+// reporter's close), the providers, the consumer role. So a stopping node
+// serves its last calls, then sends their statistics to a monitor still
+// up, through a consumer still open, to a registry still there.
 func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *config.File, roles []string, replicas int) error {
 	if err := checkPlugins(cfg, roles); err != nil {
 		return err
@@ -246,25 +289,31 @@ func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *conf
 	// Plugins and background loops live until the node stops.
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
+	has := func(role string) bool { return slices.Contains(roles, role) }
+	n.startObserving(cfg)
+	steps := []struct {
+		run  bool
+		step func() error
+	}{
+		{has(roleRegistry), func() error { return n.startRegistry(runCtx, cfg) }},
+		{true, func() error { n.onStop(n.closeConsumer); return nil }},
+		{has(roleMonitor), func() error { return n.startMonitor(runCtx, cfg) }},
+		{has(roleProvider) || has(roleConsumer), func() error { return n.startReporting(runCtx, cfg) }},
+		{has(roleProvider), func() error { return n.startProviders(runCtx, cfg, replicas) }},
+		{has(roleConsumer), func() error { return n.startConsumer(runCtx, cfg) }},
+	}
 	var startErr error
-	for _, role := range roles {
-		var err error
-		switch role {
-		case roleRegistry:
-			err = n.startRegistry(runCtx, cfg)
-		case roleProvider:
-			err = n.startProviders(runCtx, cfg, replicas)
-		case roleConsumer:
-			err = n.startConsumer(runCtx, cfg)
-		}
-		if err != nil {
-			startErr = err
-			break
+	for _, s := range steps {
+		if s.run {
+			if startErr = s.step(); startErr != nil {
+				break
+			}
 		}
 	}
 	if startErr == nil {
 		n.awaitPlugins(ctx)
 		if ctx.Err() == nil {
+			n.started.Store(true)
 			n.sayReady()
 		}
 		select {
@@ -273,7 +322,7 @@ func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *conf
 		case startErr = <-n.errc:
 		}
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.Provider.ShutdownTimeout+5*time.Second)
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.Provider.ShutdownTimeout+monitor.CloseTimeout+5*time.Second)
 	defer cancel()
 	n.stop(stopCtx)
 	cancelRun()
@@ -286,6 +335,7 @@ func (n *node) startRegistry(ctx context.Context, cfg *config.File) error {
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
+	n.gatherer.MustRegister(srv.Collector())
 	go func() {
 		if err := srv.Serve(ctx); err != nil {
 			n.errc <- fmt.Errorf("registry: %w", err)
@@ -309,11 +359,12 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 			pc.Protocol.Port += i
 		}
 		log := n.log.With("role", roleProvider, "replica", i+1)
-		p, err := provider.Start(ctx, pc, provider.Options{Logger: log})
+		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats})
 		if err != nil {
 			return fmt.Errorf("provider %d: %w", i+1, err)
 		}
 		n.onStop(func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
+		n.addProvider(p, cfg.Application.Name)
 		fmt.Fprintf(n.out, "provider   dubbo://%s   plugins %v\n", p.Addr(), cfg.Provider.Plugins)
 		for _, path := range cfg.Provider.Plugins {
 			n.superviseProviderPlugin(ctx, p, fmt.Sprintf("provider %d", i+1), path, log, n.hostInvoker(ctx, cfg))

@@ -30,8 +30,10 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/qos"
 )
 
 // File is everything one dubbo.toml can say. A role ignores the sections it
@@ -46,7 +48,26 @@ type File struct {
 	Protocol provider.ProtocolConfig `koanf:"protocol"`
 	Provider Provider                `koanf:"provider"`
 	Consumer Consumer                `koanf:"consumer"`
+	// Monitor is how nodes report their statistics, and the monitor role.
+	Monitor monitor.Config `koanf:"monitor"`
+	// Console is the monitor's HTTP server: the web console, the
+	// statistics API and /metrics.
+	Console Console `koanf:"console"`
+	// QoS is Dubbo's QoS port, one per process.
+	QoS qos.Config `koanf:"qos"`
 }
+
+// Console is the [console] section: the monitor role's HTTP server.
+type Console struct {
+	// Listen is its address; "" turns it off. Default 127.0.0.1:8080.
+	Listen string `koanf:"listen"`
+	// Token is required for changes when the console listens beyond
+	// loopback. Default "".
+	Token string `koanf:"token"`
+}
+
+// DefaultConsoleListen is console.listen's default.
+const DefaultConsoleListen = "127.0.0.1:8080"
 
 // Provider is the [provider] section: the provider role and its plugins.
 type Provider struct {
@@ -152,7 +173,9 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 		}
 	}
 
-	var f File
+	// Keys whose "" means off get their defaults before decoding, so that
+	// "" set in the file stays "".
+	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen}}
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook:       durationHook,
 		ErrorUnused:      true,
@@ -166,6 +189,9 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 	f.applyDefaults()
 	if err := f.Registry.Server.Validate(); err != nil {
 		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err), k.Get)
+	}
+	if err := f.Monitor.Validate(); err != nil {
+		return nil, locate(path, raw, err, k.Get)
 	}
 	return &f, nil
 }
@@ -189,6 +215,9 @@ func (f *File) applyDefaults() {
 	f.Provider.Application, f.Consumer.Application = f.Application.Name, f.Application.Name
 	f.Provider.Registry, f.Consumer.Registry = f.Registry.Address, f.Registry.Address
 	f.Provider.Protocol = f.Protocol
+	if f.Monitor.Server.DB == "" {
+		f.Monitor.Server.DB = filepath.Join(f.DataDir, "monitor.db")
+	}
 	if f.Consumer.CacheFile == "" {
 		f.Consumer.CacheFile = filepath.Join(f.DataDir, "cache", "consumer-"+f.Application.Name+".json")
 	}
@@ -228,8 +257,11 @@ func locate(path string, raw []byte, err error, value func(string) any) error {
 		msg = "unknown key"
 	} else if m := quotedKey.FindStringSubmatch(msg); m != nil {
 		key = m[1]
-	} else if i := strings.IndexAny(msg, " :"); strings.HasPrefix(msg, "registry.") && i > 0 {
-		key = msg[:i]
+	} else if i := strings.IndexAny(msg, " :"); i > 0 {
+		if _, known := knownKeys(reflect.TypeOf(File{}), "")[msg[:i]]; known {
+			// A section's Validate names its key first.
+			key, msg = msg[:i], strings.TrimLeft(msg[i:], ": ")
+		}
 	}
 	// The decoder does not always quote the value it refused; say it.
 	if key != "" && msg != "unknown key" {

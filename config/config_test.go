@@ -66,6 +66,45 @@ func TestDefaultsWithoutFile(t *testing.T) {
 	}
 }
 
+// The monitor, console and QoS keys: defaults, and "" turning a listener
+// off rather than meaning "the default".
+func TestMonitorConsoleQoSKeys(t *testing.T) {
+	f, err := Load("", false, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.QoS.Listen != "127.0.0.1:22222" || f.QoS.AcceptForeignIP || f.Console.Listen != "127.0.0.1:8080" ||
+		!f.Monitor.IsEnabled() || f.Monitor.Address != "" || f.Monitor.Server.DB != filepath.Join(".dubbo", "monitor.db") {
+		t.Errorf("defaults: qos %+v console %+v monitor %+v", f.QoS, f.Console, f.Monitor)
+	}
+	p := writeFile(t, `data-dir = "/d"
+[monitor]
+enabled = false
+interval = 1000
+buffer = 5
+[monitor.server]
+port = 7071
+raw-retention = "2h"
+[console]
+listen = ""
+[qos]
+listen = ""
+accept-foreign-ip = true
+`)
+	f, err = Load(p, false, []string{"DUBBO_MONITOR_ADDRESS=dubbo://127.0.0.1:7071"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.Monitor
+	if m.IsEnabled() || m.Interval != time.Second || m.Buffer != 5 || m.Address != "dubbo://127.0.0.1:7071" ||
+		m.Server.Port != 7071 || m.Server.RawRetention != 2*time.Hour || m.Server.DB != "/d/monitor.db" {
+		t.Errorf("monitor %+v", m)
+	}
+	if f.QoS.Listen != "" || !f.QoS.AcceptForeignIP || f.Console.Listen != "" {
+		t.Errorf("qos %+v console %+v: \"\" must stay off", f.QoS, f.Console)
+	}
+}
+
 func TestBadConfigNamesFileLineAndKey(t *testing.T) {
 	tests := []struct {
 		name string
@@ -82,6 +121,11 @@ func TestBadConfigNamesFileLineAndKey(t *testing.T) {
 		{"syntax", "[registry.server\nlisten = 1\n", nil, []string{"line 1"}},
 		{"invalid value", "[registry.server]\nmin-session-timeout = \"9s\"\nmax-session-timeout = \"1s\"\n", nil,
 			[]string{"min-session-timeout"}},
+		{"monitor interval under 1s", "[monitor]\naddress = \"\"\ninterval = \"500ms\"\n", nil,
+			[]string{":3:", "monitor.interval", "shorter than 1s"}},
+		{"monitor address not dubbo", "[monitor]\naddress = \"127.0.0.1:7070\"\n", nil,
+			[]string{":2:", "monitor.address", "dubbo://host:port"}},
+		{"monitor interval by --set", "", []string{"monitor.interval=100"}, []string{"monitor.interval", "--set"}},
 		{"unknown --set", "", []string{"registry.server.tick=1s"}, []string{"unknown key", "registry.server.tick-time"}},
 		{"malformed --set", "", []string{"registry.server.listen"}, []string{"want key=value"}},
 	}

@@ -28,7 +28,7 @@ func providerOnly(t *testing.T, protocol ...string) (*node, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	p := freePorts(t, 1)
-	cfg := fmt.Sprintf("data-dir = %q\n\n[application]\nname = \"e2e-hostile\"\n\n[registry]\naddress = \"\"\n\n"+
+	cfg := fmt.Sprintf("data-dir = %q\n\n[application]\nname = \"e2e-hostile\"\n\n[registry]\naddress = \"\"\n\n[qos]\nlisten = \"\"\n\n"+
 		"[protocol]\nhost = \"127.0.0.1\"\nport = %d\n%s\n\n[provider]\nplugins = [%q]\n",
 		filepath.Join(dir, "data"), p.provider, strings.Join(protocol, "\n"), binary("greeter"))
 	if err := os.WriteFile(filepath.Join(dir, "dubbo.toml"), []byte(cfg), 0o644); err != nil {

@@ -66,11 +66,20 @@ type ports struct {
 	registry int
 	provider int // replicas take provider+1, ...
 	gateway  int
+	monitor  int // the MonitorService
+	console  int // the monitor's HTTP server
+	qos      int
 }
 
 func (p ports) registryURL() string { return fmt.Sprintf("zookeeper://127.0.0.1:%d", p.registry) }
 func (p ports) providerAddr(i int) string {
 	return fmt.Sprintf("127.0.0.1:%d", p.provider+i)
+}
+func (p ports) consoleURL(path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", p.console, path)
+}
+func (p ports) qosURL(path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", p.qos, path)
 }
 func (p ports) gatewayURL(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", p.gateway, path)
@@ -105,6 +114,9 @@ func freePorts(t *testing.T, replicas int) ports {
 	var p ports
 	p.registry = anyPort()
 	p.gateway = anyPort()
+	p.monitor = anyPort()
+	p.console = anyPort()
+	p.qos = anyPort()
 	for range 50 {
 		base := anyPort()
 		ok := true
@@ -128,6 +140,8 @@ type setup struct {
 	consumerPlugins []string
 	references      []string // interfaces, version 1.0.0
 	gateway         bool
+	qos             bool   // the QoS port on p.qos; else off
+	extra           string // more TOML, appended
 }
 
 // writeConfig writes dir/dubbo.toml for s on p, shaped like the shipped
@@ -156,6 +170,15 @@ func writeConfig(t *testing.T, dir string, p ports, s setup) string {
 	if s.gateway {
 		fmt.Fprintf(&b, "[consumer.gateway]\nlisten = \"127.0.0.1:%d\"\n", p.gateway)
 	}
+	// The monitor (dubbo up starts one) and the QoS port on the test's
+	// ports, so that environments on one machine do not collide.
+	fmt.Fprintf(&b, "\n[monitor.server]\nport = %d\n\n[console]\nlisten = \"127.0.0.1:%d\"\n\n", p.monitor, p.console)
+	if s.qos {
+		fmt.Fprintf(&b, "[qos]\nlisten = \"127.0.0.1:%d\"\n", p.qos)
+	} else {
+		b.WriteString("[qos]\nlisten = \"\"\n")
+	}
+	b.WriteString(s.extra)
 	path := filepath.Join(dir, "dubbo.toml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

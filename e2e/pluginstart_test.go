@@ -36,6 +36,7 @@ func pluginConfig(t *testing.T, dir string, p ports, provider, consumer []string
 	fmt.Fprintf(&b, "[registry.server]\nlisten = \"127.0.0.1:%d\"\n\n", p.registry)
 	fmt.Fprintf(&b, "[protocol]\nhost = \"127.0.0.1\"\nport = %d\n\n", p.provider)
 	fmt.Fprintf(&b, "[provider]\nplugins = %s\n\n[consumer]\nplugins = %s\n", list(provider), list(consumer))
+	fmt.Fprintf(&b, "\n[monitor.server]\nport = %d\n\n[console]\nlisten = \"127.0.0.1:%d\"\n\n[qos]\nlisten = \"\"\n", p.monitor, p.console)
 	path := filepath.Join(dir, "dubbo.toml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

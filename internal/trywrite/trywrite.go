@@ -8,6 +8,7 @@ package trywrite
 import (
 	"errors"
 	"net"
+	"os"
 	"syscall"
 )
 
@@ -59,7 +60,11 @@ func (w *Writer) Write(b []byte) (int, error) {
 	if err == nil {
 		err = werr
 	}
-	if err != nil && !errors.Is(err, syscall.EAGAIN) {
+	// A write deadline that an earlier, blocking write of the caller set
+	// and that has passed since refuses the write before any byte is
+	// tried: that says nothing of the socket now. Leave the bytes to the
+	// caller, as for a full buffer.
+	if err != nil && !errors.Is(err, syscall.EAGAIN) && !(n == 0 && errors.Is(err, os.ErrDeadlineExceeded)) {
 		return n, err
 	}
 	return n, nil

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -178,20 +180,27 @@ type Options struct {
 	Registry Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// NoStatistics turns call counting off (Stats returns nil).
+	NoStatistics bool
+	// RegistryStats, if set, counts the consumer's registrations,
+	// subscriptions and notifications (Dubbo 3's dubbo_registry_* metrics).
+	RegistryStats *stats.RegistryStats
 }
 
 // Consumer holds the references of one application. Safe for concurrent use.
 type Consumer struct {
-	cfg     Config
-	log     *slog.Logger
-	reg     Registry         // nil: direct urls only
-	config  ConfigCenter     // nil: no dynamic rules
-	meta    MetadataReport   // nil: generic calls need types
-	disc    ServiceDiscovery // nil: interface-level discovery only
-	infos   *infoCache
-	ownsReg func() error
-	clients *clientPool
-	host    string
+	cfg      Config
+	log      *slog.Logger
+	reg      Registry         // nil: direct urls only
+	config   ConfigCenter     // nil: no dynamic rules
+	meta     MetadataReport   // nil: generic calls need types
+	disc     ServiceDiscovery // nil: interface-level discovery only
+	infos    *infoCache
+	ownsReg  func() error
+	clients  *clientPool
+	host     string
+	rec      *stats.Recorder      // nil: no statistics
+	regStats *stats.RegistryStats // nil: not counted
 
 	// mu guards refs, onDemand and closed. Calls read them under RLock.
 	mu       sync.RWMutex
@@ -232,11 +241,15 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.OnDemand.Idle = DefaultOnDemandIdle
 	}
 	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
-		host: localIP(), infos: newInfoCache()}
+		host: localIP(), infos: newInfoCache(), regStats: opts.RegistryStats}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
 	c.log = c.log.With("consumer", cfg.Application)
+	if !opts.NoStatistics {
+		// A consumer is known to the monitor by its IP, port 0 (as Dubbo).
+		c.rec = stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: cfg.Application, Host: c.host})
+	}
 	c.clients = newClientPool(c.log)
 	c.reg = opts.Registry
 	if c.reg == nil && cfg.Registry != "" {
@@ -426,6 +439,44 @@ func (c *Consumer) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result
 	c.mu.RUnlock()
 	return c.invokeOnDemand(ctx, key, inv)
 }
+
+// ServiceState is one referenced service as the QoS port shows it.
+type ServiceState struct {
+	Key       string // [group/]interface[:version]
+	Providers int    // available providers now
+}
+
+// Services lists the references that are built (configured, asked for and
+// on-demand ones), sorted by key.
+func (c *Consumer) Services() []ServiceState {
+	c.mu.RLock()
+	slots := make(map[string]*refSlot, len(c.refs)+len(c.onDemand))
+	for k, s := range c.refs {
+		slots[k] = s
+	}
+	for k, od := range c.onDemand {
+		slots[k] = od.slot
+	}
+	c.mu.RUnlock()
+	out := make([]ServiceState, 0, len(slots))
+	for k, s := range slots {
+		select {
+		case <-s.ready:
+		default:
+			continue // being built
+		}
+		if s.ref != nil {
+			out = append(out, ServiceState{Key: k, Providers: len(s.ref.Providers())})
+		}
+	}
+	slices.SortFunc(out, func(a, b ServiceState) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// Stats returns the consumer's call statistics (per service, method and
+// provider address, for the monitor and Prometheus); nil with
+// Options.NoStatistics.
+func (c *Consumer) Stats() *stats.Recorder { return c.rec }
 
 // Close closes every reference (unregistering the consumer URLs), the
 // connections and the registry session the consumer opened.

@@ -499,6 +499,11 @@ func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instanc
 		port = cmp.Or(endpointPort(eps, "dubbo"), in.Port)
 	}
 	addr := net.JoinHostPort(in.Address, strconv.Itoa(port))
+	if ms, _ := strconv.Atoi(params[keyHeartbeat]); heartbeat <= 0 && ms > 0 {
+		// The connection is the provider's, which the references share:
+		// it pings at the provider's heartbeat too.
+		heartbeat = time.Duration(ms) * time.Millisecond
+	}
 	client := c.clients.acquire(addr, connections, heartbeat)
 	release := func() { c.clients.release(addr) }
 	if err := waitClient(ctx, client); err != nil {

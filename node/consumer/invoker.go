@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
+	"github.com/dubbo-lab/dubbo/node/report"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -81,7 +83,13 @@ func (p *clientPool) closeAll() {
 // client of its address. It implements cluster.ProviderInvoker.
 type providerInvoker struct {
 	url    *url.URL
+	addr   string // url's host:port, the statistics' peer
 	client *transport.Client
+	rec    *stats.Recorder // nil: not counted
+}
+
+func (c *Consumer) newProviderInvoker(u *url.URL, client *transport.Client) *providerInvoker {
+	return &providerInvoker{url: u, addr: u.Address(), client: client, rec: c.rec}
 }
 
 func (p *providerInvoker) URL() *url.URL { return p.url }
@@ -100,11 +108,39 @@ func (p *providerInvoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc
 		cp.SetAttachment("token", token)
 		inv = &cp
 	}
-	res, err := p.client.Invoke(ctx, inv)
-	if res != nil {
-		res.Provider = p.url.Address()
+	if p.rec == nil || isMonitor(inv.Service) {
+		res, err := p.client.Invoke(ctx, inv)
+		if res != nil {
+			res.Provider = p.addr
+		}
+		return res, err
 	}
+	// Counted as Dubbo's MonitorFilter counts a consumer's calls: each
+	// attempt on one provider, network included, under the method called
+	// (the real one of a generic call).
+	c := p.rec.Counter(stats.Key{Interface: inv.Service, Group: inv.Group, Version: inv.Version,
+		Method: cluster.MethodName(inv), Peer: p.addr})
+	start := c.Begin()
+	res, err := p.client.Invoke(ctx, inv)
+	o, in, out := stats.OutcomeOf(err), 0, 0
+	if res != nil {
+		res.Provider = p.addr
+		in, out = res.RequestBytes, res.ResponseBytes
+		if res.Exception != nil {
+			o = stats.BusinessFailed
+		}
+	}
+	c.End(start, o, in, out)
 	return res, err
 }
+
+// isMonitor reports whether service is Dubbo's MonitorService, whose calls
+// (the statistics themselves) are not counted, as in Dubbo.
+func isMonitor(service string) bool {
+	return service == report.MonitorService || service == legacyMonitorService
+}
+
+// legacyMonitorService is Dubbo 2.6's name of the monitor service.
+const legacyMonitorService = "com.alibaba.dubbo.monitor.MonitorService"
 
 var _ cluster.ProviderInvoker = (*providerInvoker)(nil)

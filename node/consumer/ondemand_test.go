@@ -82,6 +82,7 @@ func newOnDemandConsumer(t *testing.T, zkAddr string, od consumer.OnDemandConfig
 // the registry as it was: no znode, no watch. Before, every name made a
 // reference for good: 9 znodes and 6 watches each.
 func TestOnDemandUnknownServiceWritesNothing(t *testing.T) {
+	// The test reads the watch count with mntr.
 	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{FourLetterWhitelist: []string{"mntr"}})
 	startProvider(t, zkAddr, provider.Config{}, nil)
 	c := newOnDemandConsumer(t, zkAddr, consumer.OnDemandConfig{}, greeterRef())

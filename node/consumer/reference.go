@@ -183,6 +183,25 @@ func (r *Reference) heartbeat() time.Duration {
 	return pick(r.rc.Heartbeat, r.c.cfg.Defaults.Heartbeat)
 }
 
+// keyHeartbeat is the provider URL parameter with its heartbeat in
+// milliseconds.
+const keyHeartbeat = "heartbeat"
+
+// heartbeatFor is the heartbeat of the connections to the provider u: the
+// reference's (or consumer.defaults') when set, else the one the provider
+// publishes (Java consumers take it from the provider URL, and a provider
+// closes connections silent for three of its heartbeats), else the
+// transport's default.
+func (r *Reference) heartbeatFor(u *url.URL) time.Duration {
+	if hb := r.heartbeat(); hb > 0 {
+		return hb
+	}
+	if ms := u.IntParam(keyHeartbeat, 0); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return 0
+}
+
 // direct builds the static directory of a url reference.
 func (r *Reference) direct() error {
 	du, err := url.Parse(r.rc.URL)
@@ -202,9 +221,9 @@ func (r *Reference) direct() error {
 	}
 	pu := url.New("dubbo", du.Host(), du.Port(), r.rc.Interface, params)
 	addr := pu.Address()
-	client := r.c.clients.acquire(addr, r.connections(), r.heartbeat())
+	client := r.c.clients.acquire(addr, r.connections(), r.heartbeatFor(pu))
 	r.release = func() { r.c.clients.release(addr) }
-	r.dir = directory.NewStatic(r.consumerURL, nil, &providerInvoker{url: pu, client: client})
+	r.dir = directory.NewStatic(r.consumerURL, nil, r.c.newProviderInvoker(pu, client))
 	return nil
 }
 
@@ -214,7 +233,7 @@ func (r *Reference) connect(u *url.URL) (cluster.ProviderInvoker, error) {
 	if conns == 0 {
 		conns = u.IntParam("connections", 0)
 	}
-	return &providerInvoker{url: u, client: r.c.clients.acquire(u.Address(), conns, r.heartbeat())}, nil
+	return r.c.newProviderInvoker(u, r.c.clients.acquire(u.Address(), conns, r.heartbeatFor(u))), nil
 }
 
 func (r *Reference) releaseInvoker(p cluster.ProviderInvoker) {
@@ -233,7 +252,11 @@ func (r *Reference) subscribe(ctx context.Context) error {
 	reg := r.c.reg
 	r.subURL = r.consumerURL.Clone()
 	r.subURL.SetParam(url.KeyCategory, registry.CategoryProviders+","+registry.CategoryConfigurators+","+registry.CategoryRouters)
-	if err := reg.Register(ctx, r.consumerURL); err != nil {
+	err := reg.Register(ctx, r.consumerURL)
+	if rs := r.c.regStats; rs != nil {
+		rs.Registered(err)
+	}
+	if err != nil {
 		// Registration only makes us visible; calls work without it, and
 		// the registry retries it on reconnection.
 		r.log.Warn("consumer URL not registered yet", "err", err)
@@ -243,7 +266,11 @@ func (r *Reference) subscribe(ctx context.Context) error {
 			r.log.Debug("consumer metadata not published", "err", err)
 		}
 	}
-	if err := reg.Subscribe(ctx, r.subURL, registry.ListenerFunc(r.notify)); err != nil {
+	err = reg.Subscribe(ctx, r.subURL, registry.ListenerFunc(r.notify))
+	if rs := r.c.regStats; rs != nil {
+		rs.Subscribed(err)
+	}
+	if err != nil {
 		return fmt.Errorf("reference %s: subscribe: %w", r.key, err)
 	}
 	if r.c.disc != nil {
@@ -278,6 +305,9 @@ func (r *Reference) subscribe(ctx context.Context) error {
 
 // notify receives the registry's full lists; it runs on the registry loop.
 func (r *Reference) notify(n registry.Notification) {
+	if rs := r.c.regStats; rs != nil && n.Category == registry.CategoryProviders {
+		rs.Notified(len(n.URLs))
+	}
 	switch n.Category {
 	case registry.CategoryProviders:
 		var ps []*url.URL

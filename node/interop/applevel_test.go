@@ -41,9 +41,9 @@ func TestDubboGoAppLevelConsumerCallsOurProvider(t *testing.T) {
 			}
 			// dubbo-go learnt the services from our MetadataService.
 			var metaCalls int64
-			for _, s := range p.Stats().Snapshot() {
-				if strings.Contains(s.Service, provider.MetadataServiceInterface) && s.Method == "getMetadataInfo" {
-					metaCalls += s.Calls
+			for _, s := range p.Stats().Collect(time.Now()) {
+				if s.Interface == provider.MetadataServiceInterface && s.Method == "getMetadataInfo" {
+					metaCalls += s.Success + s.Failure
 				}
 			}
 			if metaCalls == 0 {

@@ -308,6 +308,9 @@ port = %d
 
 [provider]
 plugins = [%q]
+
+[qos]
+listen = ""
 `, dir, registry, port, plugin)
 	path := filepath.Join(dir, "dubbo.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {

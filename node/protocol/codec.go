@@ -263,7 +263,7 @@ func (b *BodyDecoder) DecodeRequest(f Frame) (*Request, error) {
 	if !f.Request {
 		return nil, fmt.Errorf("%w: frame %d is a response, want a request", ErrMalformedBody, f.ID)
 	}
-	req := &Request{ID: f.ID, TwoWay: f.TwoWay, Event: f.Event, Serialization: f.Serialization}
+	req := &Request{ID: f.ID, TwoWay: f.TwoWay, Event: f.Event, Serialization: f.Serialization, Size: HeaderSize + len(f.Body)}
 	if f.Event {
 		v, err := b.event(f)
 		req.EventData = v
@@ -327,7 +327,7 @@ func (b *BodyDecoder) DecodeResponse(f Frame) (*Response, error) {
 	if f.Request {
 		return nil, fmt.Errorf("%w: frame %d is a request, want a response", ErrMalformedBody, f.ID)
 	}
-	resp := &Response{ID: f.ID, Status: f.Status, Event: f.Event, Serialization: f.Serialization}
+	resp := &Response{ID: f.ID, Status: f.Status, Event: f.Event, Serialization: f.Serialization, Size: HeaderSize + len(f.Body)}
 	if f.Event {
 		v, err := b.event(f)
 		resp.Value = v

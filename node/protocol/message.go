@@ -20,6 +20,11 @@ type Request struct {
 	// EventData is the event body: nil for a heartbeat, "R"/"W" for the
 	// read-only/writable events.
 	EventData any
+
+	// Size is the frame's length in bytes, header included: set by
+	// decoding, and by a transport client once it has encoded the request
+	// (Dubbo's input statistic). Encoding does not read it.
+	Size int
 }
 
 // Event payloads a provider sends when it starts or stops accepting calls.
@@ -66,6 +71,18 @@ type Response struct {
 
 	// ErrorMessage is the body of a non-OK status.
 	ErrorMessage string
+
+	// Size is the frame's length in bytes, header included, as decoded
+	// (Dubbo's output statistic); encoding ignores it.
+	Size int
+	// Output, when set, is told the frame's length once a server has
+	// encoded the response (a provider's output statistic).
+	Output SizeCounter
+}
+
+// SizeCounter counts the bytes of encoded responses; *stats.Counter is one.
+type SizeCounter interface {
+	AddOutput(bytes int)
 }
 
 // ResponseTo returns an OK response that answers req in its serialization,

@@ -378,7 +378,7 @@ func (p *Provider) republish(ctx context.Context, old, new *url.URL) error {
 		errs = append(errs, p.reg.Unregister(ctx, old))
 	}
 	if new != nil {
-		errs = append(errs, p.reg.Register(ctx, new))
+		errs = append(errs, p.register(ctx, new))
 	}
 	return errors.Join(errs...)
 }

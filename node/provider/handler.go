@@ -12,6 +12,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -145,15 +146,15 @@ func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func
 				Message: fmt.Sprintf("generic call of %s: %v", key, err)}
 			return resp
 		}
-		return p.invoke(ctx, resp, e, method, gtypes, args, req.Attachments, true, finish)
+		return p.invoke(ctx, resp, e, method, gtypes, args, req.Attachments, true, req.Size, finish)
 	}
-	return p.invoke(ctx, resp, e, req.Method, types, req.Args, req.Attachments, false, finish)
+	return p.invoke(ctx, resp, e, req.Method, types, req.Args, req.Attachments, false, req.Size, finish)
 }
 
 // invoke runs one method of e and returns resp filled, or starts it and
-// returns nil (serve).
+// returns nil (serve). size is the request's, for the statistics.
 func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *exporter, name string, types []string,
-	args []any, att map[string]any, isGeneric bool, finish func(*protocol.Response)) *protocol.Response {
+	args []any, att map[string]any, isGeneric bool, size int, finish func(*protocol.Response)) *protocol.Response {
 	m, ok := e.method(name, types)
 	if !ok {
 		resp.Exception = &protocol.Exception{Class: "java.lang.UnsupportedOperationException",
@@ -185,7 +186,7 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 		Args:        conv,
 		Attachments: att,
 	}
-	end := p.stats.begin(e.key, m.Name)
+	end := p.begin(e, m.Name, transport.Peer(ctx), size)
 	if ai, ok := e.svc.Invoker.(AsyncInvoker); ok && finish != nil {
 		safeInvokeAsync(ctx, ai, inv, func(res *rpc.Result, err error) {
 			p.complete(ctx, resp, e, m, att, isGeneric, end, res, err)
@@ -200,14 +201,14 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 
 // complete fills resp with the outcome of a call of method m of e.
 func (p *Provider) complete(ctx context.Context, resp *protocol.Response, e *exporter, m Method, att map[string]any,
-	isGeneric bool, end func(failed bool), res *rpc.Result, err error) {
+	isGeneric bool, end counting, res *rpc.Result, err error) {
 	var ex *rpc.Exception
 	switch {
 	case errors.As(err, &ex):
-		end(true)
+		end.end(stats.BusinessFailed, resp)
 		resp.Exception = &protocol.Exception{Class: exceptionClass(ex), Message: ex.Message}
 	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpc.ErrTimeout)) && deadlinePassed(ctx):
-		end(true)
+		end.end(stats.Timeout, resp)
 		// The consumer's timeout passed: say so, so the consumer reports a
 		// timeout whichever of its timer and this answer comes first (Java
 		// consumers read SERVER_TIMEOUT as a TimeoutException).
@@ -215,18 +216,18 @@ func (p *Provider) complete(ctx context.Context, resp *protocol.Response, e *exp
 		resp.ErrorMessage = fmt.Sprintf("Invoke remote method timeout: service %s method %s on provider %s did not finish within the consumer's timeout of %s: %v",
 			e.key, m.Name, p.Addr(), fmt.Sprint(att["timeout"])+"ms", err)
 	case err != nil:
-		end(true)
+		end.end(stats.OutcomeOf(err), resp)
 		// Not a business exception: the service itself failed (a plugin
 		// crashed). SERVICE_ERROR lets consumers fail over.
 		resp.Status = protocol.StatusServiceError
 		resp.ErrorMessage = fmt.Sprintf("Failed to invoke service %s method %s on provider %s: %v", e.key, m.Name, p.Addr(), err)
 	case res == nil:
-		end(false)
+		end.end(stats.Success, resp)
 	case res.Exception != nil:
-		end(true)
+		end.end(stats.BusinessFailed, resp)
 		resp.Exception = &protocol.Exception{Class: exceptionClass(res.Exception), Message: res.Exception.Message}
 	default:
-		end(false)
+		end.end(stats.Success, resp)
 		v := returnValue(res.Value, m.ReturnType)
 		if isGeneric {
 			v = generic.Generalize(v)

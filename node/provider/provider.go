@@ -38,6 +38,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
+	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -179,6 +180,12 @@ type Options struct {
 	Registry Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// NoStatistics turns call counting off (Stats returns nil), as for a
+	// monitor's own MonitorService, whose calls Dubbo does not count.
+	NoStatistics bool
+	// RegistryStats, if set, counts the provider's registrations (Dubbo
+	// 3's dubbo_registry_register_requests_* metrics).
+	RegistryStats *stats.RegistryStats
 }
 
 // Provider is a running provider. Its methods are safe for concurrent use.
@@ -191,7 +198,9 @@ type Provider struct {
 	host     string // registered address
 	port     int
 	anyhost  bool
-	stats    *Stats
+	rec      *stats.Recorder // nil: no statistics
+	peers    peerIPs
+	regStats *stats.RegistryStats // nil: not counted
 	reg      Registry
 	instReg  InstanceRegistry // nil: no application-level registration
 	ownsReg  func() error     // closes a registry we created
@@ -218,11 +227,10 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter), offline: map[string]bool{}}
+	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter), offline: map[string]bool{}, regStats: opts.RegistryStats}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
-	p.stats = newStats()
 
 	bindHost, regHost, anyhost := hosts(cfg.Protocol.Host)
 	port := cfg.Protocol.Port
@@ -236,6 +244,9 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	}
 	p.port = ln.Addr().(*net.TCPAddr).Port
 	p.host, p.anyhost = regHost, anyhost
+	if !opts.NoStatistics {
+		p.rec = stats.NewRecorder(stats.Config{Side: stats.Provider, Application: cfg.Application, Host: regHost, Port: p.port})
+	}
 	where := net.JoinHostPort(regHost, strconv.Itoa(p.port))
 	p.pool, err = dispatch.NewPool(dispatch.PoolConfig{
 		Type: cfg.Protocol.ThreadPool, Threads: cfg.Protocol.Threads, Queues: cfg.Protocol.Queues,
@@ -343,14 +354,25 @@ func localIP() string {
 	return "127.0.0.1"
 }
 
+// register registers u, counting the attempt.
+func (p *Provider) register(ctx context.Context, u *url.URL) error {
+	err := p.reg.Register(ctx, u)
+	if p.regStats != nil {
+		p.regStats.Registered(err)
+	}
+	return err
+}
+
 // Addr is the registered host:port of the dubbo server.
 func (p *Provider) Addr() string { return net.JoinHostPort(p.host, strconv.Itoa(p.port)) }
 
 // Port is the port the dubbo server listens on.
 func (p *Provider) Port() int { return p.port }
 
-// Stats returns the per service and method counters.
-func (p *Provider) Stats() *Stats { return p.stats }
+// Stats returns the provider's call statistics (per service, method and
+// consumer IP, for the monitor and Prometheus); nil with
+// Options.NoStatistics.
+func (p *Provider) Stats() *stats.Recorder { return p.rec }
 
 // Server returns the dubbo server, for its connection and pool statistics.
 func (p *Provider) Server() *transport.Server { return p.server }
@@ -414,7 +436,7 @@ func (p *Provider) Export(ctx context.Context, svc Service) error {
 		}
 	}
 	if e.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
-		if err := p.reg.Register(ctx, e.published); err != nil {
+		if err := p.register(ctx, e.published); err != nil {
 			errs = append(errs, fmt.Errorf("register %s: %w", e.key, err))
 		}
 	}
@@ -488,7 +510,7 @@ func (p *Provider) refreshInstance(ctx context.Context) error {
 		Host:                  p.host,
 		Port:                  p.port,
 		Revision:              info.Revision,
-		MetadataServiceParams: metadata.DefaultMetadataServiceParams(p.port, Release),
+		MetadataServiceParams: p.metadataServiceParams(),
 		Metadata:              map[string]string{metadata.KeyTimestamp: strconv.FormatInt(time.Now().UnixMilli(), 10)},
 		TimeMillis:            time.Now().UnixMilli(),
 	})

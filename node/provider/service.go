@@ -13,8 +13,13 @@ import (
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
+
+// KeyHeartbeat is the provider URL parameter with the provider's heartbeat
+// in milliseconds, written when it is not the default.
+const KeyHeartbeat = "heartbeat"
 
 // Release is the Dubbo release we register as: Java consumers read it to
 // decide which protocol features a provider has, and we speak 3.3's.
@@ -137,10 +142,29 @@ func (p *Provider) providerURL(e *exporter) *url.URL {
 	if p.cfg.Protocol.Threads > 0 {
 		params["threads"] = strconv.Itoa(p.cfg.Protocol.Threads)
 	}
+	// Consumers ping at the provider's heartbeat, which they read here
+	// (milliseconds, as Java writes it): one pinging at the default while
+	// this provider closes connections silent for three of its shorter
+	// heartbeats would lose its connections between calls.
+	if hb := p.cfg.Protocol.Heartbeat; hb != transport.DefaultHeartbeat {
+		params[KeyHeartbeat] = strconv.FormatInt(hb.Milliseconds(), 10)
+	}
 	for k, v := range e.svc.Params {
 		params[k] = v
 	}
 	return url.New("dubbo", p.host, p.port, e.svc.Interface, params)
+}
+
+// metadataServiceParams describe the MetadataService endpoint in the
+// instance, with the heartbeat its connections must keep when it is not
+// the default: an application-level consumer's first connection to this
+// provider is the one it reads the metadata over.
+func (p *Provider) metadataServiceParams() map[string]string {
+	params := metadata.DefaultMetadataServiceParams(p.port, Release)
+	if hb := p.cfg.Protocol.Heartbeat; hb != transport.DefaultHeartbeat {
+		params[KeyHeartbeat] = strconv.FormatInt(hb.Milliseconds(), 10)
+	}
+	return params
 }
 
 // definition is the service definition published to the metadata report,

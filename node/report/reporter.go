@@ -200,6 +200,12 @@ func (r *Reporter) tick(now time.Time) {
 	r.mu.Lock()
 	recs := append([]*stats.Recorder(nil), r.recorders...)
 	r.mu.Unlock()
+	// The monitor keeps an interval by its end to the second: a last,
+	// partial interval ending in the second the previous one ended in is
+	// stamped with the next second, so the two stay apart.
+	if !now.Before(r.last) && now.Unix() == r.last.Unix() {
+		now = time.Unix(r.last.Unix()+1, 0)
+	}
 	rep := &Report{Node: r.cfg.Node, Start: r.last, End: now}
 	r.last = now
 	for _, rec := range recs {

@@ -251,6 +251,30 @@ func TestCloseSendsTheLastPartialInterval(t *testing.T) {
 	}
 }
 
+// The monitor keeps intervals by their end to the second: a last, partial
+// interval that ends in the second of the previous one ends a second
+// later, so it is not taken for that one sent again.
+func TestLastIntervalEndsInASecondOfItsOwn(t *testing.T) {
+	f := start(t, Config{})
+	end := time.Now().Truncate(time.Second).Add(100 * time.Millisecond)
+	c := f.rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: "sayHello", Peer: "127.0.0.1"})
+	c.End(c.Begin(), stats.Success, 1, 1)
+	f.rep.tick(end)
+	c.End(c.Begin(), stats.Success, 1, 1)
+	f.rep.tick(end.Add(300 * time.Millisecond))
+	waitFor(t, "two reports", func() bool { r, _, _, _ := f.mon.get(); return len(r) == 2 })
+	reports, stored, success, _ := f.mon.get()
+	if a, b := reports[0].End, reports[1].End; a.Unix() == b.Unix() || !b.After(a) {
+		t.Errorf("intervals end at %v and %v: the same second", a, b)
+	}
+	if stored != 2 || success != 2 {
+		t.Errorf("monitor stored %d samples with %d calls, want 2 and 2", stored, success)
+	}
+	if s := reports[1].Samples[0]; s.Timestamp != reports[1].End || s.Interval != reports[1].End.Sub(end) {
+		t.Errorf("sample %v over %v, want the report's end %v", s.Timestamp, s.Interval, reports[1].End)
+	}
+}
+
 // A frozen monitor holds neither counting nor the intervals; Close gives
 // up at its deadline and says what was not sent.
 func TestFrozenMonitor(t *testing.T) {

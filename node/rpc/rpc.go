@@ -55,6 +55,10 @@ type Result struct {
 	// Provider is the host:port that answered, set by the consumer (not
 	// sent on the wire), so callers can tell which provider served them.
 	Provider string
+	// RequestBytes and ResponseBytes are the sizes of the request and
+	// response frames, set by the transport (Dubbo's input and output
+	// statistics); 0 when not known.
+	RequestBytes, ResponseBytes int
 }
 
 // Exception is a business exception travelling as a Java Throwable.

@@ -266,9 +266,13 @@ func (c *Client) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 		return nil, err
 	}
 	if resp == nil { // oneway
-		return &rpc.Result{}, nil
+		return &rpc.Result{RequestBytes: req.Size}, nil
 	}
-	return resultOf(resp, inv, c.addr)
+	res, err := resultOf(resp, inv, c.addr)
+	if res != nil {
+		res.RequestBytes, res.ResponseBytes = req.Size, resp.Size
+	}
+	return res, err
 }
 
 // Send writes req (its ID is assigned here) and, for a two-way request,
@@ -292,6 +296,7 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 		c.encoders.put(enc)
 		return nil, fail(rpc.ErrBadRequest, err.Error())
 	}
+	req.Size = len(enc.buf)
 	if !req.TwoWay {
 		err = cc.w.enqueue(enc.buf, inline)
 		c.encoders.put(enc)

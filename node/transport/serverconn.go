@@ -437,6 +437,9 @@ func (c *serverConn) send(resp *protocol.Response, mode writeMode) {
 			return
 		}
 	}
+	if resp.Output != nil {
+		resp.Output.AddOutput(len(enc.buf))
+	}
 	// An error means the connection is gone; the consumer sees that instead.
 	_ = c.w.enqueue(enc.buf, mode)
 }

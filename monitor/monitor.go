@@ -1,0 +1,225 @@
+// Package monitor is Dubbo's monitor role, and how nodes reach it.
+//
+// The role (Start) is a provider of Dubbo's MonitorService
+// (org.apache.dubbo.monitor.MonitorService, and 2.6's
+// com.alibaba.dubbo.monitor.MonitorService) on monitor.server.port,
+// registered in the registry like any provider
+// (/dubbo/org.apache.dubbo.monitor.MonitorService/providers). Each
+// collect(URL statistics) call carries one sample of one node's interval
+// (node/report); the Collector turns it into a store.Row and answers once
+// it is stored (store.Store, SQLite, which keeps each interval of each node
+// once, so a sample sent again after a lost answer is not counted twice).
+// Retention runs in the background. The HTTP server on console.listen
+// serves GET /api/v1/stats (the rows, as JSON), GET /metrics, and hands
+// every other path to the web console (HTTPOptions.Console).
+//
+// Nodes report through a Reporter (NewReporter): every monitor.interval it
+// sends each interval's samples of the node's stats.Recorders, over the
+// node's consumer (which finds the monitor in the registry) or straight to
+// monitor.address, from a bounded queue, off the call path.
+//
+//	m, err := monitor.Start(ctx, monitor.Options{Config: cfg.Monitor.Server, Registry: reg, Listen: "127.0.0.1:8080"})
+//	...
+//	rep, err := monitor.NewReporter(cfg.Monitor, monitor.ReporterOptions{Consumer: cons}, cons.Stats())
+//	rep.Start()
+//	...
+//	rep.Close(ctx) // sends the last, partial interval
+//	m.Shutdown(ctx)
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbo-lab/dubbo/monitor/store"
+	"github.com/dubbo-lab/dubbo/node/provider"
+)
+
+// Options configure the monitor role.
+type Options struct {
+	// Config is the [monitor.server] section.
+	Config ServerConfig
+	// Application is the Dubbo application the MonitorService is
+	// registered under. Default "dubbo-monitor".
+	Application string
+	// Registry is where the MonitorService registers; "" = nowhere (nodes
+	// need monitor.address).
+	Registry string
+	// Protocol is the dubbo server's host and settings; its port is
+	// Config.Port.
+	Protocol provider.ProtocolConfig
+	// Listen is the HTTP server's address (console.listen); "" = none.
+	Listen string
+	// Console serves the web console's paths on the HTTP server; nil: none.
+	Console http.Handler
+	// Metrics serves GET /metrics on the HTTP server; nil: the monitor's
+	// own metrics (Monitor.Collector) only.
+	Metrics http.Handler
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the store's clock, for retention. Default time.Now.
+	Now func() time.Time
+	// RetainEvery is how often retention runs. Default a minute.
+	RetainEvery time.Duration
+}
+
+// Monitor is a running monitor role.
+type Monitor struct {
+	store   *store.Store
+	coll    *Collector
+	prov    *provider.Provider
+	http    *httpServer
+	metrics *metrics
+	log     *slog.Logger
+
+	stopRetain context.CancelFunc
+	retainDone chan struct{}
+}
+
+// Start opens the store, starts its retention, serves and registers the
+// MonitorService, and starts the HTTP server.
+func Start(ctx context.Context, o Options) (m *Monitor, err error) {
+	if o.Config.DB == "" {
+		return nil, errors.New("monitor: no database path (monitor.server.db)")
+	}
+	if o.Application == "" {
+		o.Application = "dubbo-monitor"
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	m = &Monitor{log: log, retainDone: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			m.close()
+		}
+	}()
+	m.store, err = store.Open(o.Config.DB, store.Options{RawRetention: o.Config.RawRetention,
+		RollupRetention: o.Config.RollupRetention, Now: o.Now, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopRetain = cancel
+	go func() {
+		defer close(m.retainDone)
+		m.store.Run(rctx, o.RetainEvery)
+	}()
+	m.coll = NewCollector(m.store, log)
+	m.metrics = newMetrics(m.store, m.coll)
+
+	pc := o.Protocol
+	pc.Port = o.Config.Port
+	if pc.Port == 0 {
+		pc.Port = DefaultPort
+	}
+	// The MonitorService's own calls are not counted, as in Dubbo; it is
+	// found at interface level, as Dubbo's DubboMonitorFactory looks it up.
+	m.prov, err = provider.Start(ctx, provider.Config{Application: o.Application, Registry: o.Registry,
+		RegisterMode: provider.RegisterInterface, Protocol: pc}, provider.Options{Logger: log, NoStatistics: true})
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	for _, svc := range services(m.coll) {
+		if err := m.prov.Export(ctx, svc); err != nil {
+			return nil, fmt.Errorf("monitor: %w", err)
+		}
+	}
+	if o.Listen != "" {
+		mh := o.Metrics
+		if mh == nil {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(m.metrics)
+			mh = promHandler(reg)
+		}
+		m.http, err = startHTTP(o.Listen, Handler(HTTPOptions{Stats: m.store, Metrics: mh, Console: o.Console, Logger: log}), log)
+		if err != nil {
+			return nil, err
+		}
+	}
+	log.Info("monitor started", "dubbo", m.prov.Addr(), "http", m.HTTPAddr(), "db", o.Config.DB)
+	return m, nil
+}
+
+// Addr is the MonitorService's host:port.
+func (m *Monitor) Addr() string { return m.prov.Addr() }
+
+// HTTPAddr is the HTTP server's host:port; "" without one.
+func (m *Monitor) HTTPAddr() string {
+	if m.http == nil {
+		return ""
+	}
+	return m.http.ln.Addr().String()
+}
+
+// Store is the statistics store.
+func (m *Monitor) Store() *store.Store { return m.store }
+
+// Collector is the monitor's own metrics (samples received and refused,
+// rows stored, insert time, database size), for the process's /metrics.
+func (m *Monitor) Collector() prometheus.Collector { return m.metrics }
+
+// Ready says whether the MonitorService is exported and registered.
+func (m *Monitor) Ready() (bool, string) {
+	for _, s := range m.prov.Services() {
+		if !s.Published {
+			return false, "monitor service " + s.Key + " is not registered"
+		}
+	}
+	return true, ""
+}
+
+// Provider is the MonitorService's provider (for QoS online/offline).
+func (m *Monitor) Provider() *provider.Provider { return m.prov }
+
+// Shutdown unregisters the MonitorService and lets calls in flight finish
+// (their samples are stored), then stops the HTTP server, retention and
+// the store.
+func (m *Monitor) Shutdown(ctx context.Context) error {
+	var errs []error
+	if m.prov != nil {
+		errs = append(errs, m.prov.Shutdown(ctx))
+		m.prov = nil
+	}
+	if m.http != nil {
+		errs = append(errs, m.http.shutdown(ctx))
+		m.http = nil
+	}
+	errs = append(errs, m.close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("monitor shutdown: %w", err)
+	}
+	return nil
+}
+
+// close stops what Start started, in reverse.
+func (m *Monitor) close() error {
+	var errs []error
+	if m.prov != nil {
+		errs = append(errs, m.prov.Close())
+	}
+	if m.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		errs = append(errs, m.http.shutdown(ctx))
+		cancel()
+	}
+	if m.coll != nil {
+		m.coll.Close()
+	}
+	if m.stopRetain != nil {
+		m.stopRetain()
+		<-m.retainDone
+	}
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
+		m.store = nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,454 @@
+package monitor_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	hessian "github.com/apache/dubbo-go-hessian2"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/dubbo-lab/dubbo/monitor"
+	"github.com/dubbo-lab/dubbo/monitor/store"
+	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/report"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats"
+	"github.com/dubbo-lab/dubbo/node/transport"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startMonitor runs the monitor role on free loopback ports, without a
+// registry.
+func startMonitor(t *testing.T) *monitor.Monitor {
+	t.Helper()
+	m, err := monitor.Start(testCtx(t), monitor.Options{
+		Config:   monitor.ServerConfig{Port: -1, DB: filepath.Join(t.TempDir(), "monitor.db")},
+		Protocol: provider.ProtocolConfig{Host: "127.0.0.1"},
+		Listen:   "127.0.0.1:0",
+		Logger:   quiet(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	return m
+}
+
+// stats GETs /api/v1/stats?query and decodes the rows.
+func getStats(t *testing.T, m *monitor.Monitor, query string) []store.Row {
+	t.Helper()
+	code, body := get(t, "http://"+m.HTTPAddr()+"/api/v1/stats?"+query)
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/v1/stats?%s: %d %s", query, code, body)
+	}
+	var rows []store.Row
+	if err := json.Unmarshal([]byte(body), &rows); err != nil {
+		t.Fatalf("GET /api/v1/stats?%s: %v in %s", query, err, body)
+	}
+	return rows
+}
+
+func get(t *testing.T, u string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func calls(rows []store.Row) (n int64) {
+	for _, r := range rows {
+		n += r.Success + r.Failure
+	}
+	return n
+}
+
+func count(rec *stats.Recorder, k stats.Key, n int, o stats.Outcome) {
+	c := rec.Counter(k)
+	for range n {
+		c.End(c.Begin(), o, 100, 40)
+	}
+}
+
+var hello = stats.Key{Interface: "org.example.Greeter", Version: "1.0.0", Method: "sayHello"}
+
+// Statistics travel from a node's recorders through a Reporter to the
+// monitor's MonitorService over dubbo, into the store, and back out of
+// GET /api/v1/stats with Dubbo's figures, each side as it counted.
+func TestReportAndReadBack(t *testing.T) {
+	m := startMonitor(t)
+	prov := stats.NewRecorder(stats.Config{Side: stats.Provider, Application: "greeter-app", Host: "127.0.0.1", Port: 20880})
+	cons := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "web-app", Host: "127.0.0.9"})
+	rep, err := monitor.NewReporter(monitor.Config{Address: "dubbo://" + m.Addr(), Interval: time.Second},
+		monitor.ReporterOptions{Logger: quiet(), Node: "node-a"}, prov, cons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Start()
+	k := hello
+	k.Peer = "127.0.0.9"
+	count(prov, k, 7, stats.Success)
+	count(prov, k, 2, stats.BusinessFailed)
+	k.Peer = "127.0.0.1:20880"
+	count(cons, k, 9, stats.Success)
+	ctx := testCtx(t)
+	if err := rep.Close(ctx); err != nil { // sends the partial interval
+		t.Fatal(err)
+	}
+
+	all := getStats(t, m, "interface=org.example.Greeter")
+	if len(all) != 2 || calls(all) != 18 {
+		t.Fatalf("rows %+v: want one per side, 18 calls", all)
+	}
+	p := getStats(t, m, "interface=org.example.Greeter&side=provider&method=sayHello&address=127.0.0.1:20880")
+	if len(p) != 1 {
+		t.Fatalf("provider rows %+v", p)
+	}
+	if r := p[0]; r.Success != 7 || r.Failure != 2 || r.Input != 900 || r.Output != 360 || r.Application != "greeter-app" ||
+		r.Node != "node-a" || r.Consumer != "127.0.0.9" || r.Version != "1.0.0" || r.Interval < 1 {
+		t.Errorf("provider row %+v", r)
+	}
+	c := getStats(t, m, "interface=org.example.Greeter&side=consumer")
+	if len(c) != 1 || c[0].Success != 9 || c[0].Address != "127.0.0.1:20880" || c[0].Consumer != "127.0.0.9" {
+		t.Errorf("consumer rows %+v", c)
+	}
+	now := time.Now().Unix()
+	if r := getStats(t, m, "interface=org.example.Greeter&from="+itoa(now+5)); len(r) != 0 {
+		t.Errorf("rows after now: %+v", r)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A report sent again (its answer was lost) is stored once.
+func TestResentReportIsCountedOnce(t *testing.T) {
+	m := startMonitor(t)
+	ctx := testCtx(t)
+	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	rec := stats.NewRecorder(stats.Config{Side: stats.Provider, Application: "greeter-app", Host: "127.0.0.1", Port: 20880})
+	k := hello
+	k.Peer = "127.0.0.9"
+	count(rec, k, 5, stats.Success)
+	samples := rec.Collect(time.Now())
+	for i := range samples {
+		samples[i].Node = "node-b"
+	}
+	sender := &report.InvokerSender{Invoker: client}
+	for range 3 {
+		if err := sender.Send(ctx, &report.Report{Node: "node-b", Samples: samples}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rows := getStats(t, m, "interface=org.example.Greeter"); calls(rows) != 5 || len(rows) != 1 {
+		t.Fatalf("after three sends of one report: %+v", rows)
+	}
+	if st := m.Store().Stats(); st.Duplicates != 2 {
+		t.Errorf("store counted %d duplicates, want 2", st.Duplicates)
+	}
+}
+
+// A Java node's sample (Dubbo 3's URL object, no node, no interval) is
+// stored as its application and address, over a minute; a sample that
+// cannot be read is refused with an exception naming the problem, and the
+// monitor serves on.
+func TestJavaSamplesAndBadOnes(t *testing.T) {
+	m := startMonitor(t)
+	ctx := testCtx(t)
+	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	collect := func(arg any) (*rpc.Result, error) {
+		return client.Invoke(ctx, &rpc.Invocation{Service: monitor.ServiceInterface, Method: "collect",
+			ParamTypes: []string{report.URLClass}, Args: []any{arg}})
+	}
+	ts := time.Now().UnixMilli()
+	java := map[string]any{
+		hessian.ClassKey: report.URLClass,
+		"urlAddress":     map[string]any{"protocol": "count", "host": "10.0.0.5", "port": int32(0), "path": "org.example.Greeter/add"},
+		"urlParam": map[string]any{"EXTRA_PARAMS": map[any]any{
+			"application": "java-app", "interface": "org.example.Greeter", "method": "add", "provider": "10.0.0.1:20880",
+			"success": "4", "failure": "1", "elapsed": "50", "timestamp": itoa(ts),
+		}},
+	}
+	if res, err := collect(java); err != nil || res.Exception != nil {
+		t.Fatalf("java sample: %v %v", res, err)
+	}
+	rows := getStats(t, m, "interface=org.example.Greeter&side=consumer")
+	if len(rows) != 1 || rows[0].Success != 4 || rows[0].Failure != 1 || rows[0].Interval != 60 ||
+		rows[0].Node != "java-app@10.0.0.5" || rows[0].Consumer != "10.0.0.5" || rows[0].Address != "10.0.0.1:20880" {
+		t.Errorf("java rows %+v", rows)
+	}
+
+	for _, bad := range []any{"not a url", "count://h/I/m?timestamp=1", map[string]any{"protocol": "count", "port": "x"}} {
+		res, err := collect(bad)
+		var ex *rpc.Exception
+		switch {
+		case err != nil:
+			t.Errorf("%v: %v, want an exception", bad, err)
+		case res.Exception == nil:
+			t.Errorf("%v accepted", bad)
+		case !errors.As(res.Exception, &ex) || ex.Class != "java.lang.IllegalArgumentException" || !strings.Contains(ex.Message, "statistics refused"):
+			t.Errorf("%v: %v", bad, res.Exception)
+		}
+	}
+	if res, err := collect(java); err != nil || res.Exception != nil { // still serving, still once
+		t.Fatalf("after bad samples: %v %v", res, err)
+	}
+	if rows := getStats(t, m, "interface=org.example.Greeter"); calls(rows) != 5 {
+		t.Errorf("rows %+v", rows)
+	}
+	metrics := scrape(t, m)
+	if v := metrics["dubbo_monitor_samples_refused_total"]; v != 3 {
+		t.Errorf("refused samples metric %v, want 3", v)
+	}
+	if v := metrics["dubbo_monitor_rows_stored_total"]; v != 1 {
+		t.Errorf("rows stored metric %v, want 1", v)
+	}
+	if v := metrics["dubbo_monitor_rows_duplicate_total"]; v != 1 {
+		t.Errorf("duplicate rows metric %v, want 1", v)
+	}
+}
+
+// scrape reads GET /metrics with Prometheus's parser: name -> value of
+// the unlabelled series.
+func scrape(t *testing.T, m *monitor.Monitor) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + m.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p expfmt.TextParser
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			switch {
+			case mt.GetCounter() != nil:
+				out[name] = mt.GetCounter().GetValue()
+			case mt.GetGauge() != nil:
+				out[name] = mt.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// The API answers a bad query with 400 and what is wrong, and paths that
+// are neither the API nor metrics with 404 (until the console is mounted).
+func TestHTTPErrors(t *testing.T) {
+	m := startMonitor(t)
+	base := "http://" + m.HTTPAddr()
+	for _, tc := range []struct {
+		path, want string
+		code       int
+	}{
+		{"/api/v1/stats", "interface is required", 400},
+		{"/api/v1/stats?interface=x&side=both", "side", 400},
+		{"/api/v1/stats?interface=x&from=yesterday", "from", 400},
+		{"/api/v1/stats?interface=x&from=9&to=3", "after", 400},
+		{"/api/v1/stats?interface=nobody", "[]", 200},
+		{"/", "/api/v1/stats", 200},
+		{"/services", "404", 404},
+	} {
+		code, body := get(t, base+tc.path)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s: %d %q, want %d with %q", tc.path, code, body, tc.code, tc.want)
+		}
+	}
+}
+
+// A console handler mounted on the monitor's HTTP server gets every path
+// but the API's and the metrics'.
+func TestConsoleMount(t *testing.T) {
+	h := monitor.Handler(monitor.HTTPOptions{Stats: nil, Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "console "+r.URL.Path)
+	}), Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "metrics") })})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	for path, want := range map[string]string{"/": "console /", "/services/x": "console /services/x", "/metrics": "metrics"} {
+		if _, body := get(t, "http://"+ln.Addr().String()+path); body != want {
+			t.Errorf("GET %s = %q, want %q", path, body, want)
+		}
+	}
+}
+
+// A node stopping while no monitor is there does not wait for one.
+func TestReporterCloseWithoutMonitor(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	rec := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "a", Host: "127.0.0.1"})
+	rep, err := monitor.NewReporter(monitor.Config{Address: "dubbo://" + addr}, monitor.ReporterOptions{Logger: quiet()}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Start()
+	count(rec, hello, 3, stats.Success)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = rep.Close(ctx)
+	if took := time.Since(start); took > 5*time.Second || err == nil {
+		t.Fatalf("Close took %v and returned %v; want an error at once", took, err)
+	}
+}
+
+func TestReporterOff(t *testing.T) {
+	off := false
+	rep, err := monitor.NewReporter(monitor.Config{Enabled: &off}, monitor.ReporterOptions{})
+	if rep != nil || err != nil {
+		t.Fatalf("NewReporter with enabled = false: %v, %v", rep, err)
+	}
+	if err := rep.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  monitor.Config
+		want string
+	}{
+		{monitor.Config{}, ""},
+		{monitor.Config{Interval: time.Second, Address: "dubbo://127.0.0.1:7070", Buffer: 10}, ""},
+		{monitor.Config{Interval: 500 * time.Millisecond}, "monitor.interval"},
+		{monitor.Config{Buffer: -1}, "monitor.buffer"},
+		{monitor.Config{Address: "127.0.0.1:7070"}, "monitor.address"},
+		{monitor.Config{Address: "zookeeper://127.0.0.1:2181"}, "monitor.address"},
+		{monitor.Config{Server: monitor.ServerConfig{Port: 70000}}, "monitor.server.port"},
+		{monitor.Config{Server: monitor.ServerConfig{RawRetention: time.Minute}}, "monitor.server.raw-retention"},
+		{monitor.Config{Server: monitor.ServerConfig{RollupRetention: time.Hour}}, "monitor.server.rollup-retention"},
+		{monitor.Config{Server: monitor.ServerConfig{RawRetention: 2 * time.Hour, RollupRetention: 3 * time.Hour}}, ""},
+	} {
+		err := tc.cfg.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.HasPrefix(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// clock is a controlled Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// The monitor runs its store's retention in the background: with a
+// controlled clock, minute rows reported over dubbo are folded into hourly
+// rows once a day old, the calls summing the same, and hourly rows go
+// after the rollup retention.
+func TestRetentionThroughTheMonitor(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0.Add(3 * time.Hour)}
+	m, err := monitor.Start(testCtx(t), monitor.Options{
+		Config:      monitor.ServerConfig{Port: -1, DB: filepath.Join(t.TempDir(), "monitor.db"), RawRetention: 24 * time.Hour, RollupRetention: 48 * time.Hour},
+		Protocol:    provider.ProtocolConfig{Host: "127.0.0.1"},
+		Listen:      "127.0.0.1:0",
+		Logger:      quiet(),
+		Now:         clk.Now,
+		RetainEvery: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	ctx := testCtx(t)
+	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+
+	// Two hours of minute intervals of one provider: 7 calls each.
+	var samples []stats.Sample
+	for i := range 120 {
+		samples = append(samples, stats.Sample{Side: stats.Provider, Application: "greeter-app", Host: "127.0.0.1", Port: 20880,
+			Interface: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", Peer: "127.0.0.9",
+			Success: 7, Elapsed: 14, MaxElapsed: 3, Timestamp: t0.Add(time.Duration(i+1) * time.Minute), Interval: time.Minute, Node: "node-r"})
+	}
+	if err := (&report.InvokerSender{Invoker: client}).Send(ctx, &report.Report{Node: "node-r", Samples: samples}); err != nil {
+		t.Fatal(err)
+	}
+	rows := getStats(t, m, "interface=org.example.Greeter")
+	if len(rows) != 120 || calls(rows) != 840 {
+		t.Fatalf("%d rows, %d calls; want 120 minute rows, 840 calls", len(rows), calls(rows))
+	}
+
+	clk.Set(t0.Add(26*time.Hour + time.Minute)) // both hours are now over a day old
+	var hourly []store.Row
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		hourly = getStats(t, m, "interface=org.example.Greeter")
+		if len(hourly) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(hourly) != 2 || calls(hourly) != 840 || hourly[0].Interval != 3600 || hourly[0].Success != 420 ||
+		hourly[0].Time != t0.Add(time.Hour).Unix() || hourly[1].ElapsedMs != 840 {
+		t.Fatalf("after a day: %+v; want two hourly rows of 420 calls", hourly)
+	}
+
+	clk.Set(t0.Add(51 * time.Hour)) // past the 48h rollup retention
+	deadline = time.Now().Add(10 * time.Second)
+	for len(getStats(t, m, "interface=org.example.Greeter")) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("hourly rows still there past the rollup retention")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
