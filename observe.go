@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dubbo-lab/dubbo/config"
+	"github.com/dubbo-lab/dubbo/console"
 	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
@@ -129,16 +130,35 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 }
 
 // startMonitor runs the monitor role: the MonitorService, its store, and
-// the HTTP server on console.listen with the stats API and the process's
-// metrics.
+// the HTTP server on console.listen with the web console, the stats API
+// and the process's metrics.
 func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	log := n.log.With("role", roleMonitor)
+	st, err := monitor.OpenStore(cfg.Monitor.Server, nil, log)
+	if err != nil {
+		return err
+	}
+	n.onStop(func(context.Context) error { return st.Close() }) // after the console and the monitor
+	var consoleHandler http.Handler
+	if cfg.Console.Listen != "" && cfg.Registry.Address != "" {
+		c, err := console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token,
+			Registry: cfg.Registry.Address, Stats: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
+		if err != nil {
+			return err
+		}
+		n.onStop(c.Shutdown)
+		consoleHandler = c.Handler()
+	} else if cfg.Console.Listen != "" {
+		log.Warn("no web console without a registry (registry.address is empty); the stats API and /metrics are served")
+	}
 	m, err := monitor.Start(ctx, monitor.Options{
 		Config:      cfg.Monitor.Server,
+		Store:       st,
 		Application: cfg.Application.Name,
 		Registry:    cfg.Registry.Address,
 		Protocol:    cfg.Protocol,
 		Listen:      cfg.Console.Listen,
+		Console:     consoleHandler,
 		Metrics:     n.metricsHandler(),
 		Logger:      log,
 	})
@@ -152,6 +172,9 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	n.onStop(m.Shutdown)
 	fmt.Fprintf(n.out, "monitor    dubbo://%s   db %s\n", m.Addr(), cfg.Monitor.Server.DB)
 	if a := m.HTTPAddr(); a != "" {
+		if consoleHandler != nil {
+			fmt.Fprintf(n.out, "console    http://%s/\n", a)
+		}
 		fmt.Fprintf(n.out, "stats      http://%s/api/v1/stats?interface=<interface>   /metrics\n", a)
 	}
 	return nil

@@ -85,6 +85,9 @@ func TestFirstHandlerGuide(t *testing.T) {
 	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"), 0o644)
 	copyFile(t, filepath.Join(root, "dubbo.toml"), filepath.Join(dir, "dubbo.toml"), 0o644)
 	copyFile(t, binary("dubbo"), filepath.Join(dir, "dubbo"), 0o755)
+	// The shipped dubbo.toml runs the example consumer plugin, which make
+	// builds in the repository.
+	copyFile(t, binary("greeter-caller"), filepath.Join(dir, "examples", "greeter-caller", "greeter-caller"), 0o755)
 	if out, err := shell(dir, nil, "go mod tidy"); err != nil {
 		t.Fatalf("go mod tidy: %v\n%s", err, out)
 	}
@@ -183,6 +186,9 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,10 @@ type Options struct {
 	// Protocol is the dubbo server's host and settings; its port is
 	// Config.Port.
 	Protocol provider.ProtocolConfig
+	// Store, when set, is the statistics store, opened by the caller
+	// (who shares it with the web console and closes it after Shutdown).
+	// Default nil: Start opens Config.DB, and Shutdown closes it.
+	Store *store.Store
 	// Listen is the HTTP server's address (console.listen); "" = none.
 	Listen string
 	// Console serves the web console's paths on the HTTP server; nil: none.
@@ -72,6 +76,7 @@ type Options struct {
 // Monitor is a running monitor role.
 type Monitor struct {
 	store   *store.Store
+	ownsDB  bool // the store is ours to close
 	coll    *Collector
 	prov    *provider.Provider
 	http    *httpServer
@@ -85,9 +90,6 @@ type Monitor struct {
 // Start opens the store, starts its retention, serves and registers the
 // MonitorService, and starts the HTTP server.
 func Start(ctx context.Context, o Options) (m *Monitor, err error) {
-	if o.Config.DB == "" {
-		return nil, errors.New("monitor: no database path (monitor.server.db)")
-	}
 	if o.Application == "" {
 		o.Application = "dubbo-monitor"
 	}
@@ -101,10 +103,11 @@ func Start(ctx context.Context, o Options) (m *Monitor, err error) {
 			m.close()
 		}
 	}()
-	m.store, err = store.Open(o.Config.DB, store.Options{RawRetention: o.Config.RawRetention,
-		RollupRetention: o.Config.RollupRetention, Now: o.Now, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("monitor: %w", err)
+	if m.store = o.Store; m.store == nil {
+		if m.store, err = OpenStore(o.Config, o.Now, log); err != nil {
+			return nil, err
+		}
+		m.ownsDB = true
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopRetain = cancel
@@ -146,6 +149,20 @@ func Start(ctx context.Context, o Options) (m *Monitor, err error) {
 	}
 	log.Info("monitor started", "dubbo", m.prov.Addr(), "http", m.HTTPAddr(), "db", o.Config.DB)
 	return m, nil
+}
+
+// OpenStore opens the statistics store as the [monitor.server] section
+// says; now is its clock (nil: time.Now).
+func OpenStore(cfg ServerConfig, now func() time.Time, log *slog.Logger) (*store.Store, error) {
+	if cfg.DB == "" {
+		return nil, errors.New("monitor: no database path (monitor.server.db)")
+	}
+	st, err := store.Open(cfg.DB, store.Options{RawRetention: cfg.RawRetention,
+		RollupRetention: cfg.RollupRetention, Now: now, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
+	return st, nil
 }
 
 // Addr is the MonitorService's host:port.
@@ -217,9 +234,9 @@ func (m *Monitor) close() error {
 		m.stopRetain()
 		<-m.retainDone
 	}
-	if m.store != nil {
+	if m.store != nil && m.ownsDB {
 		errs = append(errs, m.store.Close())
-		m.store = nil
 	}
+	m.store = nil
 	return errors.Join(errs...)
 }

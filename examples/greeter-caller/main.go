@@ -1,8 +1,9 @@
 // Command greeter-caller is an example consumer-side plugin: it serves
 // nothing, and from the moment the node has connected it calls
 // org.example.Greeter 1.0.0 sayHello a few times a second through the
-// node's consumer (registry, routers, load balancer, cluster), logging each
-// answer to the node's log. List it in consumer.plugins.
+// node's consumer (registry, routers, load balancer, cluster), logging the
+// first answers and then one a minute, and the first failure of a run, to
+// the node's log. List it in consumer.plugins.
 package main
 
 import (
@@ -19,6 +20,9 @@ import (
 const (
 	every = 250 * time.Millisecond // four calls a second
 	name  = "world"
+	// The first answers are logged, then one a minute, so the node's log
+	// (dubbo up's default environment runs this plugin) stays readable.
+	logFirst, logEvery = 20, 240
 )
 
 // callLoop calls sayHello every interval until the node stops the plugin.
@@ -27,8 +31,9 @@ const (
 func callLoop(ctx context.Context, c *sdk.Caller) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	failing := 0 // failed calls in a row
 	for n := 1; ; n++ {
-		sayHello(ctx, c, n)
+		failing = sayHello(ctx, c, n, failing)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -37,22 +42,35 @@ func callLoop(ctx context.Context, c *sdk.Caller) error {
 	}
 }
 
-func sayHello(ctx context.Context, c *sdk.Caller, n int) {
+// sayHello makes call n and logs it: the first answers, then one a
+// minute; the first failure of a run of them, then one a minute. It
+// returns the failed calls in a row.
+func sayHello(ctx context.Context, c *sdk.Caller, n, failing int) int {
 	inv := &rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello",
 		ParamTypes: []string{"java.lang.String"}, Args: []any{name}}
 	start := time.Now()
 	res, err := c.Invoke(ctx, inv)
 	took := time.Since(start).Round(time.Microsecond).String()
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		slog.Warn("sayHello failed", "call", n, "took", took, "err", err)
-	case res.Exception != nil:
-		slog.Warn("sayHello threw", "call", n, "took", took, "exception", res.Exception.Class, "message", res.Exception.Message)
-	default:
+	if ctx.Err() != nil {
+		return failing
+	}
+	if err == nil && res.Exception != nil {
+		err = fmt.Errorf("%s: %s", res.Exception.Class, res.Exception.Message)
+	}
+	if err != nil {
+		if failing%logEvery == 0 {
+			slog.Warn("sayHello failed", "call", n, "failed_in_a_row", failing+1, "took", took, "err", err)
+		}
+		return failing + 1
+	}
+	if failing > 0 {
+		slog.Info("sayHello answered again", "call", n, "after_failures", failing)
+	}
+	if n <= logFirst || n%logEvery == 0 {
 		// Provider is the host:port the node's consumer picked.
 		slog.Info("sayHello", "call", n, "reply", res.Value, "provider", res.Provider, "took", took)
 	}
+	return 0
 }
 
 func main() {

@@ -1,15 +1,22 @@
-package console_test
+package e2e
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/dubbo-lab/dubbo/node/consumer"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // chromiumPath is Debian's Chromium; without it the browser test skips on
@@ -26,7 +33,7 @@ func chromiumPath(t *testing.T) string {
 }
 
 // screenshotDir is where the browser test saves its screenshots: the
-// directory in CONSOLE_SCREENSHOTS, else console/testdata/screenshots
+// directory in CONSOLE_SCREENSHOTS, else e2e/testdata/screenshots
 // (ignored by git).
 func screenshotDir(t *testing.T) string {
 	dir := os.Getenv("CONSOLE_SCREENSHOTS")
@@ -77,19 +84,88 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Logf("screenshot: %s", p)
 }
 
-// TestBrowser drives the console with real headless Chromium, as a
-// person would: it sees Greeter with both providers and a chart with
-// data, writes a condition rule through the rule form that sends every
-// call to one provider (real calls then all reach it), deletes it, and
-// disables the other provider with its button (it then gets no calls).
-func TestBrowser(t *testing.T) {
+// TestConsoleBrowser drives the console of a running `dubbo up` with real
+// headless Chromium, as a person would: it sees Greeter with both
+// providers and a chart with data (the example consumer plugin calls
+// Greeter a few times a second, and every node reports each second), writes
+// a condition rule through the rule form that sends every call to one
+// provider (real calls of another consumer then all reach it), deletes it,
+// and disables the other provider with its button (it then gets no calls).
+func TestConsoleBrowser(t *testing.T) {
 	ctx := newBrowser(t)
-	e := startSystem(t, envOptions{})
-	browse(t, ctx, e.system, screenshotDir(t))
+	dir := t.TempDir()
+	p := freePorts(t, 2)
+	cfg := writeConfig(t, dir, p, setup{replicas: 2, providerPlugins: []string{"greeter"},
+		consumerPlugins: []string{"greeter-caller"}, references: []string{"org.example.Greeter"},
+		extra: "\n[monitor]\ninterval = \"1s\"\n"})
+	up := startNode(t, "dubbo up", dir, "up", "-c", cfg)
+	waitServing(t, dir, p, 2)
+	if _, ok := waitFor(20*time.Second, func() bool {
+		return strings.Contains(up.stdout.String(), "console    "+p.consoleURL("/")) || up.exited()
+	}); !ok || up.exited() {
+		t.Fatalf("dubbo up did not print the console's address %s", p.consoleURL("/"))
+	}
+	browse(t, ctx, upSystem(t, p), screenshotDir(t))
 }
 
-// browse is the browser scenario over any system: the in-process one
-// here, dubbo up's once it serves the console.
+// system is what the browser scenario needs of a running environment.
+type system struct {
+	ConsoleURL string
+	Providers  []string // Greeter providers' host:port
+	// Served counts, per provider, the calls Call made that it answered.
+	Served func() map[string]int64
+	// Call makes one real sayHello call through a consumer of the test's.
+	Call func(ctx context.Context, arg string) error
+}
+
+// upSystem is dubbo up's environment on p, called through a consumer in
+// the test process, which follows the registry's rules like any other.
+func upSystem(t *testing.T, p ports) system {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := consumer.New(ctx, consumer.Config{Application: "e2e-browser", Registry: p.registryURL(),
+		References: []consumer.ReferenceConfig{{Interface: "org.example.Greeter", Version: "1.0.0"}}},
+		consumer.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cons.Close() })
+	if err := cons.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	served := map[string]int64{}
+	return system{
+		ConsoleURL: strings.TrimSuffix(p.consoleURL("/"), "/"),
+		Providers:  []string{p.providerAddr(0), p.providerAddr(1)},
+		Served: func() map[string]int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(served)
+		},
+		Call: func(ctx context.Context, arg string) error {
+			res, err := cons.Invoke(ctx, &rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello",
+				ParamTypes: []string{"java.lang.String"}, Args: []any{arg}})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			served[res.Provider]++
+			mu.Unlock()
+			return nil
+		},
+	}
+}
+
+// waitUntil polls cond for up to 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if _, ok := waitFor(20*time.Second, cond); !ok {
+		t.Fatalf("after 20s, still not %s", what)
+	}
+}
+
+// browse is the browser scenario.
 func browse(t *testing.T, ctx context.Context, sys system, shots string) {
 	a, b := sys.Providers[0], sys.Providers[1]
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -101,8 +177,10 @@ func browse(t *testing.T, ctx context.Context, sys system, shots string) {
 
 	// Overview.
 	run("overview", chromedp.Navigate(sys.ConsoleURL+"/"), chromedp.WaitVisible(chromedp.CSS("#count-providers")))
-	if n, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#count-providers"))); n != "2" {
-		t.Fatalf("overview counts %q providers", n)
+	// Greeter's two providers and the monitor's MonitorService (Dubbo's
+	// two names of it).
+	if n, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#count-providers"))); n != "4" {
+		t.Fatalf("overview counts %q providers, want 4 (2 Greeter, 2 MonitorService)", n)
 	}
 
 	// The services page lists Greeter; its page shows both providers.
@@ -134,7 +212,7 @@ func browse(t *testing.T, ctx context.Context, sys system, shots string) {
 	}
 	run("fill the rule", chromedp.SetValue(chromedp.CSS("#yaml"), rule))
 	run("save the rule", chromedp.Click(chromedp.CSS("#save")))
-	waitFor(t, "the page after saving", func() bool {
+	waitUntil(t, "the page after saving", func() bool {
 		loc, err := chromedp.Run(ctx, chromedp.Location())
 		return err == nil && !strings.Contains(loc, "/rules/new")
 	})
@@ -143,7 +221,7 @@ func browse(t *testing.T, ctx context.Context, sys system, shots string) {
 		msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
 		t.Fatalf("rule not saved: %s\n%s", loc, msg)
 	}
-	waitFor(t, "every call on "+a, func() bool {
+	waitUntil(t, "every call on "+a, func() bool {
 		before := sys.Served()
 		for i := 0; i < 20; i++ {
 			if err := sys.Call(context.Background(), "browser"); err != nil {
@@ -157,7 +235,7 @@ func browse(t *testing.T, ctx context.Context, sys system, shots string) {
 	// Delete it with the rule page's button; traffic spreads again.
 	run("delete the rule", chromedp.Navigate(sys.ConsoleURL+"/rules/condition/org.example.Greeter:1.0.0:"),
 		chromedp.Click(chromedp.CSS(`#rule-form button[value="delete"]`)), chromedp.WaitVisible(chromedp.CSS("#rules")))
-	waitFor(t, "calls on "+b+" again", func() bool {
+	waitUntil(t, "calls on "+b+" again", func() bool {
 		before := sys.Served()
 		for i := 0; i < 20; i++ {
 			_ = sys.Call(context.Background(), "browser")
@@ -169,7 +247,7 @@ func browse(t *testing.T, ctx context.Context, sys system, shots string) {
 	run("disable "+b, chromedp.Navigate(sys.ConsoleURL+"/services/org.example.Greeter"),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#providers tr[data-address="%s"] button.disable`, b))),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#providers tr[data-address="%s"] button.enable`, b))))
-	waitFor(t, b+" without calls", func() bool {
+	waitUntil(t, b+" without calls", func() bool {
 		before := sys.Served()
 		for i := 0; i < 20; i++ {
 			if err := sys.Call(context.Background(), "browser"); err != nil {
@@ -183,7 +261,7 @@ func browse(t *testing.T, ctx context.Context, sys system, shots string) {
 	// And back.
 	run("enable "+b, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#providers tr[data-address="%s"] button.enable`, b))),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#providers tr[data-address="%s"] button.disable`, b))))
-	waitFor(t, b+" serving again", func() bool {
+	waitUntil(t, b+" serving again", func() bool {
 		before := sys.Served()
 		for i := 0; i < 20; i++ {
 			_ = sys.Call(context.Background(), "browser")
