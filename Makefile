@@ -36,8 +36,11 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz-all
 
 # Registry: embedded vs Apache ZooKeeper 3.8, same go-zookeeper workload, one run.
-# RPC: sayHello on our provider vs a stock dubbo-go provider, same client,
-# alternating, with a raw TCP round trip as the floor (node/interop).
+# RPC: sayHello on our providers vs a stock dubbo-go provider, alternating,
+# from two load generators (our client, and the stock dubbo-go consumer),
+# with calls/s, latency and the providers' CPU time per call, and a raw TCP
+# round trip as the floor (node/interop); the plugin path against its floor
+# (plugins/benchtest).
 bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkRegistry|BenchmarkWatchLatency|BenchmarkStartup|BenchmarkMemory100k' \
 		-benchtime $(BENCHTIME) -timeout 30m ./embeddedzk/ | tee bench.out
