@@ -253,6 +253,17 @@ func fastMap(b []byte, pos int, in *interner) (map[string]any, int, bool) {
 // these first and leave the rest to the library, as this package does.
 func ReadShortValue(b []byte, pos int) (v any, next int, ok bool) { return fastValue(b, pos, nil) }
 
+// AppendShortValue appends v in the short form ReadShortValue reads, if it
+// has one (null, a boolean, an int32, an ASCII string of at most 4096
+// bytes); otherwise it returns b unchanged and false. The bytes are the
+// library's for the same value.
+func AppendShortValue(b []byte, v any) ([]byte, bool) { return appendFastValue(b, v) }
+
+// AppendShortMap appends m as an untyped map ('H' ... 'Z') if every entry
+// has a short form, as ReadShortMap reads it; otherwise it returns b
+// unchanged and false.
+func AppendShortMap(b []byte, m map[string]any) ([]byte, bool) { return appendFastMap(b, m, "", "") }
+
 // ReadShortString is ReadShortValue for a string.
 func ReadShortString(b []byte, pos int) (s string, next int, ok bool) {
 	bs, next, ok := fastString(b, pos)

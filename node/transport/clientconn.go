@@ -364,7 +364,7 @@ func (cc *clientConn) sendResponse(resp *protocol.Response) {
 // read matches responses to pending calls and answers the provider's
 // events until the connection fails.
 func (cc *clientConn) read() error {
-	dec := protocol.NewDecoder(bufio.NewReaderSize(cc.conn, 16<<10), cc.c.cfg.Payload)
+	dec := protocol.NewDecoder(bufio.NewReaderSize(cc.w.sock, 16<<10), cc.c.cfg.Payload)
 	for {
 		h, err := dec.ReadHeader()
 		if err != nil && !errors.Is(err, protocol.ErrPayloadTooLarge) {

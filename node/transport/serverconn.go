@@ -91,7 +91,7 @@ func (c *serverConn) serve() {
 		remote := c.conn.RemoteAddr()
 		c.s.dispatcher.Dispatch(dispatch.Connect, func() { fn(remote) })
 	}
-	c.br = bufio.NewReaderSize(c.conn, 16<<10)
+	c.br = bufio.NewReaderSize(c.w.sock, 16<<10)
 	c.dec = protocol.NewDecoder(c.br, c.s.cfg.Payload)
 	c.readAndClose()
 }

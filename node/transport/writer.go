@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/trywrite"
+	"github.com/dubbo-lab/dubbo/internal/sockio"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 )
 
@@ -33,7 +33,7 @@ func monoNow() int64 { return int64(time.Since(epoch)) }
 // flushing to the writer goroutine (run) instead.
 type frameWriter struct {
 	conn      net.Conn
-	try       *trywrite.Writer
+	sock      *sockio.Conn  // the connection's reads and non-blocking writes
 	stall     time.Duration // longest a single write may block
 	wake      chan struct{} // capacity 1: "flush what is pending"
 	lastWrite atomic.Int64  // monoNow of the last completed write
@@ -59,7 +59,7 @@ type frameWriter struct {
 // newFrameWriter writes to conn; a write blocked for stall (a peer that
 // stopped reading) fails the connection.
 func newFrameWriter(conn net.Conn, stall time.Duration) *frameWriter {
-	w := &frameWriter{conn: conn, try: trywrite.New(conn), stall: stall, wake: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
+	w := &frameWriter{conn: conn, sock: sockio.New(conn), stall: stall, wake: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
 	w.lastWrite.Store(monoNow())
 	return w
 }
@@ -152,7 +152,7 @@ func (w *frameWriter) flushBrief() {
 	w.spare = nil
 	w.mu.Unlock()
 
-	n, err := w.try.Write(out)
+	n, err := w.sock.TryWrite(out)
 	if n > 0 {
 		w.lastWrite.Store(monoNow())
 		w.wrote(n)

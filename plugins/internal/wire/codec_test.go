@@ -166,9 +166,88 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add(b)
 	b, _ = EncodeReply(nil, &rpc.Exception{Class: "c", Message: "m"})
 	f.Add(b)
+	b, _ = EncodeReply(&rpc.Result{Value: "Hello, world", Attachments: map[string]any{"k": int32(1)}, Provider: "h:1"}, nil)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = DecodeReply(b)
+		res, err := DecodeReply(b)
+		if short, ok := decodeShortReply(b); ok {
+			// The short path reads what the library reads.
+			lib, libErr := decodeLibraryReply(b)
+			if libErr != nil || !reflect.DeepEqual(short, lib) || err != nil {
+				t.Fatalf("short %+v, library %+v (%v)", short, lib, libErr)
+			}
+			_ = res
+		}
 	})
+}
+
+// The short encodings of calls and replies are the library's, byte for
+// byte, and the calls and replies that have none take the library's way.
+func TestShortEncodings(t *testing.T) {
+	calls := []struct {
+		inv   *rpc.Invocation
+		short bool
+	}{
+		{&rpc.Invocation{Service: "org.example.Greeter", Method: "noArgs"}, true},
+		{&rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Group: "g", Method: "sayHello",
+			ParamTypes: []string{"java.lang.String"}, Args: []any{"world"}, Attachments: map[string]any{"timeout": "1000"}}, true},
+		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"int", "boolean", "java.lang.Object"},
+			Args: []any{int32(-70000), true, nil}, Attachments: map[string]any{"n": int32(300)}}, true},
+		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"long"}, Args: []any{int64(1)}}, false},
+		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"java.lang.String"}, Args: []any{"héllo"}}, false},
+		{&rpc.Invocation{Service: "s", Method: "m", Attachments: map[string]any{"_class": "not a POJO"}}, false},
+	}
+	for _, c := range calls {
+		_, short := appendShortCall(nil, c.inv)
+		if short != c.short {
+			t.Errorf("%s%v: short form %v, want %v", c.inv.Method, c.inv.Args, short, c.short)
+		}
+		got, err := EncodeCall(c.inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, err := encodeLibraryCall(c.inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, lib) {
+			t.Errorf("%s%v: % x, library % x", c.inv.Method, c.inv.Args, got, lib)
+		}
+	}
+	replies := []struct {
+		res   *rpc.Result
+		short bool
+	}{
+		{&rpc.Result{Value: "Hello, world"}, true},
+		{&rpc.Result{Value: int32(5), Attachments: map[string]any{"a": "b"}, Provider: "127.0.0.1:20880"}, true},
+		{&rpc.Result{}, true},
+		{&rpc.Result{Value: int64(5)}, false},
+		{&rpc.Result{Value: "x", Attachments: map[string]any{"a": 1.5}}, false},
+	}
+	for _, c := range replies {
+		_, short := appendShortReply(nil, c.res)
+		if short != c.short {
+			t.Errorf("%+v: short form %v, want %v", c.res, short, c.short)
+		}
+		got, err := EncodeReply(c.res, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, err := encodeLibraryReply(c.res, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, lib) {
+			t.Errorf("%+v: % x, library % x", c.res, got, lib)
+		}
+		if _, ok := decodeShortReply(got); ok != c.short {
+			t.Errorf("%+v: decoded by the short path %v, want %v", c.res, ok, c.short)
+		}
+		back, err := DecodeReply(got)
+		if err != nil || !reflect.DeepEqual(back.Value, c.res.Value) || back.Provider != c.res.Provider || len(back.Attachments) != len(c.res.Attachments) {
+			t.Errorf("%+v came back as %+v, %v", c.res, back, err)
+		}
+	}
 }
 
 // TestEncodeString: the quick string encoding writes what the library

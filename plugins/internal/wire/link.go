@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/callctx"
-	"github.com/dubbo-lab/dubbo/internal/trywrite"
+	"github.com/dubbo-lab/dubbo/internal/sockio"
 	"github.com/dubbo-lab/dubbo/internal/watchdog"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
@@ -65,11 +65,12 @@ type Link struct {
 
 	done chan struct{} // closed when the link ended; err says why
 
-	mu      sync.Mutex
-	pending map[uint64]func([]byte, error) // our calls waiting for replies
-	nextID  uint64
-	err     error
-	closed  bool // Close was called
+	mu       sync.Mutex
+	pending  map[uint64]pendingCall // our calls waiting for replies
+	nextID   uint64
+	err      error
+	closed   bool // Close was called
+	sweeping bool // a sweep is due (sweepEvery)
 
 	// Writes that completing our calls causes (responses to consumers),
 	// held while the reader has more replies buffered.
@@ -93,7 +94,7 @@ type Link struct {
 	// frame waits on the other side reading (the node's sender is a
 	// consumer connection's reader). Under load one write carries many
 	// frames.
-	try     *trywrite.Writer
+	sock    *sockio.Conn
 	wake    chan struct{} // capacity 1: the writer goroutine has work
 	wmu     sync.Mutex
 	wbuf    []byte
@@ -108,8 +109,8 @@ func NewLink(conn net.Conn) *Link {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Link{
 		conn: conn, done: make(chan struct{}),
-		try: trywrite.New(conn), wake: make(chan struct{}, 1),
-		pending:  make(map[uint64]func([]byte, error)),
+		sock: sockio.New(conn), wake: make(chan struct{}, 1),
+		pending:  make(map[uint64]pendingCall),
 		serveCtx: ctx, stop: stop,
 		cancels: make(map[uint64]context.CancelFunc),
 		work:    make(chan func()),
@@ -127,7 +128,7 @@ func (l *Link) Start(inv Invoker) {
 
 // read is the link's reader: one goroutine at a time reads, and never
 // waits on a handler other than an inline one.
-func (l *Link) read() { l.readFrom(bufio.NewReaderSize(l.conn, 64<<10)) }
+func (l *Link) read() { l.readFrom(bufio.NewReaderSize(l.sock, 64<<10)) }
 
 // errHandedOver ends a reader whose inline call started another one.
 var errHandedOver = errors.New("another goroutine reads the link now")
@@ -158,8 +159,8 @@ func (l *Link) readFrom(r *bufio.Reader) {
 	close(l.work) // idle workers end; busy ones after their call
 	close(l.done)
 	l.watch.Stop()
-	for _, done := range pending {
-		done(nil, err)
+	for _, p := range pending {
+		p.done(nil, err)
 	}
 }
 
@@ -190,12 +191,12 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 		switch kind {
 		case frameReply:
 			l.mu.Lock()
-			done := l.pending[id]
+			p, ok := l.pending[id]
 			delete(l.pending, id)
 			l.mu.Unlock()
-			if done != nil {
+			if ok {
 				l.replies.Set(frameBuffered(r))
-				done(rest, nil)
+				p.complete(l, rest)
 			}
 		case frameCancel:
 			l.cmu.Lock()
@@ -332,22 +333,64 @@ func (l *Link) Call(ctx context.Context, call []byte) ([]byte, error) {
 		err   error
 	}
 	ch := make(chan outcome, 1)
-	l.CallAsync(ctx, call, func(reply []byte, err error) { ch <- outcome{reply, err} })
-	o := <-ch
-	return o.reply, o.err
+	id := l.start(ctx, call, func(reply []byte, err error) { ch <- outcome{reply, err} })
+	if id == 0 {
+		o := <-ch
+		return o.reply, o.err
+	}
+	// A goroutine waits here anyway: the caller giving up ends the call at
+	// once, rather than at the next sweep.
+	select {
+	case o := <-ch:
+		return o.reply, o.err
+	case <-ctx.Done():
+		l.giveUp(id, ctx.Err())
+		o := <-ch
+		return o.reply, o.err
+	}
 }
 
 // CallAsync is Call without the wait: done gets the outcome exactly once,
 // on the goroutine that learnt it (the link's reader for a reply, so done
-// must not block; the caller's for a call that could not be sent).
+// must not block; the caller's for a call that could not be sent; the
+// link's sweep, within sweepEvery, for a caller that gave up).
 func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byte, err error)) {
+	l.start(ctx, call, done)
+}
+
+// pendingCall is one of our calls waiting for its reply.
+type pendingCall struct {
+	ctx  context.Context
+	done func([]byte, error)
+}
+
+// complete passes the reply to the caller, on the link's reader; a server
+// answering a consumer there may hold its answer for the reader's burst.
+func (p pendingCall) complete(l *Link, reply []byte) {
+	if cc, _ := p.ctx.(*callctx.Context); cc != nil {
+		cc.SetCompleter(&l.replies)
+		defer cc.SetCompleter(nil)
+	}
+	p.done(reply, nil)
+}
+
+// sweepEvery is how often, while calls are pending, the link looks for
+// callers that gave up (a deadline passed, a context was cancelled). A
+// timer or a context registration per call costs more than the call's
+// whole trip to the plugin when calls are quick; Dubbo's own timeout
+// checks tick every 30ms.
+const sweepEvery = 10 * time.Millisecond
+
+// start sends call and returns its id, or 0 when done already has the
+// outcome.
+func (l *Link) start(ctx context.Context, call []byte, done func(reply []byte, err error)) uint64 {
 	if len(call) > maxFramed {
 		done(nil, fmt.Errorf("%w: the call is %d bytes, more than the %d a plugin call may have", ErrTooBig, len(call), maxFramed))
-		return
+		return 0
 	}
 	if err := ctx.Err(); err != nil {
 		done(nil, err)
-		return
+		return 0
 	}
 	if h, ok := ctx.Value(handoverKey{}).(*handover); ok && h.l == l {
 		h.handOver() // the reply comes through the reader this goroutine is
@@ -357,29 +400,15 @@ func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byt
 		err := l.err
 		l.mu.Unlock()
 		done(nil, err)
-		return
+		return 0
 	}
 	l.nextID++
 	id := l.nextID
-	// The caller giving up ends the call at once, and tells the other side.
-	var stop func() bool
-	cc, _ := ctx.(*callctx.Context)
-	l.pending[id] = func(reply []byte, err error) {
-		if stop != nil {
-			stop()
-		}
-		if cc != nil && err == nil { // a reply, on the reader
-			cc.SetCompleter(&l.replies)
-			defer cc.SetCompleter(nil)
-		}
-		done(reply, err)
+	l.pending[id] = pendingCall{ctx: ctx, done: done}
+	if !l.sweeping {
+		l.sweeping = true
+		time.AfterFunc(sweepEvery, l.sweep)
 	}
-	stop = context.AfterFunc(ctx, func() {
-		if l.forget(id) {
-			_ = l.send(frameCancel, id, nil, nil)
-			done(nil, ctx.Err())
-		}
-	})
 	l.mu.Unlock()
 
 	var timeout uint64
@@ -393,8 +422,47 @@ func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byt
 		hold = h.Hold(l)
 	}
 	if err := l.sendHeld(frameCall, id, binary.AppendUvarint(nil, timeout), call, hold); err != nil && l.forget(id) {
-		stop()
 		done(nil, err)
+		return 0
+	}
+	return id
+}
+
+// sweep ends the pending calls whose callers gave up, and comes again
+// while calls are pending.
+func (l *Link) sweep() {
+	var over []uint64
+	l.mu.Lock()
+	for id, p := range l.pending {
+		if p.ctx.Err() != nil {
+			over = append(over, id)
+		}
+	}
+	l.sweeping = len(l.pending) > len(over)
+	if l.sweeping {
+		time.AfterFunc(sweepEvery, l.sweep)
+	}
+	l.mu.Unlock()
+	for _, id := range over {
+		l.mu.Lock()
+		p, ok := l.pending[id]
+		l.mu.Unlock()
+		if ok {
+			l.giveUp(id, p.ctx.Err())
+		}
+	}
+}
+
+// giveUp ends a call whose caller gave up with err, and tells the other
+// side, unless its outcome came meanwhile.
+func (l *Link) giveUp(id uint64, err error) {
+	l.mu.Lock()
+	p, ok := l.pending[id]
+	delete(l.pending, id)
+	l.mu.Unlock()
+	if ok {
+		_ = l.send(frameCancel, id, nil, nil)
+		p.done(nil, err)
 	}
 }
 
@@ -447,7 +515,7 @@ func (l *Link) sendHeld(kind byte, id uint64, head, body []byte, hold bool) erro
 	l.held = false
 	buf := l.takeLocked()
 	l.wmu.Unlock()
-	n, err := l.try.Write(buf)
+	n, err := l.sock.TryWrite(buf)
 	return l.wrote(buf, n, err)
 }
 
@@ -475,7 +543,7 @@ func (l *Link) FlushHeld() {
 	l.held = false
 	buf := l.takeLocked()
 	l.wmu.Unlock()
-	n, err := l.try.Write(buf)
+	n, err := l.sock.TryWrite(buf)
 	_ = l.wrote(buf, n, err)
 }
 

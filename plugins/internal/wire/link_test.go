@@ -136,6 +136,58 @@ func TestLinkCancel(t *testing.T) {
 	}
 }
 
+// A caller of CallAsync that gives up (its deadline passes, its context is
+// cancelled) gets that error although no reply comes, and the other side's
+// handler sees its context end; the link finds such callers by itself,
+// without the caller asking for Done (which would arm a timer per call).
+func TestLinkCallAsyncGivesUp(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	ended := make(chan error, 1)
+	handler := invokerFunc{f: func(ctx context.Context, call []byte) []byte {
+		if string(call) == "ignore" {
+			<-release // no reply while the test runs
+			return nil
+		}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return []byte("late")
+	}}
+	a, _ := pair(t, nil, handler)
+
+	got := make(chan error, 1)
+	ctx := callctx.New(context.Background(), time.Now().Add(30*time.Millisecond))
+	a.CallAsync(ctx, []byte("ignore"), func(_ []byte, err error) { got <- err })
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("past the deadline: done got %v, want %v", err, context.DeadlineExceeded)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("done not called 5s after the deadline")
+	}
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	a.CallAsync(cancelled, []byte("x"), func(_ []byte, err error) { got <- err })
+	time.AfterFunc(30*time.Millisecond, cancel)
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled: done got %v, want %v", err, context.Canceled)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("done not called 5s after the caller cancelled")
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the handler's context ended with %v, want the cancel the caller sent", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context did not end after the caller cancelled")
+	}
+}
+
 func TestLinkTooBig(t *testing.T) {
 	a, _ := pair(t, nil, echo(false))
 	if _, err := a.Call(context.Background(), make([]byte, maxFramed+1)); !errors.Is(err, ErrTooBig) {
