@@ -150,7 +150,7 @@ func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline 
 		start := time.Now()
 		res, callErr := s.d.Invoke(ctx, inv)
 		if m != nil {
-			m.observe(time.Since(start), inline, ci.calledOut.Load())
+			m.observe(time.Since(start), ci.calledOut.Load())
 		}
 		b, err := wire.EncodeReply(res, callErr)
 		if err != nil {
