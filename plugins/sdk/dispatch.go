@@ -21,12 +21,20 @@ import (
 // Dispatcher calls handler methods for Dubbo invocations; Serve uses one
 // behind the plugin boundary, and a test can use one directly.
 type Dispatcher struct {
-	services map[string]*service // by service key
+	services map[serviceID]*service
 	desc     wire.Description
 }
 
+// serviceID names a service as its calls do; looked up without building
+// the key string on every call.
+type serviceID struct{ iface, version, group string }
+
+func idOf(iface, version, group string) serviceID {
+	return serviceID{iface, wire.NormalVersion(version), group}
+}
+
 type service struct {
-	key     string
+	key     string             // [group/]interface[:version], for messages
 	methods map[string]*method // by Dubbo name and by Go name
 }
 
@@ -93,16 +101,17 @@ var (
 // NewDispatcher checks services and prepares their methods. The error names
 // the service and method at fault and how to fix it.
 func NewDispatcher(services ...Service) (*Dispatcher, error) {
-	d := &Dispatcher{services: make(map[string]*service, len(services))}
+	d := &Dispatcher{services: make(map[serviceID]*service, len(services))}
 	for _, s := range services {
 		svc, desc, err := newService(s)
 		if err != nil {
 			return nil, err
 		}
-		if d.services[svc.key] != nil {
+		id := idOf(s.Interface, s.Version, s.Group)
+		if d.services[id] != nil {
 			return nil, errorf("service %s is given twice", svc.key)
 		}
-		d.services[svc.key] = svc
+		d.services[id] = svc
 		d.desc.Services = append(d.desc.Services, desc)
 	}
 	if err := d.desc.Validate(); err != nil {
@@ -303,23 +312,29 @@ func registerPOJO(t reflect.Type, seen map[reflect.Type]bool) error {
 }
 
 // method is the method inv names, or nil.
-func (d *Dispatcher) method(inv *rpc.Invocation) *method {
-	if svc := d.services[wire.ServiceKey(inv.Service, inv.Version, inv.Group)]; svc != nil {
-		return svc.methods[inv.Method]
+// lookup finds the service and method inv names; either may be nil.
+func (d *Dispatcher) lookup(inv *rpc.Invocation) (*service, *method) {
+	svc := d.services[idOf(inv.Service, inv.Version, inv.Group)]
+	if svc == nil {
+		return nil, nil
 	}
-	return nil
+	return svc, svc.methods[inv.Method]
 }
 
 // Invoke calls the method inv names. Unknown services and methods are
 // errors wrapping rpc.ErrServiceNotFound; bad arguments, returned errors
 // and panics are business exceptions in the Result.
 func (d *Dispatcher) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	svc := d.services[wire.ServiceKey(inv.Service, inv.Version, inv.Group)]
+	svc, m := d.lookup(inv)
+	return d.invoke(ctx, inv, svc, m)
+}
+
+// invoke is Invoke with the lookup done.
+func (d *Dispatcher) invoke(ctx context.Context, inv *rpc.Invocation, svc *service, m *method) (*rpc.Result, error) {
 	if svc == nil {
 		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
 			Detail: "this plugin does not serve " + wire.ServiceKey(inv.Service, inv.Version, inv.Group)}
 	}
-	m := svc.methods[inv.Method]
 	if m == nil {
 		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
 			Detail: "service " + svc.key + " has no method " + inv.Method}
@@ -388,8 +403,7 @@ func (d *Dispatcher) description() *wire.Description { return &d.desc }
 // [group/]interface[:version], by Dubbo method name; nil if it is not
 // served. Handler tests use it to check the Java types derived for them.
 func (d *Dispatcher) Signatures(service string) map[string]Signature {
-	iface, version, group := wire.ParseServiceKey(service)
-	svc := d.services[wire.ServiceKey(iface, version, group)]
+	svc := d.services[idOf(wire.ParseServiceKey(service))]
 	if svc == nil {
 		return nil
 	}

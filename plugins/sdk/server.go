@@ -142,13 +142,13 @@ func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline 
 		b := wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
 		return func(context.Context) []byte { return b }, true
 	}
-	m := s.d.method(inv)
+	svc, m := s.d.lookup(inv)
 	inline = m != nil && m.inline.Load()
 	run = func(ctx context.Context) []byte {
 		ci := &callInfo{caller: s.caller, attachments: inv.Attachments}
 		ctx = context.WithValue(ctx, callKey{}, ci)
 		start := time.Now()
-		res, callErr := s.d.Invoke(ctx, inv)
+		res, callErr := s.d.invoke(ctx, inv, svc, m)
 		if m != nil {
 			m.observe(time.Since(start), ci.calledOut.Load())
 		}
