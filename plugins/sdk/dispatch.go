@@ -352,7 +352,9 @@ func (m *method) args(ctx context.Context, args []any) ([]reflect.Value, *rpc.Ex
 			Message: fmt.Sprintf("%s(%s) takes %d arguments, got %d", m.name, strings.Join(m.javaSig.Params, ", "), len(m.params), len(args))}
 	}
 	in := make([]reflect.Value, 1+len(args))
-	in[0] = reflect.ValueOf(ctx)
+	// A Value of the interface type itself: reflect then need not check,
+	// call after call, that ctx's concrete type implements context.Context.
+	in[0] = reflect.ValueOf(&ctx).Elem()
 	for i, a := range args {
 		v, err := convert(a, m.params[i])
 		if err != nil {
