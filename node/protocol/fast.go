@@ -273,6 +273,32 @@ func ReadShortString(b []byte, pos int) (s string, next int, ok bool) {
 	return string(bs), next, true
 }
 
+// A StringTable hands out one string, boxed once, per distinct short
+// string read through it, as a connection's decoder does for the names,
+// types and attachments that repeat on every call: reading them again
+// allocates nothing. Long or too many distinct strings are allocated as
+// usual. Not safe for concurrent use; the zero value is ready.
+type StringTable struct{ in interner }
+
+// Value is ReadShortValue with strings from t.
+func (t *StringTable) Value(b []byte, pos int) (v any, next int, ok bool) {
+	return fastValue(b, pos, &t.in)
+}
+
+// String is ReadShortString with the string from t.
+func (t *StringTable) String(b []byte, pos int) (s string, next int, ok bool) {
+	bs, next, ok := fastString(b, pos)
+	if !ok {
+		return "", pos, false
+	}
+	return t.in.get(bs).(string), next, true
+}
+
+// Map is ReadShortMap with keys and strings from t.
+func (t *StringTable) Map(b []byte, pos int) (m map[string]any, next int, ok bool) {
+	return fastMap(b, pos, &t.in)
+}
+
 // ReadShortMap reads an untyped map of string keys and short values at
 // b[pos:] ('H' ... 'Z').
 func ReadShortMap(b []byte, pos int) (m map[string]any, next int, ok bool) {

@@ -10,7 +10,9 @@ import (
 
 type benchGreeter struct{}
 
-func (benchGreeter) SayHello(_ context.Context, name string) (string, error) { return "Hello, " + name, nil }
+func (benchGreeter) SayHello(_ context.Context, name string) (string, error) {
+	return "Hello, " + name, nil
+}
 
 // BenchmarkPrepareRun is what the plugin does for one sayHello call the
 // node sends: decode, run the handler, encode the reply.

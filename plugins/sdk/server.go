@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -29,6 +30,11 @@ type server struct {
 	stop context.CancelFunc
 
 	caller *Caller // set before the link serves
+
+	// strs gives calls their repeated names, types and attachments without
+	// allocating; only Prepare uses it, which runs on the link's reader,
+	// one call at a time.
+	strs protocol.StringTable
 
 	mu       sync.Mutex
 	grpc     *grpc.Server  // stopped when the start hook fails
@@ -137,7 +143,7 @@ func (s *server) wait(d time.Duration) error {
 // Prepare decodes a call from the node; methods that have always been
 // quick run on the link's reader (wire.Invoker).
 func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline bool) {
-	inv, err := wire.DecodeCall(call)
+	inv, err := wire.DecodeCallWith(call, &s.strs)
 	if err != nil {
 		b := wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
 		return func(context.Context) []byte { return b }, true

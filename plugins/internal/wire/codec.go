@@ -196,8 +196,14 @@ func ascii(s string) bool {
 }
 
 // DecodeCall decodes a call encoded by EncodeCall.
-func DecodeCall(b []byte) (*rpc.Invocation, error) {
-	if inv, ok := decodeShortCall(b); ok {
+func DecodeCall(b []byte) (*rpc.Invocation, error) { return DecodeCallWith(b, nil) }
+
+// DecodeCallWith is DecodeCall with its short strings (names, types,
+// attachments) from t, for the one goroutine that decodes a stream of
+// calls: those repeat on every call and then cost no allocation. t may be
+// nil.
+func DecodeCallWith(b []byte, t *protocol.StringTable) (*rpc.Invocation, error) {
+	if inv, ok := decodeShortCall(b, t); ok {
 		return inv, nil
 	}
 	return decodeLibraryCall(b)
@@ -250,16 +256,20 @@ func decodeLibraryCall(b []byte) (*rpc.Invocation, error) {
 // names and types, string, int and boolean arguments, string attachments),
 // most calls, without the library, which takes about five times as long;
 // ok is false for any other call.
-func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
+func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) {
+	str, val, mp := protocol.ReadShortString, protocol.ReadShortValue, protocol.ReadShortMap
+	if t != nil {
+		str, val, mp = t.String, t.Value, t.Map
+	}
 	inv := &rpc.Invocation{}
 	pos, ok := 0, true
 	for _, dst := range [...]*string{&inv.Service, &inv.Version, &inv.Group, &inv.Method} {
-		if *dst, pos, ok = protocol.ReadShortString(b, pos); !ok {
+		if *dst, pos, ok = str(b, pos); !ok {
 			return nil, false
 		}
 	}
 	count := func() int {
-		v, next, ok := protocol.ReadShortValue(b, pos)
+		v, next, ok := val(b, pos)
 		n, isInt := v.(int32)
 		if !ok || !isInt || n < 0 || n > maxCount {
 			return -1
@@ -275,7 +285,7 @@ func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
 		inv.ParamTypes = make([]string, n)
 	}
 	for i := range inv.ParamTypes {
-		if inv.ParamTypes[i], pos, ok = protocol.ReadShortString(b, pos); !ok {
+		if inv.ParamTypes[i], pos, ok = str(b, pos); !ok {
 			return nil, false
 		}
 	}
@@ -286,6 +296,7 @@ func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
 		inv.Args = make([]any, n)
 	}
 	for i := range inv.Args {
+		// Arguments seldom repeat: they would only churn the table.
 		if inv.Args[i], pos, ok = protocol.ReadShortValue(b, pos); !ok {
 			return nil, false
 		}
@@ -294,7 +305,7 @@ func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
 	case pos < len(b) && b[pos] == 'N':
 		pos++
 	default:
-		if inv.Attachments, pos, ok = protocol.ReadShortMap(b, pos); !ok {
+		if inv.Attachments, pos, ok = mp(b, pos); !ok {
 			return nil, false
 		}
 	}

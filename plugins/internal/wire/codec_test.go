@@ -10,6 +10,7 @@ import (
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -112,13 +113,20 @@ func FuzzDecodeCall(f *testing.F) {
 		ParamTypes: []string{"java.lang.String"}, Args: []any{"world", true, nil, int32(-70000)},
 		Attachments: map[string]any{"timeout": "1000", "n": int32(3)}})
 	f.Add(b)
+	var table protocol.StringTable // shared by every input, as by a stream of calls
 	f.Fuzz(func(t *testing.T, b []byte) {
-		// What the short path reads, the library reads the same.
-		if short, ok := decodeShortCall(b); ok {
+		// What the short path reads, the library reads the same, with
+		// strings from a table or not.
+		if short, ok := decodeShortCall(b, nil); ok {
 			lib, err := decodeLibraryCall(b)
 			if err != nil || !reflect.DeepEqual(short, lib) {
 				t.Fatalf("short path %+v, library %+v, %v", short, lib, err)
 			}
+		}
+		short, ok := decodeShortCall(b, nil)
+		tabled, tok := decodeShortCall(b, &table)
+		if ok != tok || !reflect.DeepEqual(short, tabled) {
+			t.Fatalf("without a table %+v (%v), with one %+v (%v)", short, ok, tabled, tok)
 		}
 		inv, err := DecodeCall(b)
 		if err != nil {
@@ -148,7 +156,7 @@ func TestShortCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, short := decodeShortCall(b)
+		_, short := decodeShortCall(b, nil)
 		got, err := DecodeCall(b)
 		if short != c.short || err != nil {
 			t.Errorf("%s(%v): short path %v, want %v; DecodeCall error %v", c.inv.Method, c.inv.Args, short, c.short, err)
