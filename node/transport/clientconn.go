@@ -171,7 +171,7 @@ func newClientConn(c *Client, conn net.Conn) *clientConn {
 		conn:    conn,
 		addr:    c.addr,
 		sock:    sock,
-		w:       newWriter(conn, sock, c.cfg.HeartbeatTimeout),
+		w:       newWriter(conn, sock, c.cfg.HeartbeatTimeout, nil),
 		done:    make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		pending: make(map[int64]*call),

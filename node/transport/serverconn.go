@@ -63,17 +63,12 @@ func newServerConn(s *Server, conn net.Conn) *serverConn {
 	c := &serverConn{s: s, conn: conn, sock: sockio.New(conn)}
 	ctx := fastpath.WithHolder(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()), &c.burst)
 	c.ctx, c.cancel = context.WithCancel(ctx)
-	c.w = fastpath.NewWriter(conn, c.sock, fastpath.WriterConfig{Stall: s.cfg.HeartbeatTimeout, MaxPending: maxPending,
-		OnFail: c.cancel}) // also ends a reader's wait for body memory
+	c.w = newWriter(conn, c.sock, s.cfg.HeartbeatTimeout, c.cancel) // the cancel also ends a reader's wait for body memory
 	// The new reader takes over the old one's place in s.wg, so the old
 	// one is then no more waited for than a pool worker.
 	c.reading = s.inline.NewReader(func() { go c.readAndClose() })
 	return c
 }
-
-// maxPending bounds the bytes queued for a peer that stopped reading; past
-// it the connection is given up rather than growing without limit.
-const maxPending = 64 << 20
 
 // requestBuffered says whether br holds a whole frame.
 func requestBuffered(br *bufio.Reader) bool {

@@ -17,12 +17,16 @@ var epoch = time.Now()
 // monoNow is the time in nanoseconds since epoch, for atomic timestamps.
 func monoNow() int64 { return int64(time.Since(epoch)) }
 
+// maxPending bounds the bytes queued for a peer that stopped reading; past
+// it the connection is given up rather than growing without limit.
+const maxPending = 64 << 20
+
 // newWriter is the coalescing writer of a connection (fastpath.Writer): a
 // write blocked for stall (a peer that stopped reading) fails it, and so
-// do 64 MiB of frames waiting for the peer. It shares sock with the
-// connection's reader.
-func newWriter(conn net.Conn, sock *sockio.Conn, stall time.Duration) *fastpath.Writer {
-	return fastpath.NewWriter(conn, sock, fastpath.WriterConfig{Stall: stall, MaxPending: 64 << 20})
+// do maxPending bytes of frames waiting for the peer; onFail (may be nil)
+// runs when it fails. It shares sock with the connection's reader.
+func newWriter(conn net.Conn, sock *sockio.Conn, stall time.Duration, onFail func()) *fastpath.Writer {
+	return fastpath.NewWriter(conn, sock, fastpath.WriterConfig{Stall: stall, MaxPending: maxPending, OnFail: onFail})
 }
 
 // encoders hands out per-goroutine encoders with a scratch buffer, so
