@@ -39,8 +39,11 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz-all
 
 # Registry: embedded vs Apache ZooKeeper 3.8, same go-zookeeper workload, one run.
-# RPC: sayHello on our provider vs a stock dubbo-go provider, same client,
-# alternating, with a raw TCP round trip as the floor (node/interop).
+# RPC: sayHello on our providers vs a stock dubbo-go provider, alternating,
+# from two load generators (our client, and the stock dubbo-go consumer),
+# with calls/s, latency and the providers' CPU time per call, and a raw TCP
+# round trip as the floor (node/interop); the plugin path against its floor
+# (plugins/benchtest).
 # Console: the services page and a service page over 500 services and
 # 5,000 providers in a real embedded registry (goal: under 50 ms each).
 # Monitor store: a day of 50 services x 10 methods x 20 nodes x 2 sides

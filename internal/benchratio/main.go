@@ -11,7 +11,7 @@
 // costs, and how close the plugin path comes to it).
 //
 // The ratio is oriented so that above 1 always means ours is better: for
-// "lower is better" metrics (ns/op, p50_us, p99_us, B/op, ...) it is
+// "lower is better" metrics (ns/op, p50_us, p99_us, cpu_us, B/op, ...) it is
 // theirs ÷ ours, for rates (qps) ours ÷ theirs. For ns/op that is the
 // throughput ratio. Repeated runs (-count, or sub-benchmarks run again,
 // which go test suffixes with #01, #02) are averaged.
@@ -176,4 +176,11 @@ func write(w io.Writer, rows []row) error {
 	return tw.Flush()
 }
 
-func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// num prints v with the digits that mean something: averages of noisy runs
+// need no more than four.
+func num(v float64) string {
+	if v >= 1000 || v == float64(int64(v)) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}

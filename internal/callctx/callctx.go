@@ -25,8 +25,6 @@ type Context struct {
 	timer *time.Timer
 	stop  func() bool          // unregisters from the connection's context
 	after map[*func()]struct{} // AfterFunc's, to run when it ends
-
-	completer Holder // see SetCompleter
 }
 
 // New returns parent bounded by deadline; call Release when the call is

@@ -61,18 +61,3 @@ func TestContextErrWithoutDone(t *testing.T) {
 		t.Errorf("Deadline = %v, %v", dl, ok)
 	}
 }
-
-type holder struct{ held []Flusher }
-
-func (h *holder) Hold(f Flusher) bool { h.held = append(h.held, f); return true }
-
-func TestHolderCarried(t *testing.T) {
-	h := &holder{}
-	ctx := New(WithHolder(context.Background(), h), time.Now().Add(time.Second))
-	if got := HolderOf(ctx); got != h {
-		t.Fatalf("HolderOf = %v, want the holder set on the parent", got)
-	}
-	if got := HolderOf(context.Background()); got != nil {
-		t.Fatalf("HolderOf(Background) = %v, want nil", got)
-	}
-}

@@ -1,12 +1,14 @@
 // Package dubbogo runs stock dubbo-go v3.3.0 processes as peers in tests of
-// the main module: dgprovider serves org.example.Greeter:1.0.0 and
-// dgconsumer calls it, both over the dubbo protocol with hessian2.
+// the main module: dgprovider serves org.example.Greeter:1.0.0, dgconsumer
+// calls it, and dgbench calls sayHello under load (a load generator built on
+// dubbo-go's consumer), all over the dubbo protocol with hessian2.
 //
 // The programs live in their own Go module, examples/interop, so that
 // dubbo-go never enters this module's dependency graph; this package only
 // builds and runs them. Build compiles them once per test binary;
 // StartProvider runs a provider until the test ends; RunConsumer runs the
-// consumer to completion and parses its JSON lines.
+// consumer to completion and parses its JSON lines; StartBench connects a
+// load generator to a provider, for runs of a given count and concurrency.
 //
 // When Go or dubbo-go's modules are not available the calling test is
 // skipped with the reason, or fails when CI=true.
@@ -37,6 +39,7 @@ import (
 type Binaries struct {
 	Provider string // dgprovider
 	Consumer string // dgconsumer
+	Bench    string // dgbench
 }
 
 var build struct {
@@ -120,8 +123,9 @@ func buildPeers() (bins Binaries, skip, fail string) {
 	bins = Binaries{
 		Provider: filepath.Join(dir, "dgprovider"),
 		Consumer: filepath.Join(dir, "dgconsumer"),
+		Bench:    filepath.Join(dir, "dgbench"),
 	}
-	cmd := exec.Command(goBin, "build", "-C", interop, "-o", dir+string(filepath.Separator), "./dgprovider", "./dgconsumer")
+	cmd := exec.Command(goBin, "build", "-C", interop, "-o", dir+string(filepath.Separator), "./dgprovider", "./dgconsumer", "./dgbench")
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return bins, "", fmt.Sprintf("go build in %s: %v\n%s", interop, err, out)

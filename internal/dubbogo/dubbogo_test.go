@@ -284,3 +284,26 @@ func TestRegisterModes(t *testing.T) {
 		})
 	}
 }
+
+// dgbench makes exactly the calls asked for, at the concurrency asked for,
+// against a dubbo-go provider, and reports their latencies.
+func TestBench(t *testing.T) {
+	p := dubbogo.StartProvider(t, dubbogo.ProviderOptions{})
+	b := dubbogo.StartBench(t, p.URL())
+	for _, c := range []struct {
+		calls int64
+		conc  int
+	}{{1, 1}, {300, 1}, {1000, 16}} {
+		r, err := b.Run(c.calls, c.conc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d calls at c=%d: %+v", c.calls, c.conc, r)
+		if r.Calls != c.calls || r.Errors != 0 || r.FirstError != "" {
+			t.Errorf("%d calls at c=%d: got %d calls, %d errors (%s)", c.calls, c.conc, r.Calls, r.Errors, r.FirstError)
+		}
+		if r.QPS <= 0 || r.P50us <= 0 || r.P99us < r.P50us || r.MaxUs < r.P99us {
+			t.Errorf("%d calls at c=%d: qps %v p50 %d p99 %d max %d", c.calls, c.conc, r.QPS, r.P50us, r.P99us, r.MaxUs)
+		}
+	}
+}

@@ -2,7 +2,7 @@
 // registry and CLI work with stock dubbo-go v3.3.0, and measures our
 // provider against dubbo-go's. It holds tests and benchmarks only.
 //
-// The dubbo-go side is examples/interop's dgprovider and dgconsumer, built
+// The dubbo-go side is examples/interop's dgprovider, dgconsumer and dgbench, built
 // and run by internal/dubbogo; ours is node/provider serving
 // providertest.Greeter (in this test process, or in a copy of the test
 // binary for the benchmark), and the built `dubbo` binary running
@@ -13,12 +13,14 @@
 //	go test ./node/interop/                                  # interop tests
 //	go test -run '^$' -bench BenchmarkSayHello ./node/interop/ | go run ./internal/benchratio
 //
-// BenchmarkSayHello calls sayHello("world") on our provider and on
-// dgprovider with the same client (node/transport.Client, one connection as
-// in Dubbo) at concurrency 1 and 32, each provider in its own process, and a
-// raw TCP echo of a frame of the same size as the floor. It reports qps,
-// p50_us and p99_us; allocs/op and B/op are those of the client in the test
-// process, not of the providers.
+// BenchmarkSayHello calls sayHello("world") on our providers and on
+// dgprovider from two load generators, our client (node/transport.Client,
+// one connection as in Dubbo) and dubbo-go's consumer (dgbench), at
+// concurrency 1 and 32, each provider in its own process, and a raw TCP
+// echo of a frame of the same size as the floor. It reports qps, p50_us,
+// p99_us and cpu_us, the CPU time of the provider's processes per call;
+// allocs/op and B/op are those of our client in the test process, not of
+// the providers.
 //
 // Missing peers (dubbo-go's modules, Apache ZooKeeper) skip a test, or fail
 // it when CI=true.

@@ -253,6 +253,17 @@ func fastMap(b []byte, pos int, in *interner) (map[string]any, int, bool) {
 // these first and leave the rest to the library, as this package does.
 func ReadShortValue(b []byte, pos int) (v any, next int, ok bool) { return fastValue(b, pos, nil) }
 
+// AppendShortValue appends v in the short form ReadShortValue reads, if it
+// has one (null, a boolean, an int32, an ASCII string of at most 4096
+// bytes); otherwise it returns b unchanged and false. The bytes are the
+// library's for the same value.
+func AppendShortValue(b []byte, v any) ([]byte, bool) { return appendFastValue(b, v) }
+
+// AppendShortMap appends m as an untyped map ('H' ... 'Z') if every entry
+// has a short form, as ReadShortMap reads it; otherwise it returns b
+// unchanged and false.
+func AppendShortMap(b []byte, m map[string]any) ([]byte, bool) { return appendFastMap(b, m, "", "") }
+
 // ReadShortString is ReadShortValue for a string.
 func ReadShortString(b []byte, pos int) (s string, next int, ok bool) {
 	bs, next, ok := fastString(b, pos)
@@ -260,6 +271,32 @@ func ReadShortString(b []byte, pos int) (s string, next int, ok bool) {
 		return "", pos, false
 	}
 	return string(bs), next, true
+}
+
+// A StringTable hands out one string, boxed once, per distinct short
+// string read through it, as a connection's decoder does for the names,
+// types and attachments that repeat on every call: reading them again
+// allocates nothing. Long or too many distinct strings are allocated as
+// usual. Not safe for concurrent use; the zero value is ready.
+type StringTable struct{ in interner }
+
+// Value is ReadShortValue with strings from t.
+func (t *StringTable) Value(b []byte, pos int) (v any, next int, ok bool) {
+	return fastValue(b, pos, &t.in)
+}
+
+// String is ReadShortString with the string from t.
+func (t *StringTable) String(b []byte, pos int) (s string, next int, ok bool) {
+	bs, next, ok := fastString(b, pos)
+	if !ok {
+		return "", pos, false
+	}
+	return t.in.get(bs).(string), next, true
+}
+
+// Map is ReadShortMap with keys and strings from t.
+func (t *StringTable) Map(b []byte, pos int) (m map[string]any, next int, ok bool) {
+	return fastMap(b, pos, &t.in)
 }
 
 // ReadShortMap reads an untyped map of string keys and short values at

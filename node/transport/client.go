@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
@@ -298,7 +299,7 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 	}
 	req.Size = len(enc.buf)
 	if !req.TwoWay {
-		err = cc.w.enqueue(enc.buf, inline)
+		err = cc.w.Write(fastpath.Flush, enc.buf)
 		c.encoders.put(enc)
 		if err != nil {
 			return nil, fail(rpc.ErrConnection, err.Error())
@@ -312,7 +313,7 @@ func (c *Client) Send(ctx context.Context, req *protocol.Request, timeout time.D
 		return nil, fail(rpc.ErrConnection, err.Error())
 	}
 	sent := cc.sending()
-	err = cc.w.enqueue(enc.buf, inline)
+	err = cc.w.Write(fastpath.Flush, enc.buf)
 	c.encoders.put(enc)
 	if err != nil {
 		// The connection died: take our call back, or wait for the failure

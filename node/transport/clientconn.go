@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/internal/sockio"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
@@ -85,7 +87,7 @@ func (s *slot) run(ctx context.Context, cc *clientConn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		cc.w.run()
+		cc.w.Run()
 	}()
 	go func() {
 		defer wg.Done()
@@ -143,7 +145,8 @@ type clientConn struct {
 	slot     *slot
 	conn     net.Conn
 	addr     string
-	w        *frameWriter
+	w        *fastpath.Writer
+	sock     *sockio.Conn
 	readOnly atomic.Bool  // the provider sent the read-only event
 	lastRead atomic.Int64 // monoNow of the last frame read
 	done     chan struct{}
@@ -162,11 +165,13 @@ type clientConn struct {
 }
 
 func newClientConn(c *Client, conn net.Conn) *clientConn {
+	sock := sockio.New(conn)
 	cc := &clientConn{
 		c:       c,
 		conn:    conn,
 		addr:    c.addr,
-		w:       newFrameWriter(conn, c.cfg.HeartbeatTimeout),
+		sock:    sock,
+		w:       newWriter(conn, sock, c.cfg.HeartbeatTimeout, nil),
 		done:    make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		pending: make(map[int64]*call),
@@ -314,7 +319,7 @@ func (cc *clientConn) shutdown(err error) {
 	cc.pending = nil
 	cc.mu.Unlock()
 
-	cc.w.fail(err)
+	cc.w.Fail(err)
 	cc.slot.cur.CompareAndSwap(cc, nil)
 	cc.c.stateChanged()
 	for id, cl := range pending {
@@ -337,7 +342,7 @@ func (cc *clientConn) heartbeat(now time.Time) {
 		cc.shutdown(fmt.Errorf("nothing read for %v (heartbeat timeout %v)", sinceRead.Round(time.Millisecond), cfg.HeartbeatTimeout))
 		return
 	}
-	sinceWrite := time.Duration(mono - cc.w.lastWrite.Load())
+	sinceWrite := cc.w.SinceWrite()
 	if sinceRead >= cfg.Heartbeat || sinceWrite >= cfg.Heartbeat {
 		cc.sendRequest(protocol.Heartbeat(cc.c.nextID.Add(1)))
 	}
@@ -348,7 +353,7 @@ func (cc *clientConn) sendRequest(req *protocol.Request) {
 	defer cc.c.encoders.put(enc)
 	var err error
 	if enc.buf, err = enc.AppendRequest(enc.buf[:0], req); err == nil {
-		_ = cc.w.enqueue(enc.buf, queued)
+		_ = cc.w.Write(fastpath.Queue, enc.buf)
 	}
 }
 
@@ -357,14 +362,14 @@ func (cc *clientConn) sendResponse(resp *protocol.Response) {
 	defer cc.c.encoders.put(enc)
 	var err error
 	if enc.buf, err = enc.AppendResponse(enc.buf[:0], resp); err == nil {
-		_ = cc.w.enqueue(enc.buf, queued)
+		_ = cc.w.Write(fastpath.Queue, enc.buf)
 	}
 }
 
 // read matches responses to pending calls and answers the provider's
 // events until the connection fails.
 func (cc *clientConn) read() error {
-	dec := protocol.NewDecoder(bufio.NewReaderSize(cc.conn, 16<<10), cc.c.cfg.Payload)
+	dec := protocol.NewDecoder(bufio.NewReaderSize(cc.sock, 16<<10), cc.c.cfg.Payload)
 	for {
 		h, err := dec.ReadHeader()
 		if err != nil && !errors.Is(err, protocol.ErrPayloadTooLarge) {

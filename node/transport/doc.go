@@ -2,26 +2,31 @@
 // connections: Server on the provider side, Client on the consumer side.
 //
 // Each connection has one reader goroutine that decodes frames and a
-// frameWriter that coalesces every frame queued since its last write into a
-// single write call, so many concurrent calls cost few syscalls. When no
-// write is in progress a caller or pool worker writes the batch itself
-// (saving a goroutine hop); the reader never does, it hands its frames
-// (heartbeat answers, rejections) to the connection's writer goroutine, so
-// a consumer that stops reading cannot stall it. A write blocked for the
-// heartbeat timeout fails the connection.
+// coalescing writer (fastpath.Writer) that writes every frame queued since
+// its last write in a single write call, so many concurrent calls cost few
+// syscalls. When no write is in progress a caller or pool worker writes
+// the batch itself (fastpath.Flush, saving a goroutine hop); the reader
+// never does, it hands its frames (heartbeat answers, rejections) to the
+// connection's writer goroutine (fastpath.Queue), so a consumer that stops
+// reading cannot stall it. A write blocked for the heartbeat timeout fails
+// the connection. Sockets are read and written by raw system calls
+// (internal/sockio), which do not wake the runtime's monitor thread.
 //
 // Server: the reader answers heartbeats itself and hands each request to a
 // dispatch.Dispatcher, whose pool runs the Handler; a refused request is
 // answered at once with status 100. Two exceptions save the hand-off, a
 // thread wake-up that costs more than a typical handler: when nothing else
-// of its connection runs, the reader runs the request itself
+// of its connection runs, the reader runs the request inline
 // (Dispatcher.RunHere, counted by the pool as a busy worker; the server's
-// watchdog lets a new goroutine read on once such a request has run 2ms;
-// ServerConfig.PoolOnly turns this off), and an AsyncHandler's requests (a
-// plugin's) are only started on the reader, their responses written by
-// whoever completes them. Writes that a burst of buffered requests causes
-// can be held back and flushed together (callctx.Holder). Malformed or oversize requests get an
-// error response and the connection lives on; a stream that is not the
+// fastpath.Inline hands the reading to a new goroutine once such a request
+// has run 2ms; ServerConfig.PoolOnly turns this off), and an
+// AsyncHandler's requests (a plugin's) are only started on the reader,
+// their responses written by whoever completes them, without waiting on
+// the socket (fastpath.Try). Writes that a burst of buffered requests
+// causes are held back and flushed together (fastpath.Burst, in the
+// requests' context; the completer of a call, a plugin link's reader in a
+// burst of replies, travels there too). Malformed or oversize requests get
+// an error response and the connection lives on; a stream that is not the
 // dubbo protocol (bad magic) loses its connection. Shutdown sends Dubbo's
 // read-only event to every consumer, lets in-flight calls finish and then
 // closes.

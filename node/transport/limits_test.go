@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/syncbuf"
-	"github.com/dubbo-lab/dubbo/node/protocol"
 )
 
 // header is a request header (two-way, hessian2) announcing bodyLen bytes.
@@ -219,7 +218,7 @@ func TestUnreadRepliesStopReading(t *testing.T) {
 	var peak int64
 	stalled := time.Now()
 	for last := int64(-1); time.Since(stalled) < 500*time.Millisecond; time.Sleep(20 * time.Millisecond) {
-		n := sc.w.unsent.Load()
+		n := sc.w.Unsent()
 		peak = max(peak, n)
 		if n != last {
 			last, stalled = n, time.Now()
@@ -235,43 +234,6 @@ func TestUnreadRepliesStopReading(t *testing.T) {
 	callHello(t, cl, "others served")
 	flood.Close()
 	wg.Wait()
-}
-
-// A reader whose request was handed over clears only its own run: the run
-// its successor stored meanwhile stays for the watchdog to see. (The real
-// interleaving needs the successor to store its run between the old
-// handler's return and the old reader's bookkeeping, a window of a few
-// instructions; the handler here does the successor's step inside it.)
-func TestFinishedRunKeepsSuccessorsRun(t *testing.T) {
-	s := startServer(t, "", greeter, ServerConfig{})
-	var succ *hereRun
-	var c *serverConn
-	s.handler = HandlerFunc(func(ctx context.Context, req *protocol.Request) *protocol.Response {
-		run := c.here.Load()
-		if run == nil {
-			t.Error("the request does not run on the reader")
-			return nil
-		}
-		run.state.CompareAndSwap(hereRunning, hereHandedOver) // the watchdog's step
-		succ = &hereRun{since: s.watch.Now()}
-		c.here.Store(succ) // the successor's step
-		return nil
-	})
-	server, client := net.Pipe()
-	defer client.Close()
-	c = newServerConn(s, server)
-	defer c.w.fail(errWriterClosed)
-	req, err := requestFor(hello("x"), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.TwoWay = false
-	if reader := c.dispatch(req); reader {
-		t.Fatal("dispatch says it is still the reader after its request was handed over")
-	}
-	if got := c.here.Load(); got != succ {
-		t.Fatalf("after the handed-over request ended, here = %p, want the successor's run %p", got, succ)
-	}
 }
 
 // The body budget serves waiters in arrival order, and a waiter that gives

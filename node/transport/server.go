@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/watchdog"
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 )
@@ -101,7 +101,7 @@ type Server struct {
 	ownsPool   bool
 	log        *slog.Logger
 	encoders   *encoders
-	watch      *watchdog.Watchdog
+	inline     *fastpath.Inline // the connections' readers and their watchdog
 	bodies     *bodyBudget
 
 	eventID  atomic.Int64 // ids of the read-only events we send
@@ -173,7 +173,7 @@ func Serve(ln net.Listener, h Handler, cfg ServerConfig) (*Server, error) {
 		}
 		s.ownsPool = true
 	}
-	s.startWatchdog()
+	s.inline = fastpath.NewInline(slowInline)
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -217,7 +217,7 @@ func (s *Server) accept() {
 		go c.serve()
 		go func() { // the connection's writer, owned by the connection
 			defer s.wg.Done()
-			c.w.run()
+			c.w.Run()
 		}()
 	}
 }
@@ -303,15 +303,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	tick.Stop()
 	for _, c := range s.stopAccepting() {
-		c.w.closeAfterFlush()
+		c.w.CloseAfterFlush()
 	}
 	if !s.waitConns(ctx) { // a peer that does not read keeps its writer stuck
 		for _, c := range s.stopAccepting() {
-			c.w.fail(errWriterClosed)
+			c.w.Fail(fastpath.ErrClosed)
 		}
 		s.wg.Wait()
 	}
-	s.watch.Stop()
+	s.inline.Stop()
 	if s.ownsPool {
 		s.dispatcher.Close()
 		if perr := s.dispatcher.Pool().Shutdown(ctx); perr != nil && err == nil {
@@ -340,10 +340,10 @@ func (s *Server) waitConns(ctx context.Context) bool {
 // on the pool finish there, but their responses are dropped.
 func (s *Server) Close() error {
 	for _, c := range s.stopAccepting() {
-		c.w.fail(errWriterClosed)
+		c.w.Fail(fastpath.ErrClosed)
 	}
 	s.wg.Wait()
-	s.watch.Stop()
+	s.inline.Stop()
 	if s.ownsPool {
 		s.dispatcher.Close()
 		s.dispatcher.Pool().Close()

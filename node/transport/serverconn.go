@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/callctx"
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/internal/sockio"
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 )
@@ -33,7 +35,8 @@ func Peer(ctx context.Context) net.Addr {
 type serverConn struct {
 	s    *Server
 	conn net.Conn
-	w    *frameWriter
+	sock *sockio.Conn
+	w    *fastpath.Writer
 	// ctx is cancelled when the connection closes, so handlers can give up
 	// work nobody will receive.
 	ctx    context.Context
@@ -46,34 +49,24 @@ type serverConn struct {
 	// While the reader has more whole requests buffered, writes that
 	// serving them causes may be held back and are flushed when the burst
 	// ends; the Holder in the connection's context.
-	burst callctx.Burst
-	// here is the request the reader is running itself, if any; the
-	// server's watchdog hands the reading to a new goroutine when it runs
-	// for long.
-	here atomic.Pointer[hereRun]
+	burst fastpath.Burst
+	// reading runs requests inline on the reader; the server's watchdog
+	// hands the reading to a new goroutine when one runs for long.
+	reading *fastpath.Reader
 }
-
-// hereRun is one request run on the connection's reader.
-type hereRun struct {
-	since time.Duration // when it started, by the watchdog's clock
-	state atomic.Int32  // hereRunning, hereHandedOver, hereDone
-}
-
-const (
-	hereRunning int32 = iota
-	hereHandedOver
-	hereDone
-)
 
 // errHandedOver ends a reader whose request ran long: another goroutine
 // reads the connection now.
 var errHandedOver = errors.New("another goroutine reads the connection now")
 
 func newServerConn(s *Server, conn net.Conn) *serverConn {
-	c := &serverConn{s: s, conn: conn, w: newFrameWriter(conn, s.cfg.HeartbeatTimeout)}
-	ctx := callctx.WithHolder(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()), &c.burst)
+	c := &serverConn{s: s, conn: conn, sock: sockio.New(conn)}
+	ctx := fastpath.WithHolder(context.WithValue(context.Background(), peerKey{}, conn.RemoteAddr()), &c.burst)
 	c.ctx, c.cancel = context.WithCancel(ctx)
-	c.w.onFail = c.cancel // also ends a reader's wait for body memory
+	c.w = newWriter(conn, c.sock, s.cfg.HeartbeatTimeout, c.cancel) // the cancel also ends a reader's wait for body memory
+	// The new reader takes over the old one's place in s.wg, so the old
+	// one is then no more waited for than a pool worker.
+	c.reading = s.inline.NewReader(func() { go c.readAndClose() })
 	return c
 }
 
@@ -91,7 +84,7 @@ func (c *serverConn) serve() {
 		remote := c.conn.RemoteAddr()
 		c.s.dispatcher.Dispatch(dispatch.Connect, func() { fn(remote) })
 	}
-	c.br = bufio.NewReaderSize(c.conn, 16<<10)
+	c.br = bufio.NewReaderSize(c.sock, 16<<10)
 	c.dec = protocol.NewDecoder(c.br, c.s.cfg.Payload)
 	c.readAndClose()
 }
@@ -108,12 +101,13 @@ func (c *serverConn) readAndClose() {
 	defer c.s.wg.Done()
 	remote := c.conn.RemoteAddr()
 	c.cancel()
-	c.w.fail(err)
+	c.w.Fail(err)
+	c.reading.Close()
 	c.s.removeConn(c)
 	if fn := c.s.cfg.OnDisconnect; fn != nil {
 		c.s.dispatcher.Dispatch(dispatch.Disconnect, func() { fn(remote) })
 	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errWriterClosed) {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, fastpath.ErrClosed) {
 		c.s.log.Info("consumer connection closed", "remote", remote.String(), "err", err)
 	}
 }
@@ -130,7 +124,7 @@ const yieldEvery = 64
 
 // read decodes frames until the connection fails or stops speaking dubbo,
 // or until a request it ran itself was handed over. It runs a handler only
-// when nothing else of its connection runs (runHere), never waits on one
+// when nothing else of its connection runs (dispatch), never waits on one
 // for long.
 func (c *serverConn) read() error {
 	dec := c.dec
@@ -206,9 +200,9 @@ func (c *serverConn) read() error {
 // connection has more than maxUnsent bytes of responses waiting for the
 // peer, it reads nothing.
 func (c *serverConn) awaitFrame() (deadline time.Time, err error) {
-	if c.w.unsent.Load() > maxUnsent {
+	if c.w.Unsent() > maxUnsent {
 		c.burst.Flush()
-		if err := c.w.waitUnsent(maxUnsent); err != nil {
+		if err := c.w.WaitUnsent(maxUnsent); err != nil {
 			return deadline, err
 		}
 	}
@@ -266,7 +260,7 @@ func (c *serverConn) reserve(n int, deadline time.Time) error {
 // event answers heartbeats right here, never behind business work.
 func (c *serverConn) event(req *protocol.Request) {
 	if req.IsHeartbeat() && req.TwoWay {
-		c.send(protocol.ResponseTo(req), queued)
+		c.send(protocol.ResponseTo(req), fastpath.Queue)
 	}
 }
 
@@ -290,14 +284,10 @@ func (c *serverConn) dispatch(req *protocol.Request) (reader bool) {
 		// wait for this request: it runs it itself rather than wake a pool
 		// worker, which costs more than the typical handler. Should the
 		// handler run long, the watchdog lets another goroutine read on.
-		run := &hereRun{since: c.s.watch.Now()}
-		c.here.Store(run)
-		c.s.watch.Poke()
-		ran := c.s.dispatcher.RunHere(func() { c.handle(req, deadline) })
-		// A successor started after a hand-over may have stored its own
-		// run meanwhile; that one the watchdog must go on seeing.
-		c.here.CompareAndSwap(run, nil)
-		reader = run.state.CompareAndSwap(hereRunning, hereDone)
+		var ran bool
+		reader = c.reading.Run(func(*fastpath.Run) {
+			ran = c.s.dispatcher.RunHere(func() { c.handle(req, deadline) })
+		})
 		if ran {
 			return reader
 		}
@@ -314,19 +304,9 @@ func (c *serverConn) dispatch(req *protocol.Request) (reader bool) {
 		resp := protocol.ResponseTo(req)
 		resp.Status = protocol.StatusServerThreadpoolExhaust
 		resp.ErrorMessage = fmt.Sprintf("Server side(%s) thread pool is exhausted, detail msg:%v", hostComma(c.conn.LocalAddr()), err)
-		c.send(resp, queued)
+		c.send(resp, fastpath.Queue)
 	}
 	return reader
-}
-
-// handOver lets a new goroutine read the connection while run, a request
-// the reader runs itself, goes on; the new reader takes over the old one's
-// place in s.wg, so the old one is then no more waited for than a pool
-// worker.
-func (c *serverConn) handOver(run *hereRun) {
-	if run.state.CompareAndSwap(hereRunning, hereHandedOver) {
-		go c.readAndClose()
-	}
 }
 
 // handle runs on a pool worker; deadline, if set, bounds the handler's
@@ -334,11 +314,11 @@ func (c *serverConn) handOver(run *hereRun) {
 func (c *serverConn) handle(req *protocol.Request, deadline time.Time) {
 	defer c.s.inFlight.Add(-1)
 	defer c.busy.Add(-1)
-	c.answer(req, c.call(req, deadline), inline)
+	c.answer(req, c.call(req, deadline), fastpath.Flush)
 }
 
 // answer sends the handler's response to a two-way request.
-func (c *serverConn) answer(req *protocol.Request, resp *protocol.Response, mode writeMode) {
+func (c *serverConn) answer(req *protocol.Request, resp *protocol.Response, mode fastpath.Mode) {
 	if !req.TwoWay {
 		return
 	}
@@ -361,21 +341,23 @@ func (c *serverConn) panicked(req *protocol.Request, r any) *protocol.Response {
 }
 
 // handleAsync starts req on the IO goroutine; the reply is written by
-// whoever completes it (a plugin link's reader), briefly.
+// whoever completes it (a plugin link's reader), without waiting on the
+// socket, or held for that goroutine's burst of completions.
 func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline time.Time) {
-	ctx, release := c.ctx, func() {}
+	ctx, release := context.Context(c.ctx), func() {}
 	if !deadline.IsZero() {
 		cc := callctx.New(c.ctx, deadline)
 		ctx, release = cc, cc.Release
 	}
+	ctx, completer := fastpath.WithCompleter(ctx)
 	var once sync.Once
 	reply := func(resp *protocol.Response) {
 		once.Do(func() {
 			defer c.s.inFlight.Add(-1)
 			defer c.busy.Add(-1)
-			mode := brief
-			if h := callctx.CompleterOf(ctx); h != nil && h.Hold(c.w) {
-				mode = held
+			mode := fastpath.Try
+			if h := completer.Holder(); h != nil && h.Hold(c.w) {
+				mode = fastpath.Hold
 			}
 			release()
 			c.answer(req, resp, mode)
@@ -406,7 +388,7 @@ func (c *serverConn) call(req *protocol.Request, deadline time.Time) (resp *prot
 
 // reject answers a request the reader could not decode.
 func (c *serverConn) reject(h protocol.Header, status protocol.Status, msg string) {
-	c.send(&protocol.Response{ID: h.ID, Status: status, ErrorMessage: msg}, queued)
+	c.send(&protocol.Response{ID: h.ID, Status: status, ErrorMessage: msg}, fastpath.Queue)
 }
 
 func (c *serverConn) payloadMessage(h protocol.Header) string {
@@ -416,11 +398,12 @@ func (c *serverConn) payloadMessage(h protocol.Header) string {
 }
 
 // send encodes resp and writes it as mode says: a pool worker writes it
-// itself (inline), the connection's reader never (queued), a plugin link's
-// reader only briefly (brief). A response too large for
-// the payload limit is replaced by SERIALIZATION_ERROR, one the codec cannot
-// write by BAD_RESPONSE, as Java does.
-func (c *serverConn) send(resp *protocol.Response, mode writeMode) {
+// itself (Flush), the connection's reader never (Queue), a plugin link's
+// reader only what the socket takes at once (Try), or for its burst
+// (Hold). A response too large for the payload limit is replaced by
+// SERIALIZATION_ERROR, one the codec cannot write by BAD_RESPONSE, as Java
+// does.
+func (c *serverConn) send(resp *protocol.Response, mode fastpath.Mode) {
 	enc := c.s.encoders.get()
 	defer c.s.encoders.put(enc)
 	var err error
@@ -441,7 +424,7 @@ func (c *serverConn) send(resp *protocol.Response, mode writeMode) {
 		resp.Output.AddOutput(len(enc.buf))
 	}
 	// An error means the connection is gone; the consumer sees that instead.
-	_ = c.w.enqueue(enc.buf, mode)
+	_ = c.w.Write(mode, enc.buf)
 }
 
 // sendReadOnly queues the oneway read-only event (flags a2, body "R").
@@ -451,7 +434,7 @@ func (c *serverConn) sendReadOnly() {
 	var err error
 	enc.buf, err = enc.AppendRequest(enc.buf[:0], protocol.ReadOnlyEvent(c.s.eventID.Add(1)))
 	if err == nil {
-		_ = c.w.enqueue(enc.buf, queued)
+		_ = c.w.Write(fastpath.Queue, enc.buf)
 	}
 }
 

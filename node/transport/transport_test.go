@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/callctx"
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -818,7 +818,7 @@ func TestHeldWritesFlushedAfterBurst(t *testing.T) {
 	f := &flusher{}
 	var held atomic.Int32
 	h := HandlerFunc(func(ctx context.Context, req *protocol.Request) *protocol.Response {
-		if callctx.HolderOf(ctx).Hold(f) {
+		if fastpath.HolderOf(ctx).Hold(f) {
 			held.Add(1)
 		}
 		return greeter(ctx, req)

@@ -21,12 +21,20 @@ import (
 // Dispatcher calls handler methods for Dubbo invocations; Serve uses one
 // behind the plugin boundary, and a test can use one directly.
 type Dispatcher struct {
-	services map[string]*service // by service key
+	services map[serviceID]*service
 	desc     wire.Description
 }
 
+// serviceID names a service as its calls do; looked up without building
+// the key string on every call.
+type serviceID struct{ iface, version, group string }
+
+func idOf(iface, version, group string) serviceID {
+	return serviceID{iface, wire.NormalVersion(version), group}
+}
+
 type service struct {
-	key     string
+	key     string             // [group/]interface[:version], for messages
 	methods map[string]*method // by Dubbo name and by Go name
 }
 
@@ -36,47 +44,50 @@ type method struct {
 	params  []reflect.Type
 	result  bool // returns (T, error) rather than error
 	javaSig Signature
-	// Whether calls run on the link's reader: earned by need quick runs
-	// in a row (see observe).
+	// Whether calls run on the link's reader: earned by a score of quick
+	// runs (see observe).
 	mu     sync.Mutex
-	quick  int  // runs in a row under quickRun
-	need   int  // quick runs in a row needed; 0 until the first run
+	score  int  // quick runs earn it, longer ones cost it
 	never  bool // it called through the node
 	inline atomic.Bool
 }
 
-// A method whose last quickRuns runs each returned within quickRun runs on
-// the link's reader, which saves a worker's wake-up per call. A longer run
-// sends it back to the workers until it has earned it again; one that took
-// slowRun while on the reader (holding the plugin's other calls up) doubles
-// the quick runs needed, up to maxNeed. A method that called through the
+// A method runs on the link's reader, which saves a worker's wake-up per
+// call, while its score is at least inlineScore: each run within quickRun
+// adds one (up to maxScore), each longer run takes midCost, each run of
+// slowRun or more slowCost. So a method stays there while fewer than about
+// one run in five takes longer than quickRun, and a few slow runs send it
+// back to the workers until it has earned its place again. Runs are timed
+// by the clock, and on a busy machine the OS preempts a quick handler now
+// and then: a streak of quick runs, broken by any longer one, sent a tenth
+// of the calls to the workers under a dubbo-go consumer's load. A handler
+// that blocks on the reader anyway holds the plugin's other calls up for
+// the link's inline stall (2ms) at most. A method that called through the
 // node never runs there.
 const (
-	quickRun  = 50 * time.Microsecond
-	quickRuns = 16
-	slowRun   = time.Millisecond
-	maxNeed   = 1 << 16
+	quickRun    = 50 * time.Microsecond
+	slowRun     = time.Millisecond
+	inlineScore = 16
+	maxScore    = 64
+	midCost     = 4
+	slowCost    = 16
 )
 
-// observe counts one run that took d; inline says it ran on the reader.
-func (m *method) observe(d time.Duration, inline, calledOut bool) {
+// observe counts one run that took d.
+func (m *method) observe(d time.Duration, calledOut bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.need == 0 {
-		m.need = quickRuns
-	}
 	switch {
 	case calledOut:
 		m.never = true
-	case d >= quickRun:
-		m.quick = 0
-		if inline && d >= slowRun {
-			m.need = min(2*m.need, maxNeed)
-		}
+	case d < quickRun:
+		m.score = min(m.score+1, maxScore)
+	case d < slowRun:
+		m.score = max(m.score-midCost, 0)
 	default:
-		m.quick++
+		m.score = max(m.score-slowCost, 0)
 	}
-	m.inline.Store(!m.never && m.quick >= m.need)
+	m.inline.Store(!m.never && m.score >= inlineScore)
 }
 
 var (
@@ -90,16 +101,17 @@ var (
 // NewDispatcher checks services and prepares their methods. The error names
 // the service and method at fault and how to fix it.
 func NewDispatcher(services ...Service) (*Dispatcher, error) {
-	d := &Dispatcher{services: make(map[string]*service, len(services))}
+	d := &Dispatcher{services: make(map[serviceID]*service, len(services))}
 	for _, s := range services {
 		svc, desc, err := newService(s)
 		if err != nil {
 			return nil, err
 		}
-		if d.services[svc.key] != nil {
+		id := idOf(s.Interface, s.Version, s.Group)
+		if d.services[id] != nil {
 			return nil, errorf("service %s is given twice", svc.key)
 		}
-		d.services[svc.key] = svc
+		d.services[id] = svc
 		d.desc.Services = append(d.desc.Services, desc)
 	}
 	if err := d.desc.Validate(); err != nil {
@@ -300,23 +312,29 @@ func registerPOJO(t reflect.Type, seen map[reflect.Type]bool) error {
 }
 
 // method is the method inv names, or nil.
-func (d *Dispatcher) method(inv *rpc.Invocation) *method {
-	if svc := d.services[wire.ServiceKey(inv.Service, inv.Version, inv.Group)]; svc != nil {
-		return svc.methods[inv.Method]
+// lookup finds the service and method inv names; either may be nil.
+func (d *Dispatcher) lookup(inv *rpc.Invocation) (*service, *method) {
+	svc := d.services[idOf(inv.Service, inv.Version, inv.Group)]
+	if svc == nil {
+		return nil, nil
 	}
-	return nil
+	return svc, svc.methods[inv.Method]
 }
 
 // Invoke calls the method inv names. Unknown services and methods are
 // errors wrapping rpc.ErrServiceNotFound; bad arguments, returned errors
 // and panics are business exceptions in the Result.
 func (d *Dispatcher) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	svc := d.services[wire.ServiceKey(inv.Service, inv.Version, inv.Group)]
+	svc, m := d.lookup(inv)
+	return d.invoke(ctx, inv, svc, m)
+}
+
+// invoke is Invoke with the lookup done.
+func (d *Dispatcher) invoke(ctx context.Context, inv *rpc.Invocation, svc *service, m *method) (*rpc.Result, error) {
 	if svc == nil {
 		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
 			Detail: "this plugin does not serve " + wire.ServiceKey(inv.Service, inv.Version, inv.Group)}
 	}
-	m := svc.methods[inv.Method]
 	if m == nil {
 		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
 			Detail: "service " + svc.key + " has no method " + inv.Method}
@@ -334,7 +352,9 @@ func (m *method) args(ctx context.Context, args []any) ([]reflect.Value, *rpc.Ex
 			Message: fmt.Sprintf("%s(%s) takes %d arguments, got %d", m.name, strings.Join(m.javaSig.Params, ", "), len(m.params), len(args))}
 	}
 	in := make([]reflect.Value, 1+len(args))
-	in[0] = reflect.ValueOf(ctx)
+	// A Value of the interface type itself: reflect then need not check,
+	// call after call, that ctx's concrete type implements context.Context.
+	in[0] = reflect.ValueOf(&ctx).Elem()
 	for i, a := range args {
 		v, err := convert(a, m.params[i])
 		if err != nil {
@@ -385,8 +405,7 @@ func (d *Dispatcher) description() *wire.Description { return &d.desc }
 // [group/]interface[:version], by Dubbo method name; nil if it is not
 // served. Handler tests use it to check the Java types derived for them.
 func (d *Dispatcher) Signatures(service string) map[string]Signature {
-	iface, version, group := wire.ParseServiceKey(service)
-	svc := d.services[wire.ServiceKey(iface, version, group)]
+	svc := d.services[idOf(wire.ParseServiceKey(service))]
 	if svc == nil {
 		return nil
 	}

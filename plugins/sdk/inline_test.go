@@ -5,15 +5,16 @@ import (
 	"time"
 )
 
-// A method runs on the link's reader after quickRuns quick runs in a row;
-// a longer run sends it back to the workers, a slow one on the reader
-// doubles the runs needed, and calling through the node ends it for good.
+// A method runs on the link's reader once it has a score of inlineScore
+// quick runs; longer runs cost it that place back, a few at once or more
+// than about one in five, and calling through the node ends it for good.
 func TestMethodInline(t *testing.T) {
 	quick, mid, slow := time.Microsecond, 2*quickRun, slowRun
 	type run struct {
-		d                 time.Duration
-		inline, calledOut bool
+		d         time.Duration
+		calledOut bool
 	}
+	q, m, s := run{d: quick}, run{d: mid}, run{d: slow}
 	times := func(n int, r run) []run {
 		out := make([]run, n)
 		for i := range out {
@@ -28,28 +29,37 @@ func TestMethodInline(t *testing.T) {
 		}
 		return out
 	}
-	q := run{d: quick}
+	// every returns n runs of which each k-th is r, the others quick.
+	every := func(n, k int, r run) []run {
+		out := times(n, q)
+		for i := k - 1; i < n; i += k {
+			out[i] = r
+		}
+		return out
+	}
 	for _, c := range []struct {
 		name string
 		runs []run
 		want bool
 	}{
 		{"new", nil, false},
-		{"almost", times(quickRuns-1, q), false},
-		{"earned", times(quickRuns, q), true},
-		{"a slow first run only delays it", join([]run{{d: slow}}, times(quickRuns, q)), true},
-		{"one middling run starts over", join(times(quickRuns, q), []run{{d: mid, inline: true}}, times(quickRuns-1, q)), false},
-		{"earned again", join(times(quickRuns, q), []run{{d: mid, inline: true}}, times(quickRuns, q)), true},
-		{"slow on the reader: twice the runs", join(times(quickRuns, q), []run{{d: slow, inline: true}}, times(2*quickRuns-1, q)), false},
-		{"slow on the reader: earned again", join(times(quickRuns, q), []run{{d: slow, inline: true}}, times(2*quickRuns, q)), true},
-		{"called the node", join(times(quickRuns, q), []run{{d: quick, calledOut: true}}, times(100, q)), false},
+		{"almost", times(inlineScore-1, q), false},
+		{"earned", times(inlineScore, q), true},
+		{"a slow first run only delays it", join([]run{s}, times(inlineScore, q)), true},
+		{"a preempted run now and then keeps it", join(times(maxScore, q), every(1000, 10, m)), true},
+		{"a slow run now and then keeps it", join(times(maxScore, q), every(1000, 40, s)), true},
+		{"one longer run in three loses it", join(times(maxScore, q), every(300, 3, m)), false},
+		{"always longer", times(100, m), false},
+		{"a few slow runs at once lose it", join(times(maxScore, q), times(4, s)), false},
+		{"earned again", join(times(maxScore, q), times(4, s), times(inlineScore, q)), true},
+		{"called the node", join(times(inlineScore, q), []run{{d: quick, calledOut: true}}, times(100, q)), false},
 	} {
-		var m method
+		var me method
 		for _, r := range c.runs {
-			m.observe(r.d, r.inline, r.calledOut)
+			me.observe(r.d, r.calledOut)
 		}
-		if got := m.inline.Load(); got != c.want {
-			t.Errorf("%s: inline = %v, want %v", c.name, got, c.want)
+		if got := me.inline.Load(); got != c.want {
+			t.Errorf("%s: inline = %v (score %d), want %v", c.name, got, me.score, c.want)
 		}
 	}
 }

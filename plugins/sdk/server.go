@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -29,6 +30,11 @@ type server struct {
 	stop context.CancelFunc
 
 	caller *Caller // set before the link serves
+
+	// strs gives calls their repeated names, types and attachments without
+	// allocating; only Prepare uses it, which runs on the link's reader,
+	// one call at a time.
+	strs protocol.StringTable
 
 	mu       sync.Mutex
 	grpc     *grpc.Server  // stopped when the start hook fails
@@ -137,20 +143,20 @@ func (s *server) wait(d time.Duration) error {
 // Prepare decodes a call from the node; methods that have always been
 // quick run on the link's reader (wire.Invoker).
 func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline bool) {
-	inv, err := wire.DecodeCall(call)
+	inv, err := wire.DecodeCallWith(call, &s.strs)
 	if err != nil {
 		b := wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
 		return func(context.Context) []byte { return b }, true
 	}
-	m := s.d.method(inv)
+	svc, m := s.d.lookup(inv)
 	inline = m != nil && m.inline.Load()
 	run = func(ctx context.Context) []byte {
 		ci := &callInfo{caller: s.caller, attachments: inv.Attachments}
 		ctx = context.WithValue(ctx, callKey{}, ci)
 		start := time.Now()
-		res, callErr := s.d.Invoke(ctx, inv)
+		res, callErr := s.d.invoke(ctx, inv, svc, m)
 		if m != nil {
-			m.observe(time.Since(start), inline, ci.calledOut.Load())
+			m.observe(time.Since(start), ci.calledOut.Load())
 		}
 		b, err := wire.EncodeReply(res, callErr)
 		if err != nil {

@@ -78,6 +78,14 @@ func decode(b []byte, read func(d *hessian.Decoder) error) (err error) {
 
 // EncodeCall encodes inv for the other side.
 func EncodeCall(inv *rpc.Invocation) ([]byte, error) {
+	if b, ok := appendShortCall(make([]byte, 0, 256), inv); ok {
+		return b, nil
+	}
+	return encodeLibraryCall(inv)
+}
+
+// encodeLibraryCall encodes any call with the library.
+func encodeLibraryCall(inv *rpc.Invocation) ([]byte, error) {
 	return encode(func(e *hessian.Encoder) error {
 		for _, s := range []string{inv.Service, inv.Version, inv.Group, inv.Method} {
 			encodeString(e, s)
@@ -98,6 +106,40 @@ func EncodeCall(inv *rpc.Invocation) ([]byte, error) {
 		}
 		return encodeAttachments(e, inv.Attachments)
 	})
+}
+
+// appendShortCall appends the call when every value in it has a short form
+// (protocol.AppendShortValue), most calls, without the library, which
+// takes several times as long; the bytes are the library's. ok is false
+// for any other call.
+func appendShortCall(b []byte, inv *rpc.Invocation) (_ []byte, ok bool) {
+	for _, s := range [...]string{inv.Service, inv.Version, inv.Group, inv.Method} {
+		if b, ok = protocol.AppendShortValue(b, s); !ok {
+			return b, false
+		}
+	}
+	b, _ = protocol.AppendShortValue(b, int32(len(inv.ParamTypes)))
+	for _, t := range inv.ParamTypes {
+		if b, ok = protocol.AppendShortValue(b, t); !ok {
+			return b, false
+		}
+	}
+	b, _ = protocol.AppendShortValue(b, int32(len(inv.Args)))
+	for _, a := range inv.Args {
+		if b, ok = protocol.AppendShortValue(b, a); !ok {
+			return b, false
+		}
+	}
+	return appendShortAttachments(b, inv.Attachments)
+}
+
+// appendShortAttachments appends m as encodeAttachments does, if every
+// entry has a short form.
+func appendShortAttachments(b []byte, m map[string]any) ([]byte, bool) {
+	if len(m) == 0 {
+		return append(b, 'N'), true
+	}
+	return protocol.AppendShortMap(b, m)
 }
 
 // encodeAttachments writes m as an untyped hessian2 map ('H' ... 'Z'),
@@ -154,8 +196,14 @@ func ascii(s string) bool {
 }
 
 // DecodeCall decodes a call encoded by EncodeCall.
-func DecodeCall(b []byte) (*rpc.Invocation, error) {
-	if inv, ok := decodeShortCall(b); ok {
+func DecodeCall(b []byte) (*rpc.Invocation, error) { return DecodeCallWith(b, nil) }
+
+// DecodeCallWith is DecodeCall with its short strings (names, types,
+// attachments) from t, for the one goroutine that decodes a stream of
+// calls: those repeat on every call and then cost no allocation. t may be
+// nil.
+func DecodeCallWith(b []byte, t *protocol.StringTable) (*rpc.Invocation, error) {
+	if inv, ok := decodeShortCall(b, t); ok {
 		return inv, nil
 	}
 	return decodeLibraryCall(b)
@@ -208,16 +256,20 @@ func decodeLibraryCall(b []byte) (*rpc.Invocation, error) {
 // names and types, string, int and boolean arguments, string attachments),
 // most calls, without the library, which takes about five times as long;
 // ok is false for any other call.
-func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
+func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) {
+	str, val, mp := protocol.ReadShortString, protocol.ReadShortValue, protocol.ReadShortMap
+	if t != nil {
+		str, val, mp = t.String, t.Value, t.Map
+	}
 	inv := &rpc.Invocation{}
 	pos, ok := 0, true
 	for _, dst := range [...]*string{&inv.Service, &inv.Version, &inv.Group, &inv.Method} {
-		if *dst, pos, ok = protocol.ReadShortString(b, pos); !ok {
+		if *dst, pos, ok = str(b, pos); !ok {
 			return nil, false
 		}
 	}
 	count := func() int {
-		v, next, ok := protocol.ReadShortValue(b, pos)
+		v, next, ok := val(b, pos)
 		n, isInt := v.(int32)
 		if !ok || !isInt || n < 0 || n > maxCount {
 			return -1
@@ -233,7 +285,7 @@ func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
 		inv.ParamTypes = make([]string, n)
 	}
 	for i := range inv.ParamTypes {
-		if inv.ParamTypes[i], pos, ok = protocol.ReadShortString(b, pos); !ok {
+		if inv.ParamTypes[i], pos, ok = str(b, pos); !ok {
 			return nil, false
 		}
 	}
@@ -244,6 +296,7 @@ func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
 		inv.Args = make([]any, n)
 	}
 	for i := range inv.Args {
+		// Arguments seldom repeat: they would only churn the table.
 		if inv.Args[i], pos, ok = protocol.ReadShortValue(b, pos); !ok {
 			return nil, false
 		}
@@ -252,7 +305,7 @@ func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
 	case pos < len(b) && b[pos] == 'N':
 		pos++
 	default:
-		if inv.Attachments, pos, ok = protocol.ReadShortMap(b, pos); !ok {
+		if inv.Attachments, pos, ok = mp(b, pos); !ok {
 			return nil, false
 		}
 	}
@@ -262,6 +315,16 @@ func decodeShortCall(b []byte) (*rpc.Invocation, bool) {
 // EncodeReply encodes the outcome of a call: res, or err when the call
 // itself failed. Business exceptions travel in res.Exception.
 func EncodeReply(res *rpc.Result, callErr error) ([]byte, error) {
+	if callErr == nil && res != nil && res.Exception == nil {
+		if b, ok := appendShortReply(make([]byte, 0, 64), res); ok {
+			return b, nil
+		}
+	}
+	return encodeLibraryReply(res, callErr)
+}
+
+// encodeLibraryReply encodes any outcome with the library.
+func encodeLibraryReply(res *rpc.Result, callErr error) ([]byte, error) {
 	return encode(func(e *hessian.Encoder) error {
 		var attachments map[string]any
 		switch {
@@ -296,6 +359,19 @@ func EncodeReply(res *rpc.Result, callErr error) ([]byte, error) {
 	})
 }
 
+// appendShortReply appends a value reply whose value, attachments and
+// provider have short forms, as the library writes it.
+func appendShortReply(b []byte, res *rpc.Result) (_ []byte, ok bool) {
+	b, _ = protocol.AppendShortValue(b, statusValue)
+	if b, ok = protocol.AppendShortValue(b, res.Value); !ok {
+		return b, false
+	}
+	if b, ok = appendShortAttachments(b, res.Attachments); !ok {
+		return b, false
+	}
+	return protocol.AppendShortValue(b, res.Provider)
+}
+
 // ErrorReply encodes a failed call, for when the outcome itself could not
 // be encoded. It cannot fail: the reply holds strings only.
 func ErrorReply(callErr error) []byte {
@@ -321,6 +397,14 @@ func encodeAll(e *hessian.Encoder, vs ...any) error {
 // Service and Method); a reply that cannot be decoded gives an error
 // wrapping ErrCorrupt.
 func DecodeReply(b []byte) (*rpc.Result, error) {
+	if res, ok := decodeShortReply(b); ok {
+		return res, nil
+	}
+	return decodeLibraryReply(b)
+}
+
+// decodeLibraryReply decodes any reply with the library.
+func decodeLibraryReply(b []byte) (*rpc.Result, error) {
 	res := &rpc.Result{}
 	var callErr error
 	err := decode(b, func(d *hessian.Decoder) error {
@@ -376,6 +460,31 @@ func DecodeReply(b []byte) (*rpc.Result, error) {
 		return nil, callErr
 	}
 	return res, nil
+}
+
+// decodeShortReply decodes a value reply whose every value has a short
+// form, without the library; ok is false for any other reply.
+func decodeShortReply(b []byte) (*rpc.Result, bool) {
+	status, pos, ok := protocol.ReadShortValue(b, 0)
+	if !ok || status != statusValue {
+		return nil, false
+	}
+	res := &rpc.Result{}
+	if res.Value, pos, ok = protocol.ReadShortValue(b, pos); !ok {
+		return nil, false
+	}
+	switch {
+	case pos < len(b) && b[pos] == 'N':
+		pos++
+	default:
+		if res.Attachments, pos, ok = protocol.ReadShortMap(b, pos); !ok {
+			return nil, false
+		}
+	}
+	if res.Provider, pos, ok = protocol.ReadShortString(b, pos); !ok {
+		return nil, false
+	}
+	return res, pos == len(b)
 }
 
 // ErrCorrupt marks a message that could not be decoded.

@@ -10,6 +10,7 @@ import (
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -112,13 +113,20 @@ func FuzzDecodeCall(f *testing.F) {
 		ParamTypes: []string{"java.lang.String"}, Args: []any{"world", true, nil, int32(-70000)},
 		Attachments: map[string]any{"timeout": "1000", "n": int32(3)}})
 	f.Add(b)
+	var table protocol.StringTable // shared by every input, as by a stream of calls
 	f.Fuzz(func(t *testing.T, b []byte) {
-		// What the short path reads, the library reads the same.
-		if short, ok := decodeShortCall(b); ok {
+		// What the short path reads, the library reads the same, with
+		// strings from a table or not.
+		if short, ok := decodeShortCall(b, nil); ok {
 			lib, err := decodeLibraryCall(b)
 			if err != nil || !reflect.DeepEqual(short, lib) {
 				t.Fatalf("short path %+v, library %+v, %v", short, lib, err)
 			}
+		}
+		short, ok := decodeShortCall(b, nil)
+		tabled, tok := decodeShortCall(b, &table)
+		if ok != tok || !reflect.DeepEqual(short, tabled) {
+			t.Fatalf("without a table %+v (%v), with one %+v (%v)", short, ok, tabled, tok)
 		}
 		inv, err := DecodeCall(b)
 		if err != nil {
@@ -148,7 +156,7 @@ func TestShortCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, short := decodeShortCall(b)
+		_, short := decodeShortCall(b, nil)
 		got, err := DecodeCall(b)
 		if short != c.short || err != nil {
 			t.Errorf("%s(%v): short path %v, want %v; DecodeCall error %v", c.inv.Method, c.inv.Args, short, c.short, err)
@@ -166,9 +174,88 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add(b)
 	b, _ = EncodeReply(nil, &rpc.Exception{Class: "c", Message: "m"})
 	f.Add(b)
+	b, _ = EncodeReply(&rpc.Result{Value: "Hello, world", Attachments: map[string]any{"k": int32(1)}, Provider: "h:1"}, nil)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = DecodeReply(b)
+		res, err := DecodeReply(b)
+		if short, ok := decodeShortReply(b); ok {
+			// The short path reads what the library reads.
+			lib, libErr := decodeLibraryReply(b)
+			if libErr != nil || !reflect.DeepEqual(short, lib) || err != nil {
+				t.Fatalf("short %+v, library %+v (%v)", short, lib, libErr)
+			}
+			_ = res
+		}
 	})
+}
+
+// The short encodings of calls and replies are the library's, byte for
+// byte, and the calls and replies that have none take the library's way.
+func TestShortEncodings(t *testing.T) {
+	calls := []struct {
+		inv   *rpc.Invocation
+		short bool
+	}{
+		{&rpc.Invocation{Service: "org.example.Greeter", Method: "noArgs"}, true},
+		{&rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Group: "g", Method: "sayHello",
+			ParamTypes: []string{"java.lang.String"}, Args: []any{"world"}, Attachments: map[string]any{"timeout": "1000"}}, true},
+		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"int", "boolean", "java.lang.Object"},
+			Args: []any{int32(-70000), true, nil}, Attachments: map[string]any{"n": int32(300)}}, true},
+		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"long"}, Args: []any{int64(1)}}, false},
+		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"java.lang.String"}, Args: []any{"héllo"}}, false},
+		{&rpc.Invocation{Service: "s", Method: "m", Attachments: map[string]any{"_class": "not a POJO"}}, false},
+	}
+	for _, c := range calls {
+		_, short := appendShortCall(nil, c.inv)
+		if short != c.short {
+			t.Errorf("%s%v: short form %v, want %v", c.inv.Method, c.inv.Args, short, c.short)
+		}
+		got, err := EncodeCall(c.inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, err := encodeLibraryCall(c.inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, lib) {
+			t.Errorf("%s%v: % x, library % x", c.inv.Method, c.inv.Args, got, lib)
+		}
+	}
+	replies := []struct {
+		res   *rpc.Result
+		short bool
+	}{
+		{&rpc.Result{Value: "Hello, world"}, true},
+		{&rpc.Result{Value: int32(5), Attachments: map[string]any{"a": "b"}, Provider: "127.0.0.1:20880"}, true},
+		{&rpc.Result{}, true},
+		{&rpc.Result{Value: int64(5)}, false},
+		{&rpc.Result{Value: "x", Attachments: map[string]any{"a": 1.5}}, false},
+	}
+	for _, c := range replies {
+		_, short := appendShortReply(nil, c.res)
+		if short != c.short {
+			t.Errorf("%+v: short form %v, want %v", c.res, short, c.short)
+		}
+		got, err := EncodeReply(c.res, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, err := encodeLibraryReply(c.res, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, lib) {
+			t.Errorf("%+v: % x, library % x", c.res, got, lib)
+		}
+		if _, ok := decodeShortReply(got); ok != c.short {
+			t.Errorf("%+v: decoded by the short path %v, want %v", c.res, ok, c.short)
+		}
+		back, err := DecodeReply(got)
+		if err != nil || !reflect.DeepEqual(back.Value, c.res.Value) || back.Provider != c.res.Provider || len(back.Attachments) != len(c.res.Attachments) {
+			t.Errorf("%+v came back as %+v, %v", c.res, back, err)
+		}
+	}
 }
 
 // TestEncodeString: the quick string encoding writes what the library

@@ -9,12 +9,11 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/callctx"
-	"github.com/dubbo-lab/dubbo/internal/trywrite"
-	"github.com/dubbo-lab/dubbo/internal/watchdog"
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/internal/sockio"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -65,19 +64,23 @@ type Link struct {
 
 	done chan struct{} // closed when the link ended; err says why
 
-	mu      sync.Mutex
-	pending map[uint64]func([]byte, error) // our calls waiting for replies
-	nextID  uint64
-	err     error
-	closed  bool // Close was called
+	mu       sync.Mutex
+	pending  map[uint64]pendingCall // our calls waiting for replies
+	nextID   uint64
+	err      error
+	closed   bool // Close was called
+	sweeping bool // a sweep is due (sweepEvery)
 
 	// Writes that completing our calls causes (responses to consumers),
 	// held while the reader has more replies buffered.
-	replies callctx.Burst
+	replies fastpath.Burst
 
-	// The inline call running, for the watchdog (handOverSlow).
-	here  atomic.Pointer[handover]
-	watch *watchdog.Watchdog
+	// One goroutine at a time reads (r) and runs quick calls of the other
+	// side inline; the watchdog of inline hands the reading over when one
+	// runs long.
+	inline  *fastpath.Inline
+	reading *fastpath.Reader
+	r       *bufio.Reader
 
 	// The other side's calls: they run on workers that live on (a handler
 	// may block), so the stacks the hessian decoder grew are kept.
@@ -87,29 +90,23 @@ type Link struct {
 	cancels  map[uint64]context.CancelFunc
 	work     chan func() // to an idle worker
 
-	// Frames are appended to wbuf; whoever finds no write in progress
-	// writes what the socket takes at once, while the others only append;
-	// what it does not take, the writer goroutine writes. Nobody sending a
-	// frame waits on the other side reading (the node's sender is a
-	// consumer connection's reader). Under load one write carries many
-	// frames.
-	try     *trywrite.Writer
-	wake    chan struct{} // capacity 1: the writer goroutine has work
-	wmu     sync.Mutex
-	wbuf    []byte
-	spare   []byte
-	writing bool
-	held    bool // frames wait in wbuf for FlushHeld
-	werr    error
+	// Frames go out through the coalescing writer: whoever finds no write
+	// in progress writes what the socket takes at once (fastpath.Try), the
+	// writer goroutine the rest. Nobody sending a frame waits on the other
+	// side reading (the node's sender is a consumer connection's reader).
+	// Under load one write carries many frames.
+	sock *sockio.Conn
+	w    *fastpath.Writer
 }
 
 // NewLink makes a link over conn; Start starts it.
 func NewLink(conn net.Conn) *Link {
 	ctx, stop := context.WithCancel(context.Background())
+	sock := sockio.New(conn)
 	return &Link{
 		conn: conn, done: make(chan struct{}),
-		try: trywrite.New(conn), wake: make(chan struct{}, 1),
-		pending:  make(map[uint64]func([]byte, error)),
+		sock: sock, w: fastpath.NewWriter(conn, sock, fastpath.WriterConfig{MaxPending: maxQueued}),
+		pending:  make(map[uint64]pendingCall),
 		serveCtx: ctx, stop: stop,
 		cancels: make(map[uint64]context.CancelFunc),
 		work:    make(chan func()),
@@ -120,22 +117,26 @@ func NewLink(conn net.Conn) *Link {
 // them). Call it once.
 func (l *Link) Start(inv Invoker) {
 	l.inv = inv
-	l.watch = watchdog.Start(inlineStall, watchIdle, l.handOverSlow)
+	l.inline = fastpath.NewInline(inlineStall)
+	l.reading = l.inline.NewReader(func() { go l.read() })
+	l.r = bufio.NewReaderSize(l.sock, 64<<10)
 	go l.read()
-	go l.writeRest()
+	go l.w.Run()
 }
 
-// read is the link's reader: one goroutine at a time reads, and never
-// waits on a handler other than an inline one.
-func (l *Link) read() { l.readFrom(bufio.NewReaderSize(l.conn, 64<<10)) }
+// inlineStall is how long an inline call may hold the reading up: the
+// watchdog then hands it to a new goroutine, so a handler that earned the
+// reader and then blocks costs the plugin's other calls that much at most.
+const inlineStall = 2 * time.Millisecond
 
-// errHandedOver ends a reader whose inline call started another one.
+// errHandedOver ends a reader whose inline call handed the reading over.
 var errHandedOver = errors.New("another goroutine reads the link now")
 
-// readFrom handles frames from r until the link fails, or until an inline
-// call handed the reading on.
-func (l *Link) readFrom(r *bufio.Reader) {
-	err := l.readFrames(r)
+// read is the link's reader: it handles frames until the link fails, or
+// until an inline call handed the reading on. It never waits on a handler
+// other than an inline one.
+func (l *Link) read() {
+	err := l.readFrames(l.r)
 	if err == errHandedOver {
 		return // the new reader has the held replies too
 	}
@@ -155,11 +156,13 @@ func (l *Link) readFrom(r *bufio.Reader) {
 	pending := l.pending
 	l.pending = nil
 	l.mu.Unlock()
+	l.w.Fail(err)
 	close(l.work) // idle workers end; busy ones after their call
 	close(l.done)
-	l.watch.Stop()
-	for _, done := range pending {
-		done(nil, err)
+	l.reading.Close()
+	l.inline.Stop()
+	for _, p := range pending {
+		p.done(nil, err)
 	}
 }
 
@@ -169,7 +172,7 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 		if !frameBuffered(r) {
 			// The burst is over: write the replies held back, ours and
 			// those of the calls completed in it.
-			l.FlushHeld()
+			l.w.FlushHeld()
 			l.replies.Flush()
 		}
 		if _, err := io.ReadFull(r, head[:]); err != nil {
@@ -190,12 +193,12 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 		switch kind {
 		case frameReply:
 			l.mu.Lock()
-			done := l.pending[id]
+			p, ok := l.pending[id]
 			delete(l.pending, id)
 			l.mu.Unlock()
-			if done != nil {
+			if ok {
 				l.replies.Set(frameBuffered(r))
-				done(rest, nil)
+				p.complete(l, rest)
 			}
 		case frameCancel:
 			l.cmu.Lock()
@@ -209,7 +212,7 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 			if n <= 0 {
 				return fmt.Errorf("%w: bad call timeout", ErrCorrupt)
 			}
-			if !l.serve(r, id, time.Duration(min(timeout, 1<<40))*time.Microsecond, rest[n:]) {
+			if !l.serve(id, time.Duration(min(timeout, 1<<40))*time.Microsecond, rest[n:]) {
 				return errHandedOver
 			}
 		default:
@@ -220,7 +223,7 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 
 // serve runs one call of the other side, inline or on a worker; it says
 // whether this goroutine is still the reader.
-func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []byte) (reader bool) {
+func (l *Link) serve(id uint64, timeout time.Duration, call []byte) (reader bool) {
 	run, inline := refuse, false
 	if l.inv != nil {
 		run, inline = l.inv.Prepare(call)
@@ -249,18 +252,22 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 		return reply
 	}
 	if inline {
-		h := &handover{l: l, r: r, since: l.watch.Now()}
-		l.here.Store(h)
-		l.watch.Poke()
-		reply := answer(context.WithValue(ctx, handoverKey{}, h))
-		l.here.CompareAndSwap(h, nil)
-		reader = h.finish()
+		var reply []byte
+		reader = l.reading.Run(func(r *fastpath.Run) {
+			// A call out through this link needs the reader for its reply:
+			// it hands the reading over first (start).
+			reply = answer(fastpath.WithRun(ctx, r))
+		})
 		// Still the reader, with more frames buffered: this reply goes out
 		// with theirs, in one write when the burst ends.
-		_ = l.sendHeld(frameReply, id, nil, reply, reader && frameBuffered(r)) // fails only when the link is down
+		mode := fastpath.Try
+		if reader && frameBuffered(l.r) {
+			mode = fastpath.Hold
+		}
+		_ = l.send(mode, frameReply, id, nil, reply) // fails only when the link is down
 		return reader
 	}
-	f := func() { _ = l.send(frameReply, id, nil, answer(ctx)) }
+	f := func() { _ = l.send(fastpath.Try, frameReply, id, nil, answer(ctx)) }
 	select {
 	case l.work <- f:
 	default:
@@ -276,41 +283,6 @@ func (l *Link) serve(r *bufio.Reader, id uint64, timeout time.Duration, call []b
 
 func refuse(context.Context) []byte {
 	return ErrorReply(&rpc.CallError{Kind: rpc.ErrServiceNotFound, Detail: "this side serves no calls"})
-}
-
-// handover lets an inline call that calls the other side (and so needs the
-// reader to get its reply) pass the reading to a new goroutine first.
-type handover struct {
-	l     *Link
-	r     *bufio.Reader
-	since time.Duration // when the inline call started, by l.watch's clock
-	state atomic.Int32  // 0 running inline, 1 handed over, 2 returned
-}
-
-type handoverKey struct{}
-
-func (h *handover) handOver() {
-	if h.state.CompareAndSwap(0, 1) {
-		go h.l.readFrom(h.r)
-	}
-}
-
-// finish says whether the inline call returned without handing over.
-func (h *handover) finish() bool { return h.state.CompareAndSwap(0, 2) }
-
-// inlineStall is how long an inline call may hold the reading up: the
-// watchdog then hands it to a new goroutine, so a handler that earned the
-// reader and then blocks costs the plugin's other calls that much at most.
-const inlineStall = 2 * time.Millisecond
-
-// watchIdle is how long after the last inline call the watchdog ticks.
-const watchIdle = 100 * time.Millisecond
-
-// handOverSlow is the watchdog's check.
-func (l *Link) handOverSlow() {
-	if h := l.here.Load(); h != nil && l.watch.Now()-h.since >= inlineStall {
-		h.handOver()
-	}
 }
 
 // frameBuffered says whether r holds a whole frame, which the reader can
@@ -332,54 +304,81 @@ func (l *Link) Call(ctx context.Context, call []byte) ([]byte, error) {
 		err   error
 	}
 	ch := make(chan outcome, 1)
-	l.CallAsync(ctx, call, func(reply []byte, err error) { ch <- outcome{reply, err} })
-	o := <-ch
-	return o.reply, o.err
+	id := l.start(ctx, call, func(reply []byte, err error) { ch <- outcome{reply, err} })
+	if id == 0 {
+		o := <-ch
+		return o.reply, o.err
+	}
+	// A goroutine waits here anyway: the caller giving up ends the call at
+	// once, rather than at the next sweep.
+	select {
+	case o := <-ch:
+		return o.reply, o.err
+	case <-ctx.Done():
+		l.giveUp(id, ctx.Err())
+		o := <-ch
+		return o.reply, o.err
+	}
 }
 
 // CallAsync is Call without the wait: done gets the outcome exactly once,
 // on the goroutine that learnt it (the link's reader for a reply, so done
-// must not block; the caller's for a call that could not be sent).
+// must not block; the caller's for a call that could not be sent; the
+// link's sweep, within sweepEvery, for a caller that gave up).
 func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byte, err error)) {
+	l.start(ctx, call, done)
+}
+
+// pendingCall is one of our calls waiting for its reply.
+type pendingCall struct {
+	ctx  context.Context
+	done func([]byte, error)
+}
+
+// complete passes the reply to the caller, on the link's reader; a server
+// answering a consumer there may hold its answer for the reader's burst
+// (the call's fastpath.Completer).
+func (p pendingCall) complete(l *Link, reply []byte) {
+	if c := fastpath.CompleterOf(p.ctx); c != nil {
+		c.Set(&l.replies)
+		defer c.Set(nil)
+	}
+	p.done(reply, nil)
+}
+
+// sweepEvery is how often, while calls are pending, the link looks for
+// callers that gave up (a deadline passed, a context was cancelled). A
+// timer or a context registration per call costs more than the call's
+// whole trip to the plugin when calls are quick; Dubbo's own timeout
+// checks tick every 30ms.
+const sweepEvery = 10 * time.Millisecond
+
+// start sends call and returns its id, or 0 when done already has the
+// outcome.
+func (l *Link) start(ctx context.Context, call []byte, done func(reply []byte, err error)) uint64 {
 	if len(call) > maxFramed {
 		done(nil, fmt.Errorf("%w: the call is %d bytes, more than the %d a plugin call may have", ErrTooBig, len(call), maxFramed))
-		return
+		return 0
 	}
 	if err := ctx.Err(); err != nil {
 		done(nil, err)
-		return
+		return 0
 	}
-	if h, ok := ctx.Value(handoverKey{}).(*handover); ok && h.l == l {
-		h.handOver() // the reply comes through the reader this goroutine is
-	}
+	fastpath.HandOverFor(ctx, l.reading) // the reply comes through the reader this goroutine may be
 	l.mu.Lock()
 	if l.pending == nil {
 		err := l.err
 		l.mu.Unlock()
 		done(nil, err)
-		return
+		return 0
 	}
 	l.nextID++
 	id := l.nextID
-	// The caller giving up ends the call at once, and tells the other side.
-	var stop func() bool
-	cc, _ := ctx.(*callctx.Context)
-	l.pending[id] = func(reply []byte, err error) {
-		if stop != nil {
-			stop()
-		}
-		if cc != nil && err == nil { // a reply, on the reader
-			cc.SetCompleter(&l.replies)
-			defer cc.SetCompleter(nil)
-		}
-		done(reply, err)
+	l.pending[id] = pendingCall{ctx: ctx, done: done}
+	if !l.sweeping {
+		l.sweeping = true
+		time.AfterFunc(sweepEvery, l.sweep)
 	}
-	stop = context.AfterFunc(ctx, func() {
-		if l.forget(id) {
-			_ = l.send(frameCancel, id, nil, nil)
-			done(nil, ctx.Err())
-		}
-	})
 	l.mu.Unlock()
 
 	var timeout uint64
@@ -388,13 +387,52 @@ func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byt
 	}
 	// Started by a server reading a burst of requests: the burst's calls
 	// go out in one write when it ends.
-	hold := false
-	if h := callctx.HolderOf(ctx); h != nil {
-		hold = h.Hold(l)
+	mode := fastpath.Try
+	if h := fastpath.HolderOf(ctx); h != nil && h.Hold(l.w) {
+		mode = fastpath.Hold
 	}
-	if err := l.sendHeld(frameCall, id, binary.AppendUvarint(nil, timeout), call, hold); err != nil && l.forget(id) {
-		stop()
+	if err := l.send(mode, frameCall, id, binary.AppendUvarint(nil, timeout), call); err != nil && l.forget(id) {
 		done(nil, err)
+		return 0
+	}
+	return id
+}
+
+// sweep ends the pending calls whose callers gave up, and comes again
+// while calls are pending.
+func (l *Link) sweep() {
+	var over []uint64
+	l.mu.Lock()
+	for id, p := range l.pending {
+		if p.ctx.Err() != nil {
+			over = append(over, id)
+		}
+	}
+	l.sweeping = len(l.pending) > len(over)
+	if l.sweeping {
+		time.AfterFunc(sweepEvery, l.sweep)
+	}
+	l.mu.Unlock()
+	for _, id := range over {
+		l.mu.Lock()
+		p, ok := l.pending[id]
+		l.mu.Unlock()
+		if ok {
+			l.giveUp(id, p.ctx.Err())
+		}
+	}
+}
+
+// giveUp ends a call whose caller gave up with err, and tells the other
+// side, unless its outcome came meanwhile.
+func (l *Link) giveUp(id uint64, err error) {
+	l.mu.Lock()
+	p, ok := l.pending[id]
+	delete(l.pending, id)
+	l.mu.Unlock()
+	if ok {
+		_ = l.send(fastpath.Try, frameCancel, id, nil, nil)
+		p.done(nil, err)
 	}
 }
 
@@ -409,120 +447,23 @@ func (l *Link) forget(id uint64) bool {
 	return waiting
 }
 
-// send queues one frame and, unless a write is in progress, writes what
-// the socket takes now.
-func (l *Link) send(kind byte, id uint64, head, body []byte) error {
-	return l.sendHeld(kind, id, head, body, false)
-}
-
-// sendHeld is send; with hold set, the frame waits for FlushHeld: the
-// link's reader's once it has no more frames buffered, or a Holder's.
-func (l *Link) sendHeld(kind byte, id uint64, head, body []byte, hold bool) error {
-	l.wmu.Lock()
-	if l.werr != nil {
-		err := l.werr
-		l.wmu.Unlock()
+// send writes one frame as mode says (fastpath.Try, or Hold for the end
+// of a burst).
+func (l *Link) send(mode fastpath.Mode, kind byte, id uint64, head, body []byte) error {
+	var hdr [4 + 1 + binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(hdr[5:], id)
+	hdr[4] = kind
+	binary.BigEndian.PutUint32(hdr[:], uint32(1+n+len(head)+len(body)))
+	err := l.w.Write(mode, hdr[:5+n], head, body)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fastpath.ErrNotReading):
+		return fmt.Errorf("%w: the other side stopped reading: %w", ErrLinkDown, err)
+	case errors.Is(err, ErrLinkDown):
 		return err
 	}
-	if len(l.wbuf) > maxQueued {
-		l.wmu.Unlock()
-		l.conn.Close() // the reader ends the link
-		return fmt.Errorf("%w: the other side stopped reading", ErrLinkDown)
-	}
-	start := len(l.wbuf)
-	l.wbuf = append(l.wbuf, 0, 0, 0, 0, kind)
-	l.wbuf = binary.AppendUvarint(l.wbuf, id)
-	l.wbuf = append(l.wbuf, head...)
-	l.wbuf = append(l.wbuf, body...)
-	binary.BigEndian.PutUint32(l.wbuf[start:], uint32(len(l.wbuf)-start-4))
-	if l.writing {
-		l.wmu.Unlock()
-		return nil
-	}
-	if hold {
-		l.held = true
-		l.wmu.Unlock()
-		return nil
-	}
-	l.held = false
-	buf := l.takeLocked()
-	l.wmu.Unlock()
-	n, err := l.try.Write(buf)
-	return l.wrote(buf, n, err)
-}
-
-// takeLocked starts a write: it takes what is queued and sets l.writing.
-// l.wmu is held. The spare becomes the queue and is no longer the spare:
-// wrote makes the written buffer the next spare, or none when it was huge,
-// and the queue must never share an array with a buffer being written.
-func (l *Link) takeLocked() []byte {
-	l.writing = true
-	buf := l.wbuf
-	l.wbuf = l.spare[:0]
-	l.spare = nil
-	return buf
-}
-
-// FlushHeld writes the frames held back, if no write is in progress (which
-// then takes them); it implements callctx.Flusher.
-func (l *Link) FlushHeld() {
-	l.wmu.Lock()
-	if !l.held || l.writing || len(l.wbuf) == 0 || l.werr != nil {
-		l.held = false
-		l.wmu.Unlock()
-		return
-	}
-	l.held = false
-	buf := l.takeLocked()
-	l.wmu.Unlock()
-	n, err := l.try.Write(buf)
-	_ = l.wrote(buf, n, err)
-}
-
-// wrote settles a write of buf that took n bytes: the rest goes back ahead
-// of what was queued meanwhile, for the writer goroutine.
-func (l *Link) wrote(buf []byte, n int, err error) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	l.writing = false
-	if err != nil {
-		l.werr = fmt.Errorf("%w: %w", ErrLinkDown, err)
-		l.conn.Close() // the reader ends the link
-		return l.werr
-	}
-	if rest := buf[n:]; len(rest) > 0 {
-		l.wbuf = append(append(make([]byte, 0, len(rest)+len(l.wbuf)), rest...), l.wbuf...)
-	} else if cap(buf) <= 1<<20 { // a huge one is not kept for the next round
-		l.spare = buf[:0]
-	}
-	if len(l.wbuf) > 0 {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-	}
-	return nil
-}
-
-// writeRest is the writer goroutine: it writes, blocking, what senders
-// left, until the link ends.
-func (l *Link) writeRest() {
-	for {
-		select {
-		case <-l.done:
-			return
-		case <-l.wake:
-		}
-		l.wmu.Lock()
-		if l.writing || len(l.wbuf) == 0 || l.werr != nil {
-			l.wmu.Unlock()
-			continue
-		}
-		buf := l.takeLocked()
-		l.wmu.Unlock()
-		n, err := l.conn.Write(buf)
-		_ = l.wrote(buf, n, err)
-	}
+	return fmt.Errorf("%w: %w", ErrLinkDown, err)
 }
 
 // Done is closed when the link has ended.

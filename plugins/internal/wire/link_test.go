@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/callctx"
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
 )
 
 // conns returns the two ends of a link's socket pair.
@@ -133,6 +134,58 @@ func TestLinkCancel(t *testing.T) {
 	}
 	if left := <-deadline; left < 50*time.Second || left > time.Minute {
 		t.Errorf("the handler's deadline was %v away, want about a minute", left)
+	}
+}
+
+// A caller of CallAsync that gives up (its deadline passes, its context is
+// cancelled) gets that error although no reply comes, and the other side's
+// handler sees its context end; the link finds such callers by itself,
+// without the caller asking for Done (which would arm a timer per call).
+func TestLinkCallAsyncGivesUp(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	ended := make(chan error, 1)
+	handler := invokerFunc{f: func(ctx context.Context, call []byte) []byte {
+		if string(call) == "ignore" {
+			<-release // no reply while the test runs
+			return nil
+		}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return []byte("late")
+	}}
+	a, _ := pair(t, nil, handler)
+
+	got := make(chan error, 1)
+	ctx := callctx.New(context.Background(), time.Now().Add(30*time.Millisecond))
+	a.CallAsync(ctx, []byte("ignore"), func(_ []byte, err error) { got <- err })
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("past the deadline: done got %v, want %v", err, context.DeadlineExceeded)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("done not called 5s after the deadline")
+	}
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	a.CallAsync(cancelled, []byte("x"), func(_ []byte, err error) { got <- err })
+	time.AfterFunc(30*time.Millisecond, cancel)
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled: done got %v, want %v", err, context.Canceled)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("done not called 5s after the caller cancelled")
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the handler's context ended with %v, want the cancel the caller sent", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context did not end after the caller cancelled")
 	}
 }
 
@@ -280,19 +333,24 @@ type countFlusher struct{ n atomic.Int32 }
 func (f *countFlusher) FlushHeld() { f.n.Add(1) }
 
 // Writes held back while the reader completes a burst of replies (the
-// consumer responses of a provider) are flushed when the burst ends.
+// consumer responses of a provider) are flushed when the burst ends. The
+// call's context is wrapped on its way to the link, as a filter or the
+// provider's own timeout does: the Completer still reaches the reader.
 func TestLinkCompleterFlushes(t *testing.T) {
 	a, _ := pair(t, nil, echo(true))
+	type filterKey struct{}
 	for attempt := 0; ; attempt++ {
 		f := &countFlusher{}
 		var held atomic.Int32
 		var wg sync.WaitGroup
 		for i := range 500 {
 			wg.Add(1)
-			cc := callctx.New(context.Background(), time.Now().Add(10*time.Second))
-			a.CallAsync(cc, []byte{byte(i)}, func(_ []byte, err error) {
+			ctx, completer := fastpath.WithCompleter(callctx.New(context.Background(), time.Now().Add(10*time.Second)))
+			wrapped, cancel := context.WithTimeout(context.WithValue(ctx, filterKey{}, i), 20*time.Second)
+			a.CallAsync(wrapped, []byte{byte(i)}, func(_ []byte, err error) {
+				defer cancel()
 				if err == nil {
-					if h := callctx.CompleterOf(cc); h != nil && h.Hold(f) {
+					if h := completer.Holder(); h != nil && h.Hold(f) {
 						held.Add(1)
 					}
 				}
@@ -403,29 +461,4 @@ func TestLinkLargeCallThenConcurrent(t *testing.T) {
 			}
 		})
 	}
-}
-
-// The same, without depending on timing: after each write has settled, the
-// queue and the spare buffer of both ends are different arrays, so frames
-// queued during the next write cannot land in the bytes it sends.
-func TestLinkWriteBuffersApart(t *testing.T) {
-	a, b := pair(t, nil, echo(false))
-	for i, size := range []int{10, 10, 2 << 20, 10, 10, 2 << 20, 10} {
-		if _, err := a.Call(context.Background(), make([]byte, size)); err != nil {
-			t.Fatalf("call %d (%d bytes): %v", i, size, err)
-		}
-		for _, l := range []*Link{a, b} {
-			l.wmu.Lock()
-			shared := sameArray(l.wbuf, l.spare)
-			l.wmu.Unlock()
-			if shared {
-				t.Fatalf("after call %d (%d bytes) the write queue and the spare buffer share an array", i, size)
-			}
-		}
-	}
-}
-
-// sameArray reports whether a and b are slices of one array.
-func sameArray(a, b []byte) bool {
-	return cap(a) > 0 && cap(b) > 0 && &a[:cap(a)][cap(a)-1] == &b[:cap(b)][cap(b)-1]
 }

@@ -58,7 +58,7 @@ const maxMessage = 4 << 20
 // deadline passes, or the link ends.
 //
 // inline says that run returns at once without waiting on anything (a
-// handler that has always been quick), so the reader runs it itself:
+// handler that has been quick), so the reader runs it itself:
 // handing a call to a worker goroutine costs a wake-up, tens of µs on a
 // small VM. Should an inline call call the other side after all, the link
 // starts another reader before it waits.
