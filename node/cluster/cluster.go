@@ -47,7 +47,6 @@ package cluster
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -192,5 +191,5 @@ func Check(name string) error {
 	if _, ok := strategies[name]; ok || name == "" {
 		return nil
 	}
-	return fmt.Errorf("unknown cluster %q: %w; known: %s", name, ErrUnknownName, strings.Join(Names(), ", "))
+	return &UnknownNameError{Kind: "cluster", Name: name, Known: Names()}
 }

@@ -26,10 +26,8 @@
 package loadbalance
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -71,7 +69,7 @@ func Check(name string) error {
 	if _, ok := balancers[name]; ok || name == "" {
 		return nil
 	}
-	return fmt.Errorf("unknown load balancer %q: %w; known: %s", name, cluster.ErrUnknownName, strings.Join(Names(), ", "))
+	return &cluster.UnknownNameError{Kind: "load balancer", Name: name, Known: Names()}
 }
 
 // New makes the load balancer called name; it matches cluster.Options.NewBalancer.
