@@ -208,6 +208,9 @@ type Options struct {
 	// times that shortestresponse and p2c compare start over for every
 	// provider (Dubbo's slide period); tests shorten it.
 	ResponseWindow time.Duration
+	// FailbackPeriod, if set, replaces the 5 s between failback's
+	// background retries (Java's); tests shorten it.
+	FailbackPeriod time.Duration
 }
 
 // Consumer holds the references of one application. Safe for concurrent use.
@@ -225,6 +228,7 @@ type Consumer struct {
 	rec      *stats.Recorder      // nil: no statistics
 	regStats *stats.RegistryStats // nil: not counted
 	window   time.Duration        // cluster.Options.ResponseWindow
+	failback time.Duration        // cluster.Options.FailbackPeriod
 
 	// mu guards refs, onDemand and closed. Calls read them under RLock.
 	mu       sync.RWMutex
@@ -264,7 +268,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.OnDemand.Idle = DefaultOnDemandIdle
 	}
 	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
-		host: localIP(), infos: newInfoCache(), regStats: opts.RegistryStats, window: opts.ResponseWindow}
+		host: localIP(), infos: newInfoCache(), regStats: opts.RegistryStats,
+		window: opts.ResponseWindow, failback: opts.FailbackPeriod}
 	if c.log == nil {
 		c.log = slog.Default()
 	}

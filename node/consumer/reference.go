@@ -105,7 +105,7 @@ func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceCon
 		d.SetRouter(&r.chain)
 	}
 	inv, err := cluster.Join(r.dir, cluster.Options{Cluster: cl, NewBalancer: loadbalance.New, URL: r.consumerURL,
-		Logger: r.log, ResponseWindow: c.window})
+		Logger: r.log, ResponseWindow: c.window, FailbackPeriod: c.failback})
 	if err != nil {
 		r.close()
 		return nil, fmt.Errorf("reference %s: %w", key, err)
