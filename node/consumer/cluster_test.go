@@ -26,8 +26,8 @@ type backend struct {
 	p       *provider.Provider
 	addr    string
 	calls   atomic.Int64
-	failing atomic.Bool // answer with a service error
-	throw   atomic.Bool // answer with a business exception
+	failing atomic.Bool  // answer with a service error
+	throw   atomic.Bool  // answer with a business exception
 	slow    atomic.Int64 // nanoseconds the next call sleeps, once
 
 	mu   sync.Mutex
