@@ -148,7 +148,7 @@ func directURLs(s string) ([]*url.URL, error) {
 		}
 		u, err := url.Parse(part)
 		if err != nil {
-			return nil, fmt.Errorf("%q: %w", part, err)
+			return nil, fmt.Errorf("%w (want dubbo://host:port, several separated by ;)", err)
 		}
 		if u.Protocol() != "dubbo" || u.Port() == 0 {
 			return nil, fmt.Errorf("%q: want dubbo://host:port (several separated by ;)", part)
