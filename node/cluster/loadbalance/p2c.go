@@ -27,7 +27,12 @@ type P2C struct {
 	lastSweep time.Time
 }
 
-type p2cKey struct{ id, method string }
+type p2cKey struct{ addr, path, method string }
+
+func keyOf(p cluster.ProviderInvoker, method string) p2cKey {
+	u := p.URL()
+	return p2cKey{u.Address(), u.Path(), method}
+}
 
 func newP2C(e env) cluster.LoadBalancer {
 	return &P2C{rand: e.rand, now: e.now, stats: e.stats, picked: make(map[p2cKey]time.Time)}
@@ -74,13 +79,13 @@ func (b *P2C) explore(win, lose cluster.ProviderInvoker, method string) cluster.
 		}
 		b.lastSweep = now
 	}
-	lk := p2cKey{identity(lose), method}
+	lk := keyOf(lose, method)
 	if last, seen := b.picked[lk]; !seen {
 		b.picked[lk] = now // first seen: it waits from now
 	} else if now.Sub(last) >= window/10 {
 		win = lose
 	}
-	b.picked[p2cKey{identity(win), method}] = now
+	b.picked[keyOf(win, method)] = now
 	return win
 }
 

@@ -112,3 +112,27 @@ func TestConsistentHashGenericCalls(t *testing.T) {
 		t.Errorf("100 keys went to %d providers, want all 3", len(owners))
 	}
 }
+
+// hash.nodes sets the virtual nodes per provider, per method first, and a
+// changed setting rebuilds the ring.
+func TestConsistentHashNodes(t *testing.T) {
+	lb := balancer(t, "consistenthash", nil).(*ConsistentHash)
+	points := func(query, method string) int {
+		ps := providers("a:1?"+query, "b:1?"+query)
+		lb.Select(ps, &rpc.Invocation{Method: method, Args: []any{"k"}})
+		return len(lb.rings[method].points)
+	}
+	for _, tt := range []struct {
+		query, method string
+		want          int
+	}{
+		{"", "m", 2 * 160},
+		{"hash.nodes=40", "m", 2 * 40},
+		{"hash.nodes=40&get.hash.nodes=8", "get", 2 * 8},
+		{"hash.nodes=40&get.hash.nodes=8", "m", 2 * 40},
+	} {
+		if got := points(tt.query, tt.method); got != tt.want {
+			t.Errorf("%s, method %s: %d points on the ring, want %d", tt.query, tt.method, got, tt.want)
+		}
+	}
+}
