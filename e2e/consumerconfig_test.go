@@ -77,24 +77,49 @@ func TestSeveralDirectURLs(t *testing.T) {
 	up := startNode(t, "dubbo up", dir, "up", "-c", cfg)
 	waitGateway(t, up, p)
 	client := &http.Client{Timeout: 5 * time.Second}
-	const calls = 40
-	for i := range calls {
+	sayHello := func() {
+		t.Helper()
 		status, body, err := invoke(client, p, "org.example.Greeter", "sayHello", `["direct"]`)
 		if err != nil || status != 200 {
-			t.Fatalf("call %d: %d %s %v", i, status, body, err)
+			t.Fatalf("sayHello through the gateway: %d %s %v", status, body, err)
 		}
 	}
-	var got map[string]counted
-	if _, ok := waitFor(20*time.Second, func() bool {
+	a, b := p.providerAddr(0), p.providerAddr(1)
+	served := func() map[string]counted {
 		rows, err := stats(p, "consumer", "sayHello")
 		if err != nil {
-			return false
+			return nil
 		}
-		got = byAddress(rows)
-		return got[p.providerAddr(0)].success >= calls/2 && got[p.providerAddr(1)].success >= calls/2
+		return byAddress(rows)
+	}
+	// Both replicas' plugins up: each has answered a call (the monitor
+	// gets the consumer's counts every second).
+	var got map[string]counted
+	if _, ok := waitFor(30*time.Second, func() bool {
+		sayHello()
+		got = served()
+		return got[a].success > 0 && got[b].success > 0
 	}); !ok {
-		t.Fatalf("the consumer's sayHello by provider: %v; want at least %d on each of %s and %s",
-			got, calls/2, p.providerAddr(0), p.providerAddr(1))
+		t.Fatalf("the consumer's sayHello by provider: %v; want calls answered by %s and %s", got, a, b)
+	}
+	time.Sleep(1500 * time.Millisecond) // the warm-up's last interval reaches the monitor
+	before := served()
+	const calls = 40
+	for range calls {
+		sayHello()
+	}
+	if _, ok := waitFor(20*time.Second, func() bool {
+		got = served()
+		return got[a].success+got[b].success >= before[a].success+before[b].success+calls
+	}); !ok {
+		t.Fatalf("the monitor counted %v, %v before; want %d more", got, before, calls)
+	}
+	// Round robin over the two urls: 20 each, unless an attempt failed
+	// over to the other.
+	for _, addr := range []string{a, b} {
+		if n := got[addr].success - before[addr].success; n < calls/2-5 {
+			t.Errorf("%s answered %d of %d calls; want about half (%v)", addr, n, calls, got)
+		}
 	}
 	t.Logf("sayHello by provider: %v", got)
 }

@@ -38,7 +38,7 @@
 // the plain ones ("retries"). A generic call ($invoke) reads the settings of
 // the method it invokes ([MethodName]). Settings of the whole reference
 // (failback's retries and failbacktasks, broadcast.fail.percent) come from
-// the consumer URL ([Options].URL), as Java's cluster invokers read them
+// the consumer URL (Options.URL), as Java's cluster invokers read them
 // from theirs. The timeout bounds each attempt, and a caller's "timeout"
 // attachment overrides the URL's ([AttemptTimeout]); so failover over n
 // providers that all time out fails after (retries + 1) × timeout, unless
