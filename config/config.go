@@ -177,7 +177,7 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 	// "" set in the file stays "".
 	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen}}
 	dc := &mapstructure.DecoderConfig{
-		DecodeHook:       durationHook,
+		DecodeHook:       mapstructure.ComposeDecodeHookFunc(durationHook, boolTextHook),
 		ErrorUnused:      true,
 		WeaklyTypedInput: true,
 		Result:           &f,
@@ -191,6 +191,9 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err), k.Get)
 	}
 	if err := f.Monitor.Validate(); err != nil {
+		return nil, locate(path, raw, err, k.Get)
+	}
+	if err := f.Consumer.Validate(); err != nil {
 		return nil, locate(path, raw, err, k.Get)
 	}
 	return &f, nil
@@ -258,7 +261,7 @@ func locate(path string, raw []byte, err error, value func(string) any) error {
 	} else if m := quotedKey.FindStringSubmatch(msg); m != nil {
 		key = m[1]
 	} else if i := strings.IndexAny(msg, " :"); i > 0 {
-		if _, known := knownKeys(reflect.TypeOf(File{}), "")[msg[:i]]; known {
+		if keyPathKnown(reflect.TypeOf(File{}), strings.Split(listIndex.ReplaceAllString(msg[:i], ""), ".")) {
 			// A section's Validate names its key first.
 			key, msg = msg[:i], strings.TrimLeft(msg[i:], ": ")
 		}
@@ -286,20 +289,47 @@ func locate(path string, raw []byte, err error, value func(string) any) error {
 	return fmt.Errorf("%s: %s", path, msg)
 }
 
-var tableHeader = regexp.MustCompile(`^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?`)
+var (
+	tableHeader = regexp.MustCompile(`^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?`)
+	listIndex   = regexp.MustCompile(`\[\d+\]`)
+)
 
 // lineOf finds the 1-based line where a dotted key is assigned in TOML text,
-// following [table] headers; 0 if not found.
+// following [table] headers and counting [[array]] tables, so that
+// "consumer.references[1].loadbalance" is found in the second
+// [[consumer.references]]; a key inside an inline table (parameters =
+// {...}) is found at the line that assigns the table. 0 if not found.
 func lineOf(raw []byte, key string) int {
+	if n, _ := lineOfKey(raw, key); n > 0 {
+		return n
+	}
+	for k := key; strings.Contains(k, "."); {
+		k = k[:strings.LastIndex(k, ".")]
+		if n, header := lineOfKey(raw, k); n > 0 {
+			if header && !strings.HasSuffix(k, "]") {
+				// Set by the environment or --set, not in this table. (A list
+				// element's key can only be missing from its [[table]].)
+				return 0
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// lineOfKey finds where key is assigned or opened as a table; header says
+// it is a table header.
+func lineOfKey(raw []byte, key string) (line int, header bool) {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	table, n := "", 0
+	elements := map[string]int{} // [[array]] path, indexes resolved -> elements seen
 	for sc.Scan() {
 		n++
 		text := strings.TrimSpace(sc.Text())
 		if m := tableHeader.FindStringSubmatch(text); m != nil {
-			table = m[1]
+			table = resolveTable(m[1], strings.HasPrefix(text, "[["), elements)
 			if table == key {
-				return n
+				return n, true
 			}
 			continue
 		}
@@ -312,10 +342,60 @@ func lineOf(raw []byte, key string) int {
 			full = table + "." + full
 		}
 		if full == key {
-			return n
+			return n, false
 		}
 	}
-	return 0
+	return 0, false
+}
+
+// resolveTable gives a table header its list indexes: the current element
+// of each array table it lies in, and a new element when it opens one.
+func resolveTable(header string, array bool, elements map[string]int) string {
+	parts := strings.Split(header, ".")
+	path := ""
+	for i, p := range parts {
+		if path != "" {
+			path += "."
+		}
+		path += p
+		if array && i == len(parts)-1 {
+			elements[path]++
+		}
+		if n := elements[path]; n > 0 {
+			path += "[" + strconv.Itoa(n-1) + "]"
+		}
+	}
+	return path
+}
+
+// keyPathKnown reports whether the dotted key parts (list indexes removed)
+// name a field of t, looking into lists of tables; any key below a map
+// (parameters) counts.
+func keyPathKnown(t reflect.Type, parts []string) bool {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if len(parts) == 0 || t.Kind() == reflect.Map {
+		return true
+	}
+	if t.Kind() != reflect.Struct || t.PkgPath() == "time" {
+		return false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		switch tag := f.Tag.Get("koanf"); tag {
+		case "", "-":
+		case ",squash":
+			if keyPathKnown(f.Type, parts) {
+				return true
+			}
+		case parts[0]:
+			if keyPathKnown(f.Type, parts[1:]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // knownKeys lists every dotted key File accepts, with the Go type of its value.
@@ -431,6 +511,16 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 			return nil, fmt.Errorf("%w (want a duration such as \"500ms\" or \"3s\", or milliseconds)", err)
 		}
 		return d, nil
+	}
+	return data, nil
+}
+
+// boolTextHook writes a TOML boolean given for text (a parameter such as
+// sticky = true) as Java reads one, "true" or "false"; weak decoding
+// would write "1" or "0".
+func boolTextHook(from, to reflect.Type, data any) (any, error) {
+	if b, ok := data.(bool); ok && to.Kind() == reflect.String {
+		return strconv.FormatBool(b), nil
 	}
 	return data, nil
 }

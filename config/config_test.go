@@ -105,6 +105,10 @@ accept-foreign-ip = true
 	}
 }
 
+// twoRefs ends inside the second of two references, at line 6.
+const twoRefs = "[[consumer.references]]\ninterface = \"org.example.Other\"\n\n[[consumer.references]]\n" +
+	"interface = \"org.example.Greeter\"\nversion = \"1.0.0\"\n"
+
 func TestBadConfigNamesFileLineAndKey(t *testing.T) {
 	tests := []struct {
 		name string
@@ -127,6 +131,25 @@ func TestBadConfigNamesFileLineAndKey(t *testing.T) {
 			[]string{":2:", "monitor.address", "dubbo://host:port"}},
 		{"monitor interval by --set", "", []string{"monitor.interval=100"}, []string{"monitor.interval", "--set"}},
 		{"unknown --set", "", []string{"registry.server.tick=1s"}, []string{"unknown key", "registry.server.tick-time"}},
+		{"misspelt default load balancer", "[consumer.defaults]\ntimeout = 3000\nloadbalance = \"roundrobbin\"\n", nil,
+			[]string{":3:", "key consumer.defaults.loadbalance", `unknown load balancer "roundrobbin"`, "did you mean roundrobin", "shortestresponse"}},
+		{"misspelt cluster", "[consumer.defaults]\ncluster = \"failfats\"\n", nil,
+			[]string{":2:", "key consumer.defaults.cluster", "failfast"}},
+		{"misspelt load balancer of the second reference", twoRefs + "loadbalance = \"fastest\"\n", nil,
+			[]string{":7:", "key consumer.references[1].loadbalance", `"fastest"`, "p2c"}},
+		{"misspelt load balancer of a method", twoRefs + "[[consumer.references.methods]]\nname = \"sayHello\"\n\n" +
+			"[[consumer.references.methods]]\nname = \"add\"\nloadbalance = \"leastactiv\"\n", nil,
+			[]string{":12:", "key consumer.references[1].methods[1].loadbalance", "did you mean leastactive"}},
+		{"bad parameter in an inline table", twoRefs + "parameters = { sticky = \"true\", forks = \"two\" }\n", nil,
+			[]string{":7:", "key consumer.references[1].parameters.forks", "not a whole number"}},
+		{"bad parameter in a sub-table", twoRefs + "\n[consumer.references.parameters]\nrouter = \"-tga\"\n", nil,
+			[]string{":9:", "key consumer.references[1].parameters.router", `unknown router "tga"`}},
+		{"reference without interface", "[[consumer.references]]\nversion = \"1.0.0\"\n", nil,
+			[]string{":1:", "key consumer.references[0].interface"}},
+		{"bad direct url", twoRefs + "url = \"dubbo://127.0.0.1:20880;127.0.0.1:20881\"\n", nil,
+			[]string{":7:", "key consumer.references[1].url", "dubbo://host:port"}},
+		{"misspelt load balancer by --set", "[consumer.defaults]\ntimeout = 3000\n", []string{"consumer.defaults.loadbalance=rr"},
+			[]string{"key consumer.defaults.loadbalance (set by environment or --set)", `"rr"`}},
 		{"malformed --set", "", []string{"registry.server.listen"}, []string{"want key=value"}},
 	}
 	for _, tt := range tests {
@@ -256,5 +279,35 @@ func TestListValues(t *testing.T) {
 		if _, err := Load(writeFile(t, file), false, nil, []string{set}); err == nil || !strings.Contains(err.Error(), "--set") {
 			t.Errorf("--set %s: error %v, want one naming the --set", set, err)
 		}
+	}
+}
+
+// parameters on consumer.defaults, references and methods decode as
+// strings, whether the file writes them as strings, numbers or booleans.
+func TestConsumerParameters(t *testing.T) {
+	p := writeFile(t, `[consumer.defaults]
+parameters = { failbacktasks = 50 }
+
+[[consumer.references]]
+interface = "org.example.Greeter"
+url = "dubbo://127.0.0.1:20880;dubbo://127.0.0.1:20881"
+cluster = "forking"
+parameters = { forks = 3, sticky = true, "hash.arguments" = "0,1" }
+
+[[consumer.references.methods]]
+name = "sayHello"
+loadbalance = "consistenthash"
+[consumer.references.methods.parameters]
+"hash.nodes" = 320
+`)
+	f, err := Load(p, false, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := f.Consumer.References[0]
+	want := map[string]string{"forks": "3", "sticky": "true", "hash.arguments": "0,1"}
+	if !reflect.DeepEqual(rc.Parameters, want) || f.Consumer.Defaults.Parameters["failbacktasks"] != "50" ||
+		rc.Methods[0].Parameters["hash.nodes"] != "320" {
+		t.Errorf("parameters: defaults %v reference %v method %v", f.Consumer.Defaults.Parameters, rc.Parameters, rc.Methods[0].Parameters)
 	}
 }
