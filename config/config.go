@@ -55,6 +55,10 @@ type File struct {
 	Console Console `koanf:"console"`
 	// QoS is Dubbo's QoS port, one per process.
 	QoS qos.Config `koanf:"qos"`
+	// Warnings say what Load overrode that the user may not expect: a
+	// config value that one of Dubbo's address environment variables
+	// (DUBBO_IP_TO_REGISTRY, ...) replaced.
+	Warnings []string `koanf:"-"`
 }
 
 // Console is the [console] section: the monitor role's HTTP server.
@@ -186,11 +190,17 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 	if err := k.UnmarshalWithConf("", &f, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
 		return nil, locate(path, raw, err, k.Get)
 	}
+	if f.Warnings, err = applyAddressEnv(&f, environ); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	f.applyDefaults()
 	if err := f.Registry.Server.Validate(); err != nil {
 		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err), k.Get)
 	}
 	if err := f.Monitor.Validate(); err != nil {
+		return nil, locate(path, raw, err, k.Get)
+	}
+	if err := f.Provider.Config.Validate(); err != nil {
 		return nil, locate(path, raw, err, k.Get)
 	}
 	return &f, nil
@@ -243,7 +253,7 @@ func describeTOMLError(err error) error {
 }
 
 var (
-	invalidKeys = regexp.MustCompile(`'([a-z0-9.\-]*)' has invalid keys: ([a-z0-9.\-_]+)`)
+	invalidKeys = regexp.MustCompile(`'([a-z0-9.\-\[\]]*)' has invalid keys: ([a-z0-9.\-_]+)`)
 	quotedKey   = regexp.MustCompile(`'([a-z0-9.\-\[\]]+)'`)
 )
 
@@ -258,7 +268,7 @@ func locate(path string, raw []byte, err error, value func(string) any) error {
 	} else if m := quotedKey.FindStringSubmatch(msg); m != nil {
 		key = m[1]
 	} else if i := strings.IndexAny(msg, " :"); i > 0 {
-		if _, known := knownKeys(reflect.TypeOf(File{}), "")[msg[:i]]; known {
+		if known(msg[:i]) {
 			// A section's Validate names its key first.
 			key, msg = msg[:i], strings.TrimLeft(msg[i:], ": ")
 		}
@@ -286,19 +296,36 @@ func locate(path string, raw []byte, err error, value func(string) any) error {
 	return fmt.Errorf("%s: %s", path, msg)
 }
 
-var tableHeader = regexp.MustCompile(`^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?`)
+// known says whether key is one File accepts; an indexed key
+// (provider.services[0].weight) is known when its list is.
+func known(key string) bool {
+	if i := strings.IndexByte(key, '['); i > 0 {
+		key = key[:i]
+	}
+	_, ok := knownKeys(reflect.TypeOf(File{}), "")[key]
+	return ok
+}
+
+var tableHeader = regexp.MustCompile(`^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?`)
 
 // lineOf finds the 1-based line where a dotted key is assigned in TOML text,
-// following [table] headers; 0 if not found.
+// following [table] headers; 0 if not found. The entries of an array of
+// tables ([[provider.services]]) are counted, so an indexed key
+// (provider.services[1].weight) finds its line in the second one.
 func lineOf(raw []byte, key string) int {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	table, n := "", 0
+	entries := map[string]int{} // array path with its parents' indexes -> entries so far
 	for sc.Scan() {
 		n++
 		text := strings.TrimSpace(sc.Text())
 		if m := tableHeader.FindStringSubmatch(text); m != nil {
-			table = m[1]
-			if table == key {
+			table = indexedPath(m[2], table)
+			if m[1] == "[[" {
+				entries[table]++
+				table = fmt.Sprintf("%s[%d]", table, entries[table]-1)
+			}
+			if table == key || strings.TrimSuffix(table, "[0]") == key {
 				return n
 			}
 			continue
@@ -316,6 +343,28 @@ func lineOf(raw []byte, key string) int {
 		}
 	}
 	return 0
+}
+
+// indexedPath gives a table header's dotted name the indexes of the
+// array entries it sits in: [consumer.references.methods] under the
+// second [[consumer.references]] is consumer.references[1].methods.
+func indexedPath(name, current string) string {
+	var b strings.Builder
+	rest := name
+	for rest != "" {
+		seg, tail, _ := strings.Cut(rest, ".")
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+		rest = tail
+		// The current table is inside an entry of this array: keep its index.
+		if prefix := b.String(); rest != "" && strings.HasPrefix(current, prefix+"[") {
+			idx := current[len(prefix):]
+			b.WriteString(idx[:strings.IndexByte(idx, ']')+1])
+		}
+	}
+	return b.String()
 }
 
 // knownKeys lists every dotted key File accepts, with the Go type of its value.
@@ -350,7 +399,9 @@ func knownKeys(t reflect.Type, prefix string) map[string]reflect.Type {
 }
 
 // envOverrides maps DUBBO_REGISTRY_SERVER_TICK_TIME onto the known key
-// registry.server.tick-time; unknown DUBBO_ variables are ignored.
+// registry.server.tick-time; unknown DUBBO_ variables are ignored, and so
+// are Dubbo's DUBBO_IP_TO_BIND, DUBBO_PORT_TO_BIND, DUBBO_IP_TO_REGISTRY
+// and DUBBO_PORT_TO_REGISTRY, which are not keys.
 func envOverrides(environ []string, keys map[string]reflect.Type) (map[string]any, error) {
 	byEnv := make(map[string]string, len(keys))
 	for k := range keys {
@@ -359,8 +410,8 @@ func envOverrides(environ []string, keys map[string]reflect.Type) (map[string]an
 	out := map[string]any{}
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) {
-			continue
+		if !ok || !strings.HasPrefix(name, EnvPrefix) || isAddressEnv(name) {
+			continue // Dubbo's address variables are read as Java reads them (addressenv.go)
 		}
 		if key, ok := byEnv[name]; ok {
 			v, err := textValue(val, keys[key])

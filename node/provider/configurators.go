@@ -358,6 +358,7 @@ func (p *Provider) reconcile(ctx context.Context) error {
 		p.mu.Lock()
 		e.published = want
 		p.mu.Unlock()
+		e.setLimits(want)
 	}
 	if changed {
 		if err := p.refreshInstance(ctx); err != nil {
