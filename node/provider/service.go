@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/provider/settings"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"
-	"github.com/dubbo-lab/dubbo/node/provider/settings"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
