@@ -269,6 +269,7 @@ type Provider struct {
 	log      *slog.Logger
 	server   *transport.Server
 	pool     *dispatch.Pool
+	poolBase int // the pool's size as configured, when no rule sets threads
 	disp     *dispatch.Dispatcher
 	host     string   // registered address
 	port     int      // registered port
@@ -342,6 +343,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		ln.Close()
 		return nil, fmt.Errorf("provider %s: %w", cfg.Application, err)
 	}
+	p.poolBase = p.pool.Stats().Max
 	if p.disp, err = dispatch.NewDispatcher(cfg.Protocol.Dispatcher, p.pool); err != nil {
 		ln.Close()
 		p.pool.Close()
@@ -356,6 +358,8 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		HeartbeatTimeout: 3 * cfg.Protocol.Heartbeat,
 		Dispatcher:       p.disp,
 		PoolOnly:         cfg.Protocol.PoolOnly,
+		OnConnect:        p.onConnect,
+		OnDisconnect:     p.onDisconnect,
 		Logger:           p.log,
 	})
 	if err != nil {
@@ -563,6 +567,7 @@ func (p *Provider) export(ctx context.Context, e *exporter) error {
 	}
 	e.published = p.configuredURL(e)
 	e.setLimits(e.published)
+	p.resizePool(e.url, e.published)
 	p.mu.Lock()
 	if p.shutdown {
 		p.mu.Unlock()
