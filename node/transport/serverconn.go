@@ -367,12 +367,14 @@ func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline
 		once.Do(func() {
 			defer c.s.inFlight.Add(-1)
 			defer c.busy.Add(-1)
-			defer held()
 			mode := fastpath.Try
 			if h := completer.Holder(); h != nil && h.Hold(c.w) {
 				mode = fastpath.Hold
 			}
 			release()
+			// The thread is free before the consumer can see the answer
+			// and send its next call.
+			held()
 			c.answer(req, resp, mode)
 		})
 	}
