@@ -341,3 +341,38 @@ parameters = { "sayHello.timeout" = "5000", owner = "team-a" }
 		t.Errorf("provider %+v", f.Provider)
 	}
 }
+
+// lineOf counts the entries of arrays of tables, nested ones too, so an
+// indexed key finds its line.
+func TestLineOfIndexed(t *testing.T) {
+	raw := []byte(`[[consumer.references]]
+interface = "a.B"
+[[consumer.references.methods]]
+name = "m"
+timeout = 1
+[[consumer.references]]
+interface = "c.D"
+[[consumer.references.methods]]
+name = "n"
+[[consumer.references.methods]]
+name = "o"
+timeout = 2
+[[provider.services]]
+interface = "e.F"
+[provider.services.parameters]
+owner = "x"
+`)
+	for key, want := range map[string]int{
+		"consumer.references[0].methods[0].timeout": 5,
+		"consumer.references[1].interface":          7,
+		"consumer.references[1].methods[1].timeout": 12,
+		"consumer.references[1].methods[0].timeout": 0,
+		"provider.services[0]":                      13,
+		"provider.services[0].parameters.owner":     16,
+		"provider.services[1].interface":            0,
+	} {
+		if got := lineOf(raw, key); got != want {
+			t.Errorf("lineOf(%s) = %d, want %d", key, got, want)
+		}
+	}
+}
