@@ -422,3 +422,49 @@ func buildTestPlugin(t *testing.T, name string) string {
 	}
 	return out
 }
+
+// A misspelt dispatcher, thread pool or serialization, or a
+// [[provider.services]] table naming an unknown load balancer, stops
+// `dubbo run --role=provider` before anything starts, with the file, the
+// line, the key and the names that exist.
+func TestProviderExtensionNamesRefused(t *testing.T) {
+	p := freePorts(t, 1)
+	for _, tt := range []struct {
+		extra, want string
+	}{
+		{"\n[protocol]\ndispatcher = \"al\"\n", `key protocol.dispatcher: unknown dispatcher "al"; known: all, connection, direct, execution, message`},
+		{"\n[protocol]\nthreadpool = \"fixd\"\n", `key protocol.threadpool: unknown thread pool "fixd"; known: cached, eager, fixed, limited`},
+		{"\n[protocol]\nserialization = \"fastjson2\"\n", `key protocol.serialization: serialization "fastjson2" is Dubbo's but not implemented here; only hessian2 is`},
+		{"\n[[provider.services]]\ninterface = \"org.example.Greeter\"\nloadbalance = \"roundrobbin\"\n",
+			`key provider.services[0].loadbalance: unknown load balancer "roundrobbin"`},
+	} {
+		dir := t.TempDir()
+		cfg := writeConfig(t, dir, p, setup{providerPlugins: []string{"greeter"}})
+		// The section repeats [protocol]: write it as the file's only one.
+		body, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(body)
+		if strings.HasPrefix(tt.extra, "\n[protocol]\n") {
+			text = strings.Replace(text, "[protocol]\n", "[protocol]\n"+strings.TrimPrefix(tt.extra, "\n[protocol]\n"), 1)
+		} else {
+			text += tt.extra
+		}
+		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		line := 0
+		for i, l := range strings.Split(text, "\n") {
+			if k, _, ok := strings.Cut(l, " = "); ok && strings.Contains(tt.want, "key protocol."+k+":") ||
+				ok && k == "loadbalance" && strings.Contains(tt.want, ".loadbalance:") {
+				line = i + 1
+			}
+		}
+		r := dubbo(t, dir, "run", "--role=provider", "-c", cfg)
+		want := fmt.Sprintf("%s:%d: %s", cfg, line, tt.want)
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, stderr %q\nwant %q", r.code, r.stderr, want)
+		}
+	}
+}
