@@ -16,6 +16,12 @@
 //     <app>.configurators, <interface>:<version>:<group>.configurators) and
 //     re-publishes its URL when they change it (configurators.go).
 //
+// A service's settings ([[provider.services]], a plugin's sdk.Settings:
+// weight, dubbo.tag, timeout, ...) go into its URL as Java's ServiceConfig
+// writes them (service.go, settings.go); the provider itself enforces
+// token, executes (executes.go), delay (Export) and onconnect/ondisconnect
+// (events.go), and resizes its pool when a rule sets threads.
+//
 // Requests are routed like Java's DubboProtocol: by path, version and group
 // attachments, with the token check, $echo and generic $invoke handled here
 // before the service's Invoker runs. Shutdown is Dubbo's graceful shutdown:
@@ -202,9 +208,12 @@ func (pc ProtocolConfig) validate() error {
 	if h := pc.RegistryHost; h != "" && (h == "0.0.0.0" || h == "::" || strings.ContainsAny(h, "/:?& ") && net.ParseIP(h) == nil) {
 		return fmt.Errorf("protocol.registry-host: %q is not an address consumers can dial", h)
 	}
-	for k, v := range map[string]int{"threads": pc.Threads, "accepts": pc.Accepts, "payload": pc.Payload} {
-		if v < 0 {
-			return fmt.Errorf("protocol.%s: %d is negative", k, v)
+	for _, n := range []struct {
+		key string
+		n   int
+	}{{"threads", pc.Threads}, {"accepts", pc.Accepts}, {"payload", pc.Payload}} {
+		if n.n < 0 {
+			return fmt.Errorf("protocol.%s: %d is negative", n.key, n.n)
 		}
 	}
 	return nil

@@ -89,14 +89,20 @@ func (c *ServiceConfig) validate(key string) error {
 	if c.Interface == "" {
 		return fmt.Errorf("%s.interface: missing; name the Java interface the settings are for", key)
 	}
-	for name, d := range map[string]time.Duration{"timeout": c.Timeout, "warmup": c.Warmup, "delay": c.Delay} {
-		if d < 0 {
-			return fmt.Errorf("%s.%s: %s is negative", key, name, d)
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"timeout", c.Timeout}, {"warmup", c.Warmup}, {"delay", c.Delay}} {
+		if d.d < 0 {
+			return fmt.Errorf("%s.%s: %s is negative", key, d.name, d.d)
 		}
 	}
-	for name, n := range map[string]int{"weight": c.Weight, "executes": c.Executes, "actives": c.Actives} {
-		if n < 0 {
-			return fmt.Errorf("%s.%s: %d is negative", key, name, n)
+	for _, n := range []struct {
+		name string
+		n    int
+	}{{"weight", c.Weight}, {"executes", c.Executes}, {"actives", c.Actives}} {
+		if n.n < 0 {
+			return fmt.Errorf("%s.%s: %d is negative", key, n.name, n.n)
 		}
 	}
 	if c.Retries != nil && *c.Retries < 0 {
