@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/cluster/loadbalance"
+	"github.com/dubbo-lab/dubbo/node/dispatch"
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/provider/settings"
 )
 
@@ -70,14 +72,33 @@ func (c Config) serviceConfig(iface, version, group string) *ServiceConfig {
 // CheckParams reports the first service URL parameter that cannot be
 // written or means nothing: a reserved or malformed key, a value that
 // would break the URL, a negative or non-integer number, an unknown load
-// balancer. Keys are named as they are given.
+// balancer, dispatcher, thread pool or serialization (the extension
+// tables' names). Keys are named as they are given.
 func CheckParams(params map[string]string) error {
 	if err := settings.CheckParams(params); err != nil {
 		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
-		if settings.Base(k) == settings.KeyLoadBalance && !slices.Contains(loadbalance.Names(), params[k]) {
-			return fmt.Errorf("parameter %s: unknown load balancer %q; known: %s", k, params[k], strings.Join(loadbalance.Names(), ", "))
+		v := params[k]
+		var err error
+		switch settings.Base(k) {
+		case settings.KeyLoadBalance:
+			if !slices.Contains(loadbalance.Names(), v) {
+				err = fmt.Errorf("unknown load balancer %q; known: %s", v, strings.Join(loadbalance.Names(), ", "))
+			}
+		case "dispatcher":
+			err = dispatch.CheckDispatcher(v)
+		case "threadpool":
+			err = dispatch.CheckPool(v)
+		case "serialization": // and prefer.serialization, a list
+			for _, name := range strings.Split(v, ",") {
+				if err = protocol.CheckSerialization(strings.TrimSpace(name)); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("parameter %s: %w", k, err)
 		}
 	}
 	return nil
