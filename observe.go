@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -273,6 +274,8 @@ func (n *node) ready() (bool, string) {
 	for _, p := range n.allProviders() {
 		for _, s := range p.Services() {
 			switch {
+			case !s.DelayedUntil.IsZero():
+				why = append(why, fmt.Sprintf("service %s on %s is exported after its delay, at %s", s.Key, p.Addr(), s.DelayedUntil.Format(time.RFC3339)))
 			case s.Offline:
 				why = append(why, fmt.Sprintf("service %s on %s is offline", s.Key, p.Addr()))
 			case !s.Published:

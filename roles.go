@@ -353,10 +353,16 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 	if len(cfg.Provider.Plugins) == 0 {
 		return errors.New("provider: no plugins configured (provider.plugins = [\"path/to/handler\"])")
 	}
+	for _, w := range cfg.Warnings {
+		n.log.Warn(w)
+	}
 	for i := 0; i < replicas; i++ {
 		pc := cfg.Provider.Config
 		if pc.Protocol.Port > 0 {
 			pc.Protocol.Port += i
+		}
+		if pc.Protocol.RegistryPort > 0 {
+			pc.Protocol.RegistryPort += i // each replica's port is mapped as the first one's
 		}
 		log := n.log.With("role", roleProvider, "replica", i+1)
 		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats})
@@ -365,7 +371,11 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 		}
 		n.onStop(func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
 		n.addProvider(p, cfg.Application.Name)
-		fmt.Fprintf(n.out, "provider   dubbo://%s   plugins %v\n", p.Addr(), cfg.Provider.Plugins)
+		bound := ""
+		if b := p.BindAddr().String(); b != p.Addr() {
+			bound = "   bound " + b
+		}
+		fmt.Fprintf(n.out, "provider   dubbo://%s%s   plugins %v\n", p.Addr(), bound, cfg.Provider.Plugins)
 		for _, path := range cfg.Provider.Plugins {
 			n.superviseProviderPlugin(ctx, p, fmt.Sprintf("provider %d", i+1), path, log, n.hostInvoker(ctx, cfg))
 		}
@@ -411,13 +421,14 @@ func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider
 }
 
 // serviceOf turns what a plugin described into a provider service whose
-// calls go to the plugin.
+// calls go to the plugin, with the settings the plugin gave it (a
+// [[provider.services]] table wins over them in the provider).
 func serviceOf(sd plugins.ServiceDesc, inv *plugins.Supervisor) provider.Service {
 	methods := make([]provider.Method, len(sd.Methods))
 	for i, m := range sd.Methods {
 		methods[i] = provider.Method{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType}
 	}
-	return provider.Service{Interface: sd.Interface, Version: sd.Version, Group: sd.Group, Methods: methods, Invoker: inv}
+	return provider.Service{Interface: sd.Interface, Version: sd.Version, Group: sd.Group, Methods: methods, Invoker: inv, Params: sd.Params}
 }
 
 // startConsumer starts the consumer with its references, the HTTP/JSON

@@ -55,6 +55,10 @@ type File struct {
 	Console Console `koanf:"console"`
 	// QoS is Dubbo's QoS port, one per process.
 	QoS qos.Config `koanf:"qos"`
+	// Warnings say what Load overrode that the user may not expect: a
+	// config value that one of Dubbo's address environment variables
+	// (DUBBO_IP_TO_REGISTRY, ...) replaced.
+	Warnings []string `koanf:"-"`
 }
 
 // Console is the [console] section: the monitor role's HTTP server.
@@ -186,6 +190,9 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 	if err := k.UnmarshalWithConf("", &f, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
 		return nil, locate(path, raw, err, k.Get)
 	}
+	if f.Warnings, err = applyAddressEnv(&f, environ); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	f.applyDefaults()
 	if err := f.Registry.Server.Validate(); err != nil {
 		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err), k.Get)
@@ -194,6 +201,9 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 		return nil, locate(path, raw, err, k.Get)
 	}
 	if err := f.Consumer.Validate(); err != nil {
+		return nil, locate(path, raw, err, k.Get)
+	}
+	if err := f.Provider.Config.Validate(); err != nil {
 		return nil, locate(path, raw, err, k.Get)
 	}
 	return &f, nil
@@ -246,7 +256,7 @@ func describeTOMLError(err error) error {
 }
 
 var (
-	invalidKeys = regexp.MustCompile(`'([a-z0-9.\-]*)' has invalid keys: ([a-z0-9.\-_]+)`)
+	invalidKeys = regexp.MustCompile(`'([a-z0-9.\-\[\]]*)' has invalid keys: ([a-z0-9.\-_]+)`)
 	quotedKey   = regexp.MustCompile(`'([a-z0-9.\-\[\]]+)'`)
 )
 
@@ -430,7 +440,9 @@ func knownKeys(t reflect.Type, prefix string) map[string]reflect.Type {
 }
 
 // envOverrides maps DUBBO_REGISTRY_SERVER_TICK_TIME onto the known key
-// registry.server.tick-time; unknown DUBBO_ variables are ignored.
+// registry.server.tick-time; unknown DUBBO_ variables are ignored, and so
+// are Dubbo's DUBBO_IP_TO_BIND, DUBBO_PORT_TO_BIND, DUBBO_IP_TO_REGISTRY
+// and DUBBO_PORT_TO_REGISTRY, which are not keys.
 func envOverrides(environ []string, keys map[string]reflect.Type) (map[string]any, error) {
 	byEnv := make(map[string]string, len(keys))
 	for k := range keys {
@@ -439,8 +451,8 @@ func envOverrides(environ []string, keys map[string]reflect.Type) (map[string]an
 	out := map[string]any{}
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) {
-			continue
+		if !ok || !strings.HasPrefix(name, EnvPrefix) || isAddressEnv(name) {
+			continue // Dubbo's address variables are read as Java reads them (addressenv.go)
 		}
 		if key, ok := byEnv[name]; ok {
 			v, err := textValue(val, keys[key])

@@ -311,3 +311,121 @@ loadbalance = "consistenthash"
 		t.Errorf("parameters: defaults %v reference %v method %v", f.Consumer.Defaults.Parameters, rc.Parameters, rc.Methods[0].Parameters)
 	}
 }
+
+// A misspelt extension name on the provider side, or a wrong
+// [[provider.services]] setting, is refused at start with the file, the
+// line and the key, and the names that exist.
+func TestProviderSettingsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"dispatcher", "[protocol]\nport = 20880\ndispatcher = \"al\"\n",
+			[]string{":3: key protocol.dispatcher:", `unknown dispatcher "al"; known: all, connection, direct, execution, message`}},
+		{"thread pool", "[protocol]\nthreadpool = \"fixd\"\n",
+			[]string{":2: key protocol.threadpool:", `unknown thread pool "fixd"; known: cached, eager, fixed, limited`}},
+		{"serialization", "[protocol]\n\nserialization = \"fastjson2\"\n",
+			[]string{":3: key protocol.serialization:", "only hessian2 is"}},
+		{"second table's load balancer", "[[provider.services]]\ninterface = \"a.B\"\nloadbalance = \"random\"\n\n" +
+			"[[provider.services]]\ninterface = \"c.D\"\nweight = 5\nloadbalance = \"roundrobbin\"\n",
+			[]string{":8: key provider.services[1].loadbalance:", `unknown load balancer "roundrobbin"; known: consistenthash, leastactive, p2c, random, roundrobin, shortestresponse`}},
+		{"unknown key in a table", "[[provider.services]]\ninterface = \"a.B\"\n[[provider.services]]\ninterface = \"c.D\"\nwieght = 5\n",
+			[]string{":5: key provider.services[1].wieght: unknown key"}},
+		{"weight not a number", "[[provider.services]]\ninterface = \"a.B\"\nweight = \"heavy\"\n",
+			[]string{":3: key provider.services[0].weight:"}},
+		{"parameters", "[[provider.services]]\ninterface = \"a.B\"\nparameters = { executes = \"-1\" }\n",
+			[]string{":3: key provider.services[0].parameters:", `parameter executes: "-1" is not a non-negative integer`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeFile(t, tt.body), false, nil, nil)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	// Through --set, the key is named as set there.
+	_, err := Load(writeFile(t, ""), false, nil, []string{"protocol.dispatcher=drect"})
+	if err == nil || !strings.Contains(err.Error(), "key protocol.dispatcher (set by environment or --set)") || !strings.Contains(err.Error(), "known: all,") {
+		t.Errorf("--set protocol.dispatcher=drect: %v", err)
+	}
+}
+
+// [[provider.services]] tables load with every setting, durations in
+// milliseconds or as strings.
+func TestProviderServicesLoad(t *testing.T) {
+	f, err := Load(writeFile(t, `[provider]
+weight = 50
+[[provider.services]]
+interface = "org.example.Greeter"
+version = "1.0.0"
+weight = 300
+tag = "gray"
+timeout = 3000
+retries = 0
+loadbalance = "roundrobin"
+warmup = "1m"
+token = "true"
+executes = 10
+actives = 5
+delay = 2000
+parameters = { "sayHello.timeout" = "5000", owner = "team-a" }
+`), false, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Provider.Services
+	if len(s) != 1 {
+		t.Fatalf("services %+v", s)
+	}
+	got := s[0].Params()
+	want := map[string]string{"weight": "300", "dubbo.tag": "gray", "timeout": "3000", "retries": "0", "loadbalance": "roundrobin",
+		"warmup": "60000", "token": "true", "executes": "10", "actives": "5", "delay": "2000", "sayHello.timeout": "5000", "owner": "team-a"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("params %v\nwant %v", got, want)
+	}
+	if f.Provider.Weight != 50 || s[0].Interface != "org.example.Greeter" || s[0].Version != "1.0.0" {
+		t.Errorf("provider %+v", f.Provider)
+	}
+}
+
+// lineOf counts the entries of arrays of tables, nested ones too, so an
+// indexed key finds its line.
+func TestLineOfIndexed(t *testing.T) {
+	raw := []byte(`[[consumer.references]]
+interface = "a.B"
+[[consumer.references.methods]]
+name = "m"
+timeout = 1
+[[consumer.references]]
+interface = "c.D"
+[[consumer.references.methods]]
+name = "n"
+[[consumer.references.methods]]
+name = "o"
+timeout = 2
+[[provider.services]]
+interface = "e.F"
+[provider.services.parameters]
+owner = "x"
+`)
+	for key, want := range map[string]int{
+		"consumer.references[0].methods[0].timeout": 5,
+		"consumer.references[1].interface":          7,
+		"consumer.references[1].methods[1].timeout": 12,
+		"consumer.references[1].methods[0].timeout": 8, // not written: its [[table]]
+		"provider.services[0]":                      13,
+		"provider.services[0].parameters.owner":     16,
+		"provider.services[1].interface":            0,
+	} {
+		if got := lineOf(raw, key); got != want {
+			t.Errorf("lineOf(%s) = %d, want %d", key, got, want)
+		}
+	}
+}

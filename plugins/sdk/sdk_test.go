@@ -96,6 +96,10 @@ func TestNewDispatcherErrors(t *testing.T) {
 		{sdk.Service{Interface: "a.B", Handler: noMethods{}}, "has no methods of the form"},
 		{sdk.Service{Interface: "a.B", Handler: Types{}, Signatures: map[string]sdk.Signature{"nope": {}}}, "not a method"},
 		{sdk.Service{Interface: "a.B", Handler: Types{}, Signatures: map[string]sdk.Signature{"str": {Params: []string{"a", "b"}}}}, "2 parameter types for 1"},
+		{sdk.Service{Interface: "a.B", Handler: Types{}, Settings: sdk.Settings{Executes: -1}},
+			`service a.B: Settings: parameter executes: "-1" is not a non-negative integer`},
+		{sdk.Service{Interface: "a.B", Handler: Types{}, Settings: sdk.Settings{Parameters: map[string]string{"version": "2"}}},
+			"parameter version: written by the provider"},
 	}
 	for _, tt := range tests {
 		_, err := sdk.NewDispatcher(tt.svc)
