@@ -62,6 +62,33 @@ type Reference struct {
 	tagCancel func()
 	closed    bool
 	wg        sync.WaitGroup
+
+	// tagRead is closed once the tag rule of the providers' application
+	// has been read, or there is none to read: Java's TagStateRouter reads
+	// the rule when it first sees the providers, before routing a call to
+	// them. nil when no rule is watched (direct url, no config center).
+	tagRead     chan struct{}
+	tagReadOnce sync.Once
+}
+
+// tagRuleRead reports whether the first calls can be routed with the tag
+// rule in force (see tagRead).
+func (r *Reference) tagRuleRead() bool {
+	if r.tagRead == nil {
+		return true
+	}
+	select {
+	case <-r.tagRead:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *Reference) markTagRuleRead() {
+	if r.tagRead != nil {
+		r.tagReadOnce.Do(func() { close(r.tagRead) })
+	}
 }
 
 func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceConfig) (*Reference, error) {
@@ -92,6 +119,9 @@ func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceCon
 		r.dyn, r.dir = d, d
 		r.chain.Set("tag", router.OrderTag, router.NewTagRouter(nil))
 		d.SetRouter(&r.chain)
+		if c.config != nil {
+			r.tagRead = make(chan struct{})
+		}
 	}
 	inv, err := cluster.Join(r.dir, cluster.Options{Cluster: cl, NewBalancer: loadbalance.New, Logger: r.log})
 	if err != nil {
@@ -398,6 +428,9 @@ func (r *Reference) watchTags(ps []*url.URL) {
 		return
 	}
 	app := ps[0].Param("application")
+	if app == "" {
+		r.markTagRuleRead() // no application, no rule
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if app == "" || app == r.tagApp || r.closed {
@@ -426,6 +459,7 @@ func (r *Reference) watchTags(ps []*url.URL) {
 			}
 			r.chain.Set("tag", router.OrderTag, router.NewTagRouter(rule))
 		})
+		r.markTagRuleRead() // Watch has delivered the rule, if there is one
 		if err != nil {
 			r.log.Warn("cannot watch the tag rule of the provider application", "app", app, "err", err)
 			return
