@@ -115,8 +115,11 @@ type Application struct {
 type Registry struct {
 	// Address is the registry URL; "" means no registry (direct URLs only).
 	// Default "zookeeper://127.0.0.1:2181".
-	Address string            `koanf:"address"`
-	Server  embeddedzk.Config `koanf:"server"`
+	Address string `koanf:"address"`
+	// Server is the embedded registry (the registry role). Its listen ""
+	// means none: dubbo up then starts no registry and the nodes use the
+	// one at Address, a ZooKeeper already running for instance.
+	Server embeddedzk.Config `koanf:"server"`
 }
 
 // EnvPrefix starts every environment variable that overrides a key:
@@ -200,7 +203,8 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 
 	// Keys whose "" means off get their defaults before decoding, so that
 	// "" set in the file stays "".
-	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen}}
+	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen},
+		Registry: Registry{Server: embeddedzk.Config{Listen: embeddedzk.Config{}.WithDefaults().Listen}}}
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook:       durationHook,
 		ErrorUnused:      true,
@@ -261,7 +265,11 @@ func (f *File) applyDefaults() {
 	if f.Registry.Server.DataDir == "" {
 		f.Registry.Server.DataDir = filepath.Join(f.DataDir, "registry")
 	}
+	noServer := f.Registry.Server.Listen == ""
 	f.Registry.Server = f.Registry.Server.WithDefaults()
+	if noServer {
+		f.Registry.Server.Listen = "" // no embedded registry: dubbo up uses registry.address
+	}
 	if f.Provider.Replicas == 0 {
 		f.Provider.Replicas = 1
 	}

@@ -337,3 +337,21 @@ func TestPathKeysAreKeys(t *testing.T) {
 		}
 	}
 }
+
+// registry.server.listen = "" means no embedded registry (dubbo up then
+// starts none); unset, it is the default address.
+func TestRegistryServerOff(t *testing.T) {
+	f, err := Load(writeFile(t, "[registry.server]\nlisten = \"\"\n"), false, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Registry.Server.Listen != "" || f.Registry.Server.TickTime != 2*time.Second {
+		t.Errorf("listen %q, tick %v; want \"\" and the other defaults", f.Registry.Server.Listen, f.Registry.Server.TickTime)
+	}
+	if f, err = Load(writeFile(t, ""), false, nil, []string{"registry.server.listen="}); err != nil || f.Registry.Server.Listen != "" {
+		t.Errorf("--set registry.server.listen=: %q, %v", f.Registry.Server.Listen, err)
+	}
+	if f, err = Load(writeFile(t, ""), false, nil, nil); err != nil || f.Registry.Server.Listen != "127.0.0.1:2181" {
+		t.Errorf("default: %q, %v", f.Registry.Server.Listen, err)
+	}
+}

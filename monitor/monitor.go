@@ -98,9 +98,10 @@ func Start(ctx context.Context, o Options) (m *Monitor, err error) {
 		log = slog.Default()
 	}
 	m = &Monitor{log: log, retainDone: make(chan struct{})}
+	started := m // m is nil once an error is returned
 	defer func() {
 		if err != nil {
-			m.close()
+			started.close()
 		}
 	}()
 	if m.store = o.Store; m.store == nil {
