@@ -35,9 +35,10 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	// One go build for all: the module root is the dubbo command.
+	// One go build for all: the module root is the dubbo command; the
+	// plugins of testdata serve only tests.
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"..", "../examples/greeter", "../examples/chain", "../examples/greeter-caller")
+		"..", "../examples/greeter", "../examples/chain", "../examples/greeter-caller", "./testdata/tagrelay")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building dubbo and the example plugins:", err)
