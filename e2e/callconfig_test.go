@@ -182,3 +182,31 @@ func connectionsTo(pid int, ports ...int) map[string]int {
 	}
 	return out
 }
+
+// TestCallCacheFile: dubbo call keeps the provider lists in the config's
+// consumer.cache-file, as the consumer role does, and answers from it
+// while the registry is down (after the registry connect wait, 5 s).
+// Before, the command had no cache file and failed: is the registry
+// running?
+func TestCallCacheFile(t *testing.T) {
+	dir := t.TempDir()
+	p := freePorts(t, 1)
+	cfg := writeConfig(t, dir, p, setup{providerPlugins: []string{"greeter"}})
+	registry := startNode(t, "registry", dir, "run", "--role=registry", "-c", cfg)
+	startNode(t, "provider", dir, "run", "--role=provider", "-c", cfg)
+	cli := cliConfig(t, p, "cli.toml", "[consumer]\ncache-file = \"lists.json\"\n")
+	hello := []string{"call", "-c", cli, "--version", "1.0.0", "org.example.Greeter", "sayHello", `"cached"`}
+	if _, ok := waitFor(15*time.Second, func() bool { return dubbo(t, dir, hello...).code == 0 }); !ok {
+		t.Fatal("the provider did not answer dubbo call within 15s")
+	}
+	cache := filepath.Join(filepath.Dir(cli), "lists.json") // relative to the config file
+	if b, err := os.ReadFile(cache); err != nil || !strings.Contains(string(b), "org.example.Greeter") {
+		t.Fatalf("cache file %s: %v %q", cache, err, b)
+	}
+	registry.stop(t)
+	r := dubbo(t, dir, hello...)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != `"Hello, cached"` {
+		t.Fatalf("dubbo call with the registry down: exit %d, stdout %q, stderr %q; want the answer, from the cached provider list", r.code, r.stdout, lastLines(r.stderr, 5))
+	}
+	t.Logf("dubbo call answered with the registry down in %v", r.took.Round(time.Millisecond))
+}
