@@ -89,7 +89,7 @@ type Monitor struct {
 
 // Start opens the store, starts its retention, serves and registers the
 // MonitorService, and starts the HTTP server.
-func Start(ctx context.Context, o Options) (m *Monitor, err error) {
+func Start(ctx context.Context, o Options) (_ *Monitor, err error) {
 	if o.Application == "" {
 		o.Application = "dubbo-monitor"
 	}
@@ -97,11 +97,12 @@ func Start(ctx context.Context, o Options) (m *Monitor, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	m = &Monitor{log: log, retainDone: make(chan struct{})}
-	started := m // m is nil once an error is returned
+	// Not the named result, which an error return sets to nil under the
+	// deferred close and the retention goroutine.
+	m := &Monitor{log: log, retainDone: make(chan struct{})}
 	defer func() {
 		if err != nil {
-			started.close()
+			m.close()
 		}
 	}()
 	if m.store = o.Store; m.store == nil {
