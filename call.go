@@ -44,6 +44,7 @@ type callFlags struct {
 
 // exitCodesHelp is the exit codes section of call's and bench's help.
 const exitCodesHelp = `
+
 Exit codes: 0 success; 1 a call failed (bench: any call failed; the summary
 is printed all the same); 2 a usage or config error (a bad flag, argument or
 config file), before any call.`
