@@ -21,6 +21,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/cluster/router"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
+	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -276,10 +277,12 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 		}
 	}
 	ref, err := cons.Reference(ctx, rc)
-	if errors.Is(err, cluster.ErrUnknownName) {
+	switch {
+	case errors.Is(err, cluster.ErrUnknownName):
 		return nil, usage(err)
-	}
-	if err != nil {
+	case errors.Is(err, registry.ErrUnavailable):
+		return nil, fmt.Errorf("%w; is the registry running?", err)
+	case err != nil:
 		return nil, err
 	}
 	// Connections open in the background; give the first one (and the tag
