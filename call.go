@@ -56,7 +56,7 @@ func (f *callFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.direct, "url", "", "call one provider directly, e.g. dubbo://127.0.0.1:20880, bypassing the registry")
 	fl.StringVar(&f.version, "version", "", "service version (default: the config's reference to the interface, if it has one)")
 	fl.StringVar(&f.group, "group", "", "service group (default: as --version)")
-	fl.DurationVar(&f.timeout, "timeout", time.Second, "timeout of one attempt, as Dubbo's timeout attachment (default: the config's method, reference or consumer.defaults timeout, else the provider's, else 1s)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "timeout of one attempt, as Dubbo's timeout attachment (default: the config's method, reference or consumer.defaults timeout, else the provider's, else 1s)")
 	fl.StringVar(&f.types, "types", "", "Java parameter types, e.g. java.lang.String,int (default: from the registry's metadata)")
 	fl.IntVar(&f.retries, "retries", 0, "failover retries after a failed attempt (default: the config's, else the provider's, else 2)")
 	fl.StringVar(&f.loadbalance, "loadbalance", "", "load balancer: "+strings.Join(loadbalance.Names(), ", ")+" (default: the config's, else the provider's, else random)")
@@ -286,9 +286,13 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 		return nil, err
 	}
 	// Connections open in the background; give the first one (and the tag
-	// rule of the providers) --timeout to come, as a Java consumer connects
-	// before its first call.
-	ref.WaitAvailable(ctx, f.timeout)
+	// rule of the providers) --timeout, else a second, to come, as a Java
+	// consumer connects before its first call.
+	wait := time.Second
+	if fl.Changed("timeout") {
+		wait = f.timeout
+	}
+	ref.WaitAvailable(ctx, wait)
 
 	if types == nil {
 		if rc.URL == "" {
