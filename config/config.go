@@ -7,7 +7,10 @@
 // Values mean the same wherever they come from: a duration is a Go duration
 // string ("1s", "500ms") or a bare integer of milliseconds, as in Dubbo
 // (timeout = 3000 is 3s); a list given as text (--set, environment) is a
-// TOML array ("[]", "[\"a\", \"b\"]"), "[a,b]" or "a,b".
+// TOML array ("[]", "[\"a\", \"b\"]"), "[a,b]" or "a,b". A relative path
+// written in the file (data dirs, plugins, cache file, monitor db) is
+// relative to the file's directory, as in docker-compose; one given in the
+// environment or --set is relative to the current directory.
 package config
 
 import (
@@ -116,8 +119,11 @@ type Application struct {
 type Registry struct {
 	// Address is the registry URL; "" means no registry (direct URLs only).
 	// Default "zookeeper://127.0.0.1:2181".
-	Address string            `koanf:"address"`
-	Server  embeddedzk.Config `koanf:"server"`
+	Address string `koanf:"address"`
+	// Server is the embedded registry (the registry role). Its listen ""
+	// means none: dubbo up then starts no registry and the nodes use the
+	// one at Address, a ZooKeeper already running for instance.
+	Server embeddedzk.Config `koanf:"server"`
 }
 
 // EnvPrefix starts every environment variable that overrides a key:
@@ -144,10 +150,23 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 		}
 	}
 
+	// Relative paths written in the file are relative to the file, as in
+	// docker-compose; those from the environment and --set stay relative to
+	// the current directory.
+	inFile := map[string]bool{}
+	if path != "" {
+		for _, key := range pathKeys {
+			inFile[key] = k.Exists(key)
+		}
+	}
+
 	keys := knownKeys(reflect.TypeOf(File{}), "")
 	env, err := envOverrides(environ, keys)
 	if err != nil {
 		return nil, fmt.Errorf("config: environment: %w", err)
+	}
+	for key := range env {
+		delete(inFile, key)
 	}
 	if len(env) > 0 {
 		if err := k.Load(confmap.Provider(env, "."), nil); err != nil {
@@ -171,15 +190,25 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 				return nil, fmt.Errorf("config: --set %q: key %s: %w", s, key, err)
 			}
 			m[key] = v
+			delete(inFile, key)
 		}
 		if err := k.Load(confmap.Provider(m, "."), nil); err != nil {
 			return nil, fmt.Errorf("config: --set: %w", err)
 		}
 	}
 
+	for key, ok := range inFile {
+		if ok {
+			if err := k.Set(key, relativeTo(filepath.Dir(path), k.Get(key))); err != nil {
+				return nil, fmt.Errorf("config %s: key %s: %w", path, key, err)
+			}
+		}
+	}
+
 	// Keys whose "" means off get their defaults before decoding, so that
 	// "" set in the file stays "".
-	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen}}
+	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen},
+		Registry: Registry{Server: embeddedzk.Config{Listen: embeddedzk.Config{}.WithDefaults().Listen}}}
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook:       mapstructure.ComposeDecodeHookFunc(durationHook, boolTextHook),
 		ErrorUnused:      true,
@@ -209,6 +238,36 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 	return &f, nil
 }
 
+// pathKeys are the keys whose values are file system paths. Defaults
+// derived from data-dir follow it.
+var pathKeys = []string{
+	"data-dir",
+	"registry.server.data-dir",
+	"provider.plugins",
+	"consumer.plugins",
+	"consumer.cache-file",
+	"monitor.server.db",
+}
+
+// relativeTo joins dir before every relative path in v, a path or a list of
+// them; "" and values of other types are left to the decoder.
+func relativeTo(dir string, v any) any {
+	switch v := v.(type) {
+	case string:
+		if v == "" || filepath.IsAbs(v) {
+			return v
+		}
+		return filepath.Join(dir, v)
+	case []any:
+		out := make([]any, len(v))
+		for i, item := range v {
+			out[i] = relativeTo(dir, item)
+		}
+		return out
+	}
+	return v
+}
+
 func (f *File) applyDefaults() {
 	if f.DataDir == "" {
 		f.DataDir = ".dubbo"
@@ -219,7 +278,11 @@ func (f *File) applyDefaults() {
 	if f.Registry.Server.DataDir == "" {
 		f.Registry.Server.DataDir = filepath.Join(f.DataDir, "registry")
 	}
+	noServer := f.Registry.Server.Listen == ""
 	f.Registry.Server = f.Registry.Server.WithDefaults()
+	if noServer {
+		f.Registry.Server.Listen = "" // no embedded registry: dubbo up uses registry.address
+	}
 	if f.Provider.Replicas == 0 {
 		f.Provider.Replicas = 1
 	}

@@ -240,7 +240,7 @@ func TestDurationsInMilliseconds(t *testing.T) {
 // List keys take "[]", TOML arrays, "[a,b]" and "a,b" from --set and the
 // environment; before, --set provider.plugins=[] named a plugin file "[]".
 func TestListValues(t *testing.T) {
-	file := "[provider]\nplugins = [\"examples/greeter/greeter\"]\n[[consumer.references]]\ninterface = \"org.example.Greeter\"\n"
+	file := "[provider]\nplugins = [\"/opt/greeter\"]\n[[consumer.references]]\ninterface = \"org.example.Greeter\"\n"
 	tests := []struct {
 		name    string
 		environ []string
@@ -248,7 +248,7 @@ func TestListValues(t *testing.T) {
 		plugins []string
 		refs    int
 	}{
-		{"file only", nil, nil, []string{"examples/greeter/greeter"}, 1},
+		{"file only", nil, nil, []string{"/opt/greeter"}, 1},
 		{"empty list", nil, []string{"provider.plugins=[]"}, []string{}, 1},
 		{"empty list with spaces", nil, []string{"provider.plugins= [ ] "}, []string{}, 1},
 		{"TOML array", nil, []string{`provider.plugins=["a/one", "b/two"]`}, []string{"a/one", "b/two"}, 1},
@@ -257,9 +257,9 @@ func TestListValues(t *testing.T) {
 		{"one name", nil, []string{"provider.plugins=hello/hello"}, []string{"hello/hello"}, 1},
 		{"empty value", nil, []string{"provider.plugins="}, []string{}, 1},
 		{"environment", []string{"DUBBO_PROVIDER_PLUGINS=[]"}, nil, []string{}, 1},
-		{"no references", nil, []string{"consumer.references=[]"}, []string{"examples/greeter/greeter"}, 0},
+		{"no references", nil, []string{"consumer.references=[]"}, []string{"/opt/greeter"}, 0},
 		{"references as TOML", nil, []string{`consumer.references=[{interface = "a.B"}, {interface = "c.D", version = "2"}]`},
-			[]string{"examples/greeter/greeter"}, 2},
+			[]string{"/opt/greeter"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -427,5 +427,102 @@ owner = "x"
 		if got := lineOf(raw, key); got != want {
 			t.Errorf("lineOf(%s) = %d, want %d", key, got, want)
 		}
+	}
+}
+
+// Relative paths in a config file resolve against the file's directory, as
+// docker-compose resolves its paths; paths from the environment and --set,
+// absolute paths and defaults not written anywhere stay as they are
+// (relative to the current directory).
+func TestPathsRelativeToFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "env")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "dubbo.toml")
+	body := `data-dir = "data"
+[registry.server]
+data-dir = "zk"
+[provider]
+plugins = ["bin/greeter", "/opt/abs"]
+[consumer]
+plugins = ["./bin/caller"]
+cache-file = "cache/c.json"
+[monitor.server]
+db = "../m.db"
+`
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := func(rel string) string { return filepath.Join(dir, rel) }
+	tests := []struct {
+		name      string
+		env, sets []string
+		check     func(f *File) any
+		want      any
+	}{
+		{"data-dir", nil, nil, func(f *File) any { return f.DataDir }, in("data")},
+		{"registry.server.data-dir", nil, nil, func(f *File) any { return f.Registry.Server.DataDir }, in("zk")},
+		{"provider.plugins", nil, nil, func(f *File) any { return f.Provider.Plugins }, []string{in("bin/greeter"), "/opt/abs"}},
+		{"consumer.plugins", nil, nil, func(f *File) any { return f.Consumer.Plugins }, []string{in("bin/caller")}},
+		{"consumer.cache-file", nil, nil, func(f *File) any { return f.Consumer.CacheFile }, in("cache/c.json")},
+		{"monitor.server.db", nil, nil, func(f *File) any { return f.Monitor.Server.DB }, filepath.Join(filepath.Dir(dir), "m.db")},
+		{"--set stays relative to the current directory", nil, []string{"provider.plugins=[x/p]", "data-dir=d"},
+			func(f *File) any { return []any{f.Provider.Plugins, f.DataDir} }, []any{[]string{"x/p"}, "d"}},
+		{"environment stays relative to the current directory", []string{"DUBBO_CONSUMER_CACHE_FILE=e.json"}, nil,
+			func(f *File) any { return f.Consumer.CacheFile }, "e.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Load(path, false, tt.env, tt.sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.check(f); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+
+	// Defaults derived from a data-dir written in the file follow it.
+	short := filepath.Join(dir, "short.toml")
+	if err := os.WriteFile(short, []byte("data-dir = \"d\"\n[application]\nname = \"a\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(short, false, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Registry.Server.DataDir != in("d/registry") || f.Monitor.Server.DB != in("d/monitor.db") ||
+		f.Consumer.CacheFile != in("d/cache/consumer-a.json") {
+		t.Errorf("defaults under data-dir: registry %q, monitor %q, cache %q", f.Registry.Server.DataDir, f.Monitor.Server.DB, f.Consumer.CacheFile)
+	}
+}
+
+// Every path key names a key of the file, so none is silently left out.
+func TestPathKeysAreKeys(t *testing.T) {
+	keys := knownKeys(reflect.TypeOf(File{}), "")
+	for _, k := range pathKeys {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("pathKeys lists %q, which is not a config key", k)
+		}
+	}
+}
+
+// registry.server.listen = "" means no embedded registry (dubbo up then
+// starts none); unset, it is the default address.
+func TestRegistryServerOff(t *testing.T) {
+	f, err := Load(writeFile(t, "[registry.server]\nlisten = \"\"\n"), false, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Registry.Server.Listen != "" || f.Registry.Server.TickTime != 2*time.Second {
+		t.Errorf("listen %q, tick %v; want \"\" and the other defaults", f.Registry.Server.Listen, f.Registry.Server.TickTime)
+	}
+	if f, err = Load(writeFile(t, ""), false, nil, []string{"registry.server.listen="}); err != nil || f.Registry.Server.Listen != "" {
+		t.Errorf("--set registry.server.listen=: %q, %v", f.Registry.Server.Listen, err)
+	}
+	if f, err = Load(writeFile(t, ""), false, nil, nil); err != nil || f.Registry.Server.Listen != "127.0.0.1:2181" {
+		t.Errorf("default: %q, %v", f.Registry.Server.Listen, err)
 	}
 }

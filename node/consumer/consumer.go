@@ -338,7 +338,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			missing[i] = !r.waitAvailable(ctx, checkWait)
+			missing[i] = !r.WaitAvailable(ctx, checkWait)
 		}()
 	}
 	wg.Wait()
@@ -371,13 +371,16 @@ func (e *CheckError) Unwrap() error { return rpc.ErrNoProvider }
 // opens in the background: the dial timeout of one attempt.
 const checkWait = 3 * time.Second
 
-// waitAvailable waits until the reference has an available provider.
-func (r *Reference) waitAvailable(ctx context.Context, d time.Duration) bool {
+// WaitAvailable waits, at most d, until the reference has an available
+// provider and the tag rule of the providers' application has been read,
+// so that a first call is routed as every later one; it reports whether
+// both happened.
+func (r *Reference) WaitAvailable(ctx context.Context, d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for len(r.Providers()) == 0 {
+	for len(r.Providers()) == 0 || !r.tagRuleRead() {
 		select {
 		case <-ctx.Done():
 			return false

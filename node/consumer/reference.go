@@ -63,6 +63,33 @@ type Reference struct {
 	tagCancel func()
 	closed    bool
 	wg        sync.WaitGroup
+
+	// tagRead is closed once the tag rule of the providers' application
+	// has been read, or there is none to read: Java's TagStateRouter reads
+	// the rule when it first sees the providers, before routing a call to
+	// them. nil when no rule is watched (direct url, no config center).
+	tagRead     chan struct{}
+	tagReadOnce sync.Once
+}
+
+// tagRuleRead reports whether the first calls can be routed with the tag
+// rule in force (see tagRead).
+func (r *Reference) tagRuleRead() bool {
+	if r.tagRead == nil {
+		return true
+	}
+	select {
+	case <-r.tagRead:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *Reference) markTagRuleRead() {
+	if r.tagRead != nil {
+		r.tagReadOnce.Do(func() { close(r.tagRead) })
+	}
 }
 
 func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceConfig) (*Reference, error) {
@@ -103,6 +130,9 @@ func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceCon
 			}
 		}
 		d.SetRouter(&r.chain)
+		if c.config != nil {
+			r.tagRead = make(chan struct{})
+		}
 	}
 	inv, err := cluster.Join(r.dir, cluster.Options{Cluster: cl, NewBalancer: loadbalance.New, URL: r.consumerURL,
 		Logger: r.log, ResponseWindow: c.window, FailbackPeriod: c.failback})
@@ -468,9 +498,13 @@ func (r *Reference) watchTags(ps []*url.URL) {
 		}
 	}
 	if name == "" {
+		r.markTagRuleRead()
 		return // tag routing is off ("router" key)
 	}
 	app := ps[0].Param("application")
+	if app == "" {
+		r.markTagRuleRead() // no application, no rule
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if app == "" || app == r.tagApp || r.closed {
@@ -488,6 +522,7 @@ func (r *Reference) watchTags(ps []*url.URL) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		stop, err := r.c.config.Watch(ctx, app+kind.Suffix, r.routerRule(name, kind))
+		r.markTagRuleRead() // Watch has delivered the rule, if there is one
 		if err != nil {
 			r.log.Warn("cannot watch the routing rule of the provider application", "app", app, "router", name, "err", err)
 			return
