@@ -23,6 +23,10 @@ func TestCallExitCodes(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("[consumer.defaults]\nretires = 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badLB := filepath.Join(t.TempDir(), "lb.toml")
+	if err := os.WriteFile(badLB, []byte("[consumer.defaults]\nloadbalance = \"roundrobbin\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	reg := []string{"--registry", p.registryURL(), "--version", "1.0.0"}
 	hello := []string{"org.example.Greeter", "sayHello", `"x"`}
 	with := func(parts ...[]string) []string {
@@ -44,10 +48,12 @@ func TestCallExitCodes(t *testing.T) {
 		{"call: unknown flag", with([]string{"call", "--bogus"}, reg, hello), 2, "unknown flag: --bogus"},
 		{"call: no method", with([]string{"call"}, reg, []string{"org.example.Greeter"}), 2, "requires at least 2 arg(s)"},
 		{"call: argument not JSON", with([]string{"call"}, reg, []string{"org.example.Greeter", "sayHello", "x"}), 2, "is not JSON"},
-		{"call: unknown load balancer", with([]string{"call", "--loadbalance", "roundrobbin"}, reg, hello), 2, "use one of random, roundrobin"},
-		{"call: unknown cluster", with([]string{"call", "--cluster", "failover2"}, reg, hello), 2, "use one of failover"},
+		{"call: unknown load balancer", with([]string{"call", "--loadbalance", "roundrobbin"}, reg, hello), 2, `--loadbalance: unknown load balancer "roundrobbin" (did you mean roundrobin?); known: consistenthash`},
+		{"call: unknown cluster", with([]string{"call", "--cluster", "failover2"}, reg, hello), 2, "unknown; use one of available, broadcast, failback, failfast, failover"},
 		{"call: attachment without =", with([]string{"call", "--attachment", "dubbo.tag"}, reg, hello), 2, "want key=value"},
 		{"call: config file refused", with([]string{"call", "-c", bad}, reg, hello), 2, "bad.toml:2: key consumer.defaults.retires: unknown key"},
+		{"call: load balancer misspelt in the file", with([]string{"call", "-c", badLB}, reg, hello), 2,
+			`lb.toml:2: key consumer.defaults.loadbalance: unknown load balancer "roundrobbin" (did you mean roundrobin?)`},
 		{"call: --set refused", with([]string{"call", "--set", "consumer.defaults.timeout=soon"}, reg, hello), 2, "consumer.defaults.timeout"},
 		{"call: missing config file", with([]string{"call", "-c", filepath.Join(dir, "none.toml")}, reg, hello), 2, "none.toml"},
 		{"bench: exceptions", with([]string{"bench", "-n", "5"}, reg, []string{"org.example.Greeter", "fail", `"boom"`}), 1, "5 of 5 calls failed"},

@@ -20,11 +20,16 @@ type greeterProcess struct {
 // startGreeterProvider starts a Greeter provider registering in the
 // registry of env.
 func startGreeterProvider(t *testing.T, name string, env ports) greeterProcess {
+	return startGreeterProviderWith(t, name, env, "")
+}
+
+// startGreeterProviderWith starts one with extra TOML in its config.
+func startGreeterProviderWith(t *testing.T, name string, env ports, extra string) greeterProcess {
 	t.Helper()
 	dir := t.TempDir()
 	gp := freePorts(t, 1)
 	gp.registry = env.registry
-	cfg := writeConfig(t, dir, gp, setup{providerPlugins: []string{"greeter"}, qos: true})
+	cfg := writeConfig(t, dir, gp, setup{providerPlugins: []string{"greeter"}, qos: true, extra: extra})
 	n := startNode(t, name, dir, "run", "--role=provider", "-c", cfg)
 	return greeterProcess{addr: gp.providerAddr(0), ports: gp, node: n}
 }
@@ -106,11 +111,12 @@ func deleteRule(t *testing.T, p ports, path string) {
 // (the tagrelay test plugin, calling through its node's consumer).
 //
 // A's tag comes first from an override rule that sets dubbo.tag=gray on
-// its URL (a static tag as the consumers see it: no provider setting
-// writes one yet), then from a tag rule (<app>.tag-router, Dubbo's YAML,
+// its URL (a static tag as the consumers see it), then from a tag rule (<app>.tag-router, Dubbo's YAML,
 // written through the console) that puts A in group "canary". A tagged
 // call goes to the providers of its tag; an untagged one to B; an unknown
 // tag falls back to B, and fails with no_provider under dubbo.force.tag.
+// Last, a third provider C tags itself ([[provider.services]] tag =
+// "blue"): blue calls reach it alone, untagged ones never.
 func TestTagRouting(t *testing.T) {
 	dir := t.TempDir()
 	p := freePorts(t, 1)
@@ -218,6 +224,19 @@ func TestTagRouting(t *testing.T) {
 		expectServed(t, "gateway, no X-Dubbo-Tag", 10, b, all, gateway("", 10))
 		expectServed(t, "plugin, sdk.WithTag(canary)", 3, a, all, relay("canary", 3))
 	})
-	// Not tested here: a static tag written by the provider itself
-	// ([[provider.services]] tag), which no provider setting writes yet.
+
+	t.Run("provider's own tag", func(t *testing.T) {
+		deleteRule(t, p, "/api/v1/rules/tag/e2e")
+		c := startGreeterProviderWith(t, "provider C", p,
+			"\n[[provider.services]]\ninterface = \"org.example.Greeter\"\nversion = \"1.0.0\"\ntag = \"blue\"\n")
+		// Until C has registered, blue calls fall back to the untagged.
+		if _, ok := waitFor(20*time.Second, func() bool { return byProvider("--tag", "blue")[c.addr] == 20 }); !ok {
+			t.Fatalf("bench --tag blue never reached %s only", c.addr)
+		}
+		if got := byProvider(); got[c.addr] != 0 {
+			t.Errorf("bench, untagged: served %v, want none by the tagged %s", got, c.addr)
+		}
+		reaches("blue", c)
+		expectServed(t, "gateway, X-Dubbo-Tag: blue", 10, c, []greeterProcess{a, b, c}, gateway("blue", 10))
+	})
 }
