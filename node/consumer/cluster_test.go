@@ -101,6 +101,14 @@ func startConsumer(t *testing.T, zkAddr string, opts consumer.Options, refs ...c
 	if err := c.Start(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
+	// Connections come up in the background; a test of how calls spread
+	// needs every direct provider in the list, as a long-running consumer
+	// has them.
+	for _, ref := range refs {
+		if zkAddr == "" && ref.URL != "" {
+			waitProviders(t, c, ref, strings.Count(ref.URL, ";")+1)
+		}
+	}
 	return c
 }
 
