@@ -1,4 +1,17 @@
-package main
+// Package roles runs a node's roles in one process: the embedded registry,
+// the monitor (with the console), providers whose services come from
+// handler plugins, and the consumer (references, the gateway, consumer
+// plugins). It starts them in a fixed order and stops them in reverse, so a
+// stopping node serves its last calls, sends their statistics to a monitor
+// still up, through a consumer still open, to a registry still there.
+//
+// The node's consumer is made on first need: by the consumer role, by a
+// provider plugin's call to another service, or by the first statistics
+// report; a process that needs none connects none. A provider exports a
+// plugin's services while the plugin is up and unexports them while it is
+// down (the supervisor restarts it). Each process also has its metrics, its
+// QoS port and its reporter to the monitor (observe.go).
+package roles
 
 import (
 	"context"
@@ -7,7 +20,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,31 +45,32 @@ import (
 
 // Roles a node can run; `dubbo up` runs those its config describes.
 const (
-	roleRegistry = "registry"
-	roleMonitor  = "monitor"
-	roleProvider = "provider"
-	roleConsumer = "consumer"
+	Registry = "registry"
+	Monitor  = "monitor"
+	Provider = "provider"
+	Consumer = "consumer"
 )
 
-var knownRoles = []string{roleRegistry, roleMonitor, roleProvider, roleConsumer}
+// Known lists the roles in the order they start.
+func Known() []string { return []string{Registry, Monitor, Provider, Consumer} }
 
-// upRoles are the roles `dubbo up` starts for cfg: the registry (unless
+// Up lists the roles `dubbo up` starts for cfg: the registry (unless
 // registry.server.listen = "": the nodes use the one at registry.address),
 // the monitor (unless monitor.enabled = false), the providers when plugins
 // are configured, and a consumer when references or consumer plugins are.
-func upRoles(cfg *config.File) []string {
+func Up(cfg *config.File) []string {
 	var roles []string
 	if cfg.Registry.Server.Listen != "" {
-		roles = append(roles, roleRegistry)
+		roles = append(roles, Registry)
 	}
 	if cfg.Monitor.IsEnabled() {
-		roles = append(roles, roleMonitor)
+		roles = append(roles, Monitor)
 	}
 	if len(cfg.Provider.Plugins) > 0 {
-		roles = append(roles, roleProvider)
+		roles = append(roles, Provider)
 	}
 	if len(cfg.Consumer.References) > 0 || len(cfg.Consumer.Plugins) > 0 {
-		roles = append(roles, roleConsumer)
+		roles = append(roles, Consumer)
 	}
 	return roles
 }
@@ -80,6 +93,7 @@ type node struct {
 	// pluginStart bounds each plugin's launch and handshake; 0 is the
 	// plugins package's default.
 	pluginStart time.Duration
+	version     string // for the QoS port
 
 	// The node's consumer serves the consumer role, the calls that
 	// provider plugins make to other services and the statistics' way to
@@ -106,7 +120,7 @@ type node struct {
 // consumer returns the node's consumer, connecting it on first use.
 func (n *node) consumer(ctx context.Context, cfg *config.File) (*consumer.Consumer, error) {
 	n.consOnce.Do(func() {
-		n.cons, n.consErr = consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: n.log.With("role", roleConsumer), RegistryStats: n.regStats})
+		n.cons, n.consErr = consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: n.log.With("role", Consumer), RegistryStats: n.regStats})
 		if n.consErr == nil {
 			n.count(n.cons.Stats())
 			n.made.Store(n.cons)
@@ -225,9 +239,9 @@ func checkPlugins(cfg *config.File, roles []string) error {
 	for _, role := range roles {
 		key, paths := "", []string(nil)
 		switch role {
-		case roleProvider:
+		case Provider:
 			key, paths = "provider.plugins", cfg.Provider.Plugins
-		case roleConsumer:
+		case Consumer:
 			key, paths = "consumer.plugins", cfg.Consumer.Plugins
 		}
 		for _, path := range paths {
@@ -237,22 +251,6 @@ func checkPlugins(cfg *config.File, roles []string) error {
 		}
 	}
 	return nil
-}
-
-// pluginStartEnv sets how long a plugin may take to launch and complete
-// its handshake (a Go duration; default 10s), mainly for tests.
-const pluginStartEnv = "DUBBO_PLUGIN_START_TIMEOUT"
-
-func pluginStartTimeout() (time.Duration, error) {
-	v := os.Getenv(pluginStartEnv)
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive duration such as 10s", pluginStartEnv, v)
-	}
-	return d, nil
 }
 
 // inUse turns err, when a role's listener found its address taken, into
@@ -285,24 +283,39 @@ func (n *node) stop(ctx context.Context) {
 	}
 }
 
-// runRoles starts the roles, prints where each listens, and blocks until
-// ctx ends (Ctrl-C, SIGTERM) or a role fails; then stops them all.
+// Options are what the command line gives Run besides the config file.
+type Options struct {
+	// Out gets the lines a user reads: where each role listens, warnings
+	// for plugins that are down, the ready line.
+	Out    io.Writer
+	Logger *slog.Logger
+	// Replicas is how many providers the provider role starts, on
+	// consecutive ports; 0 is 1.
+	Replicas int
+	// PluginStart bounds each plugin's launch and handshake; 0 is the
+	// plugins package's default.
+	PluginStart time.Duration
+	// Version is what the QoS port's version command says.
+	Version string
+}
+
+// Run starts the roles, prints where each listens, and blocks until ctx
+// ends (Ctrl-C, SIGTERM) or a role fails; then stops them all.
 //
 // The roles start in one order whatever roles lists, and stop in reverse:
 // the QoS port, the registry, (the consumer's close), the monitor, (the
 // reporter's close), the providers, the consumer role. So a stopping node
 // serves its last calls, then sends their statistics to a monitor still
 // up, through a consumer still open, to a registry still there.
-func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *config.File, roles []string, replicas int) error {
+func Run(ctx context.Context, cfg *config.File, roles []string, opts Options) error {
 	if err := checkPlugins(cfg, roles); err != nil {
 		return err
 	}
-	pluginStart, err := pluginStartTimeout()
-	if err != nil {
-		return err
-	}
+	replicas := max(opts.Replicas, 1)
+	logger := opts.Logger
 	// dubbo up runs the registry with the other roles; dubbo run one role.
-	n := &node{log: logger, out: out, errc: make(chan error, 8), pluginStart: pluginStart, together: len(roles) > 1}
+	n := &node{log: logger, out: opts.Out, errc: make(chan error, 8), pluginStart: opts.PluginStart,
+		version: opts.Version, together: len(roles) > 1}
 	// Plugins and background loops live until the node stops.
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
@@ -312,12 +325,12 @@ func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *conf
 		run  bool
 		step func() error
 	}{
-		{has(roleRegistry), func() error { return n.startRegistry(runCtx, cfg) }},
+		{has(Registry), func() error { return n.startRegistry(runCtx, cfg) }},
 		{true, func() error { n.onStop(n.closeConsumer); return nil }},
-		{has(roleMonitor), func() error { return n.startMonitor(runCtx, cfg) }},
-		{has(roleProvider) || has(roleConsumer), func() error { return n.startReporting(runCtx, cfg) }},
-		{has(roleProvider), func() error { return n.startProviders(runCtx, cfg, replicas) }},
-		{has(roleConsumer), func() error { return n.startConsumer(runCtx, cfg) }},
+		{has(Monitor), func() error { return n.startMonitor(runCtx, cfg) }},
+		{has(Provider) || has(Consumer), func() error { return n.startReporting(runCtx, cfg) }},
+		{has(Provider), func() error { return n.startProviders(runCtx, cfg, replicas) }},
+		{has(Consumer), func() error { return n.startConsumer(runCtx, cfg) }},
 	}
 	var startErr error
 	for _, s := range steps {
@@ -352,9 +365,9 @@ func (n *node) startRegistry(ctx context.Context, cfg *config.File) error {
 	if listen == "" {
 		return errors.New(`registry: registry.server.listen is "" (no embedded registry); give it an address to run the registry role`)
 	}
-	srv, err := embeddedzk.New(cfg.Registry.Server, n.log.With("role", roleRegistry))
+	srv, err := embeddedzk.New(cfg.Registry.Server, n.log.With("role", Registry))
 	if err != nil {
-		return inUse(fmt.Errorf("registry: %w", err), roleRegistry, listen,
+		return inUse(fmt.Errorf("registry: %w", err), Registry, listen,
 			fmt.Sprintf(`set registry.server.listen to a free address; or, if a ZooKeeper already runs there, use it: registry.address = "zookeeper://%s" and registry.server.listen = "" (dubbo up then starts no registry of its own)`, listen))
 	}
 	n.gatherer.MustRegister(srv.Collector())
@@ -386,7 +399,7 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 		if pc.Protocol.RegistryPort > 0 {
 			pc.Protocol.RegistryPort += i // each replica's port is mapped as the first one's
 		}
-		log := n.log.With("role", roleProvider, "replica", i+1)
+		log := n.log.With("role", Provider, "replica", i+1)
 		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats})
 		if err != nil {
 			return inUse(fmt.Errorf("provider %d: %w", i+1, err), fmt.Sprintf("provider %d", i+1),
@@ -410,44 +423,70 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider, where, path string, log *slog.Logger, host rpc.Invoker) {
 	name := filepath.Base(path)
 	var sup *plugins.Supervisor // set before Run, so before OnUp can fire
-	var mu sync.Mutex
-	var exported []plugins.ServiceDesc
+	ex := &pluginExports{ctx: ctx, p: p, log: log, plugin: name}
 	cfg := plugins.SupervisorConfig{
 		Config: plugins.Config{Path: path, Name: name, Logger: log, Host: host, StartTimeout: n.pluginStart},
-		OnUp: func(_ *plugins.Plugin, services []plugins.ServiceDesc) {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, sd := range services {
-				if err := p.Export(ctx, serviceOf(sd, sup)); err != nil {
-					log.Error("export plugin service", "plugin", name, "service", sd.Key(), "err", err)
-					continue
-				}
-				exported = append(exported, sd)
-			}
-		},
-		OnDown: func(_ *plugins.Plugin, err error) {
-			if ctx.Err() != nil {
-				return // the node is stopping; the provider's Shutdown unregistered everything
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, sd := range exported {
-				if uerr := p.Unexport(context.WithoutCancel(ctx), sd.Interface, sd.Version, sd.Group); uerr != nil {
-					log.Warn("unexport plugin service", "plugin", name, "service", sd.Key(), "err", uerr)
-				}
-			}
-			exported = nil
-			log.Warn("plugin down; its services are unregistered until it is back", "plugin", name, "err", err)
-		},
+		OnUp:   func(_ *plugins.Plugin, services []plugins.ServiceDesc) { ex.up(services, sup) },
+		OnDown: func(_ *plugins.Plugin, err error) { ex.down(err) },
 	}
 	sup = plugins.NewSupervisor(cfg)
 	n.supervise(ctx, where, sup, log)
 }
 
+// exporter is the provider as a plugin's services see it.
+type exporter interface {
+	Export(ctx context.Context, svc provider.Service) error
+	Unexport(ctx context.Context, iface, version, group string) error
+}
+
+// pluginExports keeps a provider's exports in step with one plugin: what
+// the plugin says it serves is exported while it is up, and unexported
+// (so unregistered) while it is down.
+type pluginExports struct {
+	ctx    context.Context // the node's run context: it ends when the node stops
+	p      exporter
+	log    *slog.Logger
+	plugin string
+
+	mu       sync.Mutex
+	exported []plugins.ServiceDesc
+}
+
+// up exports services, whose calls go to inv (the plugin's supervisor).
+// One that fails is logged and left out; the others are served.
+func (e *pluginExports) up(services []plugins.ServiceDesc, inv rpc.Invoker) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sd := range services {
+		if err := e.p.Export(e.ctx, serviceOf(sd, inv)); err != nil {
+			e.log.Error("export plugin service", "plugin", e.plugin, "service", sd.Key(), "err", err)
+			continue
+		}
+		e.exported = append(e.exported, sd)
+	}
+}
+
+// down unexports what up exported. When the node is stopping it does
+// nothing: the provider's Shutdown unregisters everything in its order.
+func (e *pluginExports) down(err error) {
+	if e.ctx.Err() != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sd := range e.exported {
+		if uerr := e.p.Unexport(context.WithoutCancel(e.ctx), sd.Interface, sd.Version, sd.Group); uerr != nil {
+			e.log.Warn("unexport plugin service", "plugin", e.plugin, "service", sd.Key(), "err", uerr)
+		}
+	}
+	e.exported = nil
+	e.log.Warn("plugin down; its services are unregistered until it is back", "plugin", e.plugin, "err", err)
+}
+
 // serviceOf turns what a plugin described into a provider service whose
 // calls go to the plugin, with the settings the plugin gave it (a
 // [[provider.services]] table wins over them in the provider).
-func serviceOf(sd plugins.ServiceDesc, inv *plugins.Supervisor) provider.Service {
+func serviceOf(sd plugins.ServiceDesc, inv rpc.Invoker) provider.Service {
 	methods := make([]provider.Method, len(sd.Methods))
 	for i, m := range sd.Methods {
 		methods[i] = provider.Method{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType}
@@ -462,7 +501,7 @@ func serviceOf(sd plugins.ServiceDesc, inv *plugins.Supervisor) provider.Service
 // running while its providers change (a new handler serving something
 // else, a plugin being rebuilt).
 func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
-	log := n.log.With("role", roleConsumer)
+	log := n.log.With("role", Consumer)
 	cons, err := n.consumer(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
@@ -491,7 +530,7 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 		// Consumer plugins stop before the consumer closes, so their last
 		// calls still have somewhere to go.
 		pctx, cancel := context.WithCancel(ctx)
-		done := n.supervise(pctx, roleConsumer, sup, log)
+		done := n.supervise(pctx, Consumer, sup, log)
 		n.onStop(func(stopCtx context.Context) error {
 			cancel()
 			select {

@@ -1,4 +1,4 @@
-package main
+package roles
 
 import (
 	"context"
@@ -135,7 +135,7 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 // the HTTP server on console.listen with the web console, the stats API
 // and the process's metrics.
 func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
-	log := n.log.With("role", roleMonitor)
+	log := n.log.With("role", Monitor)
 	st, err := monitor.OpenStore(cfg.Monitor.Server, nil, log)
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func monitorInUse(err error, cfg *config.File) error {
 	if _, consolePort, _ := net.SplitHostPort(cfg.Console.Listen); cfg.Console.Listen != "" && port == consolePort {
 		return inUse(err, "console", cfg.Console.Listen, `set console.listen to a free address, or "" to run no console`)
 	}
-	return inUse(err, roleMonitor, op.Addr.String(), "set monitor.server.port to a free port (or monitor.enabled = false: no monitor, and no statistics reported)")
+	return inUse(err, Monitor, op.Addr.String(), "set monitor.server.port to a free port (or monitor.enabled = false: no monitor, and no statistics reported)")
 }
 
 // qosNode is what the QoS commands act on: every provider of the process
@@ -235,7 +235,7 @@ func (n *node) qosNode() qos.Node {
 		Ready:   n.ready,
 		Started: n.started.Load,
 		Metrics: n.metricsHandler(),
-		Version: versionString(),
+		Version: n.version,
 	}
 }
 
