@@ -33,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -268,7 +267,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.OnDemand.Idle = DefaultOnDemandIdle
 	}
 	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
-		host: localIP(), infos: newInfoCache(), regStats: opts.RegistryStats,
+		host: url.LocalIP(), infos: newInfoCache(), regStats: opts.RegistryStats,
 		window: opts.ResponseWindow, failback: opts.FailbackPeriod}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -540,18 +539,4 @@ func (c *Consumer) Close() error {
 		return c.ownsReg()
 	}
 	return nil
-}
-
-// localIP is the first non-loopback IPv4 address, as Java's
-// NetUtils.getLocalHost picks one, else 127.0.0.1.
-func localIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }

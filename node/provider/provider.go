@@ -431,26 +431,12 @@ func (p *Provider) connectRegistry(ctx context.Context, opts Options) error {
 func hosts(configured string) (bind, register string, anyhost bool) {
 	switch configured {
 	case "":
-		h := localIP()
+		h := url.LocalIP()
 		return h, h, false
 	case "0.0.0.0", "::":
-		return configured, localIP(), true
+		return configured, url.LocalIP(), true
 	}
 	return configured, configured, false
-}
-
-// localIP is the first non-loopback IPv4 address, as Java's
-// NetUtils.getLocalHost picks one, else 127.0.0.1.
-func localIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }
 
 // register registers u, counting the attempt.
