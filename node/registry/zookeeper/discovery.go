@@ -295,9 +295,8 @@ func (r *Registry) GetServiceDefinition(ctx context.Context, iface, version, gro
 	return nil, fmt.Errorf("service definition %s: %w", dir, errors.Join(errs...))
 }
 
-// InstancesFunc receives the full current instance list of one application,
-// sorted by id; empty means none.
-type InstancesFunc func(app string, instances []*metadata.Instance)
+// InstancesFunc is registry.InstancesFunc.
+type InstancesFunc = registry.InstancesFunc
 
 // instanceWatch is one watched /services/<app>; only the loop touches it.
 type instanceWatch struct {
