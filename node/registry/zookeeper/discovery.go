@@ -68,14 +68,8 @@ func (r *Registry) RegisterInstance(ctx context.Context, in *metadata.Instance) 
 // UnregisterInstance deletes the instance node.
 func (r *Registry) UnregisterInstance(ctx context.Context, app, id string) error {
 	p := r.InstancePath(app, id)
-	r.mu.Lock()
-	delete(r.owned, p)
-	r.mu.Unlock()
-	if err := r.ready(ctx); err != nil {
-		return err
-	}
-	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("unregister instance %s: %w", p, classify(err))
+	if err := r.unregister(ctx, p); err != nil {
+		return fmt.Errorf("unregister instance %s: %w", p, err)
 	}
 	return nil
 }
