@@ -354,22 +354,37 @@ const checkWait = 3 * time.Second
 // WaitAvailable waits, at most d, until the reference has an available
 // provider and the tag rule of the providers' application has been read,
 // so that a first call is routed as every later one; it reports whether
-// both happened.
+// both happened. Providers that are listed but still connecting get up to
+// checkWait in all, whatever d: a busy machine can take more than d to
+// open a connection, and a first call that finds none fails at once.
 func (r *Reference) WaitAvailable(ctx context.Context, d time.Duration) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
+	start := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for len(r.Providers()) == 0 || !r.tagRuleRead() {
+	for {
+		available := len(r.Providers()) > 0
+		if available && r.tagRuleRead() {
+			return true
+		}
+		waited := time.Since(start)
+		if waited >= d && (available || !r.connecting() || waited >= checkWait) {
+			return false
+		}
 		select {
 		case <-ctx.Done():
-			return false
-		case <-deadline.C:
 			return false
 		case <-tick.C:
 		}
 	}
-	return true
+}
+
+// connecting reports whether the reference lists providers it has no
+// connection to yet.
+func (r *Reference) connecting() bool {
+	if r.dyn != nil {
+		return len(r.dyn.Providers()) > 0
+	}
+	return r.rc.URL != ""
 }
 
 // Reference returns the reference of rc's service, creating it on first

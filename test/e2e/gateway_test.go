@@ -29,10 +29,16 @@ address = %q
 [registry.server]
 listen = "127.0.0.1:%d"
 4lw-whitelist = ["srvr", "ruok", "mntr"]  # mntr: the tests count znodes and watches
+[monitor.server]
+port = %d
+[console]
+listen = "127.0.0.1:%d"
+[qos]
+listen = ""
 [protocol]
 host = "127.0.0.1"
 port = %d
-%s`, filepath.Join(dir, "data"), p.registryURL(), p.registry, p.provider, protocol)
+%s`, filepath.Join(dir, "data"), p.registryURL(), p.registry, p.monitor, p.console, p.provider, protocol)
 	path := filepath.Join(dir, "dubbo.toml")
 	writeFile(t, path, head+body)
 	return path
