@@ -132,7 +132,6 @@ func TestRunStopOrder(t *testing.T) {
 	t.Setenv(pidFileEnv, filepath.Join(dir, "plugin.pid"))
 	t.Setenv(downEnv, filepath.Join(dir, "down"))
 	cfg := loadConfig(t, fmt.Sprintf(`
-data-dir = %q
 registry.address = %q
 protocol.host = "127.0.0.1"
 protocol.port = -1
@@ -140,7 +139,7 @@ provider.plugins = [%q]
 consumer.gateway.listen = "127.0.0.1:0"
 monitor.server.port = -1
 console.listen = ""
-`, dir, "zookeeper://"+zkAddr, self))
+`, "zookeeper://"+zkAddr, self))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -336,13 +335,14 @@ monitor.enabled = false
 	}
 }
 
-// loadConfig loads dubbo.toml text as the command line does, with the
-// process's other ports turned off and the data in a temporary directory.
+// loadConfig loads dubbo.toml text as the command line does, with the QoS
+// port off and the data (registry cache file, monitor db) in a temporary
+// directory, not in the source tree.
 func loadConfig(t *testing.T, toml string) *config.File {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dubbo.toml")
-	toml = "qos.listen = \"\"\n" + toml
+	toml = fmt.Sprintf("data-dir = %q\nqos.listen = \"\"\n", dir) + toml
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
