@@ -44,7 +44,7 @@ func (n *node) startObserving(cfg *config.File) {
 		return
 	}
 	n.qos = srv
-	n.onStop(func(context.Context) error { return srv.Close() })
+	n.onStop("qos", func(context.Context) error { return srv.Close() })
 	fmt.Fprintf(n.out, "qos        %s   (http or telnet; GET /metrics)\n", srv.Addr())
 }
 
@@ -118,7 +118,7 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 	n.reporter = rep
 	n.gatherer.MustRegister(rep)
 	rep.Start()
-	n.onStop(func(stopCtx context.Context) error {
+	n.onStop("statistics reporter", func(stopCtx context.Context) error {
 		cctx, cancel := context.WithTimeout(stopCtx, monitor.CloseTimeout)
 		defer cancel()
 		if err := rep.Close(cctx); errors.Is(err, monitor.ErrNoMonitor) {
@@ -140,7 +140,7 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	if err != nil {
 		return err
 	}
-	n.onStop(func(context.Context) error { return st.Close() }) // after the console and the monitor
+	n.onStop("monitor store", func(context.Context) error { return st.Close() }) // after the console and the monitor
 	var consoleHandler http.Handler
 	if cfg.Console.Listen != "" && cfg.Registry.Address != "" {
 		c, err := console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token,
@@ -148,7 +148,7 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		if err != nil {
 			return err
 		}
-		n.onStop(c.Shutdown)
+		n.onStop("console", c.Shutdown)
 		consoleHandler = c.Handler()
 	} else if cfg.Console.Listen != "" {
 		log.Warn("no web console without a registry (registry.address is empty); the stats API and /metrics are served")
@@ -171,7 +171,7 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	n.mon = m // the QoS port may be asked meanwhile
 	n.mu.Unlock()
 	n.gatherer.MustRegister(m.Collector())
-	n.onStop(m.Shutdown)
+	n.onStop(Monitor, m.Shutdown)
 	fmt.Fprintf(n.out, "monitor    dubbo://%s   db %s\n", m.Addr(), cfg.Monitor.Server.DB)
 	if a := m.HTTPAddr(); a != "" {
 		if consoleHandler != nil {

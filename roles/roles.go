@@ -86,7 +86,7 @@ type node struct {
 	together bool
 
 	mu    sync.Mutex // guards stops, sups, providers and mon
-	stops []func(context.Context) error
+	stops []stopStep
 	// sups are the plugin supervisors, for the ready line and readiness.
 	sups []supervised
 
@@ -263,23 +263,33 @@ func inUse(err error, role, addr, fix string) error {
 	return fmt.Errorf("%s: %s is already in use; %s", role, addr, fix)
 }
 
-func (n *node) onStop(f func(context.Context) error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.stops = append(n.stops, f)
+// stopStep is one thing the node stops, named for the logs.
+type stopStep struct {
+	what string
+	stop func(context.Context) error
 }
 
-// stop runs the stop functions last-started first; each gets what is left
-// of ctx.
+// onStop adds a stop step; what names it in the logs ("stopped", at debug
+// level, and a failure's warning).
+func (n *node) onStop(what string, f func(context.Context) error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stops = append(n.stops, stopStep{what, f})
+}
+
+// stop runs the stop steps last-started first; each gets what is left of
+// ctx.
 func (n *node) stop(ctx context.Context) {
 	n.mu.Lock()
 	stops := n.stops
 	n.stops = nil
 	n.mu.Unlock()
 	for i := len(stops) - 1; i >= 0; i-- {
-		if err := stops[i](ctx); err != nil {
-			n.log.Warn("shutdown", "err", err)
+		if err := stops[i].stop(ctx); err != nil {
+			n.log.Warn("shutdown", "what", stops[i].what, "err", err)
+			continue
 		}
+		n.log.Debug("stopped", "what", stops[i].what)
 	}
 }
 
@@ -326,7 +336,7 @@ func Run(ctx context.Context, cfg *config.File, roles []string, opts Options) er
 		step func() error
 	}{
 		{has(Registry), func() error { return n.startRegistry(runCtx, cfg) }},
-		{true, func() error { n.onStop(n.closeConsumer); return nil }},
+		{true, func() error { n.onStop("node consumer", n.closeConsumer); return nil }},
 		{has(Monitor), func() error { return n.startMonitor(runCtx, cfg) }},
 		{has(Provider) || has(Consumer), func() error { return n.startReporting(runCtx, cfg) }},
 		{has(Provider), func() error { return n.startProviders(runCtx, cfg, replicas) }},
@@ -376,7 +386,7 @@ func (n *node) startRegistry(ctx context.Context, cfg *config.File) error {
 			n.errc <- fmt.Errorf("registry: %w", err)
 		}
 	}()
-	n.onStop(func(context.Context) error { return srv.Close() })
+	n.onStop(Registry, func(context.Context) error { return srv.Close() })
 	fmt.Fprintf(n.out, "registry   zookeeper://%s   data %s\n", srv.Addr(), cfg.Registry.Server.DataDir)
 	return nil
 }
@@ -406,7 +416,7 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 				net.JoinHostPort(pc.Protocol.Host, strconv.Itoa(pc.Protocol.Port)),
 				"set protocol.port to a free port (replicas take the ports after it), or -1 for any free port")
 		}
-		n.onStop(func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
+		n.onStop(fmt.Sprintf("provider %d", i+1), func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
 		n.addProvider(p, cfg.Application.Name)
 		bound := ""
 		if b := p.BindAddr().String(); b != p.Addr() {
@@ -521,7 +531,7 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 			return inUse(fmt.Errorf("consumer gateway: %w", err), "consumer gateway", gcfg.Listen,
 				`set consumer.gateway.listen to a free address, or "" to run no gateway`)
 		}
-		n.onStop(gw.Shutdown)
+		n.onStop("gateway", gw.Shutdown)
 		fmt.Fprintf(n.out, "gateway    http://%s/invoke/<interface>/<method>\n", gw.Addr())
 	}
 	for _, path := range cfg.Consumer.Plugins {
@@ -531,7 +541,7 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 		// calls still have somewhere to go.
 		pctx, cancel := context.WithCancel(ctx)
 		done := n.supervise(pctx, Consumer, sup, log)
-		n.onStop(func(stopCtx context.Context) error {
+		n.onStop("consumer plugin "+name, func(stopCtx context.Context) error {
 			cancel()
 			select {
 			case <-done:

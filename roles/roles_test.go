@@ -97,7 +97,7 @@ func TestStopLastStartedFirst(t *testing.T) {
 	type key struct{}
 	ctx := context.WithValue(context.Background(), key{}, "stop")
 	for _, name := range []string{"qos", "registry", "consumer", "monitor", "provider"} {
-		n.onStop(func(c context.Context) error {
+		n.onStop(name, func(c context.Context) error {
 			if c.Value(key{}) != "stop" {
 				t.Errorf("%s stopped without the stop context", name)
 			}
@@ -112,6 +112,62 @@ func TestStopLastStartedFirst(t *testing.T) {
 	n.stop(ctx)
 	if want := []string{"provider", "monitor", "consumer", "registry", "qos"}; !slices.Equal(order, want) {
 		t.Errorf("stop order %v, want %v", order, want)
+	}
+}
+
+// TestRunStopOrder runs the monitor, a provider (the test binary as its
+// plugin) and the consumer with its gateway in one process, as dubbo up
+// does, and reads the order they stop in from the debug log: the calls'
+// entry points first, then the statistics' last report while the monitor
+// is up, then the monitor, its store, and last the node's consumer that the
+// report went through.
+func TestRunStopOrder(t *testing.T) {
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(pluginEnv, "1")
+	t.Setenv(pidFileEnv, filepath.Join(dir, "plugin.pid"))
+	t.Setenv(downEnv, filepath.Join(dir, "down"))
+	cfg := loadConfig(t, fmt.Sprintf(`
+registry.address = %q
+protocol.host = "127.0.0.1"
+protocol.port = -1
+provider.plugins = [%q]
+consumer.gateway.listen = "127.0.0.1:0"
+monitor.server.port = -1
+console.listen = ""
+`, "zookeeper://"+zkAddr, self))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, logs syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, []string{Monitor, Provider, Consumer}, Options{Out: &out,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	}()
+	waitFor(t, "the ready line", func() (bool, string) { return strings.Contains(out.String(), "ready; Ctrl-C"), out.String() })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	var order []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if _, what, ok := strings.Cut(line, "msg=stopped what="); ok {
+			order = append(order, strings.Trim(what, `"`))
+		}
+	}
+	want := []string{"gateway", "provider 1", "statistics reporter", "monitor", "monitor store", "node consumer"}
+	if !slices.Equal(order, want) {
+		t.Errorf("stopped in the order %q, want %q\nlog:\n%s", order, want, logs.String())
 	}
 }
 
@@ -279,13 +335,14 @@ monitor.enabled = false
 	}
 }
 
-// loadConfig loads dubbo.toml text as the command line does, with the
-// process's other ports turned off and the data in a temporary directory.
+// loadConfig loads dubbo.toml text as the command line does, with the QoS
+// port off and the data (registry cache file, monitor db) in a temporary
+// directory, not in the source tree.
 func loadConfig(t *testing.T, toml string) *config.File {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dubbo.toml")
-	toml = "qos.listen = \"\"\n" + toml
+	toml = fmt.Sprintf("data-dir = %q\nqos.listen = \"\"\n", dir) + toml
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
