@@ -256,7 +256,9 @@ func TestCloseSendsTheLastPartialInterval(t *testing.T) {
 // later, so it is not taken for that one sent again.
 func TestLastIntervalEndsInASecondOfItsOwn(t *testing.T) {
 	f := start(t, Config{})
-	end := time.Now().Truncate(time.Second).Add(100 * time.Millisecond)
+	// The first interval ends in the second after the reporter started, so
+	// that only the second one shares a second with the one before it.
+	end := time.Now().Truncate(time.Second).Add(time.Second + 100*time.Millisecond)
 	c := f.rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: "sayHello", Peer: "127.0.0.1"})
 	c.End(c.Begin(), stats.Success, 1, 1)
 	f.rep.tick(end)
