@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -28,19 +30,37 @@ const CategoryApplicationProviders = "application-providers"
 // Besides the registry's categories, CategoryApplicationProviders holds
 // what application-level discovery found for the service.
 //
+// The file holds every subscription, so it is written in the background,
+// at most once per second ([DefaultWriteEvery]): a change after a quiet
+// second is on disk at once, a burst of changes (a consumer of 500
+// services starting, a thousand providers restarting) costs one write per
+// second instead of one per notification, as Java Dubbo saves its cache
+// file asynchronously. Close (or Flush) writes what is left.
+//
 // A FileCache is safe for concurrent use. The zero path disables it.
 type FileCache struct {
 	path string
+	// every is the least time between two writes of the file.
+	every time.Duration
 
-	mu      sync.Mutex
-	entries map[string]map[string][]string
+	mu        sync.Mutex
+	entries   map[string]map[string][]string
+	changed   bool        // entries differ from the file
+	timer     *time.Timer // a write is scheduled
+	lastWrite time.Time
+	err       error // the last write's failure, not reported yet
+
+	writing sync.Mutex // one write at a time, in order
 }
+
+// DefaultWriteEvery is the least time between two writes of a cache file.
+const DefaultWriteEvery = time.Second
 
 // OpenFileCache reads path if it exists. A missing or corrupt file gives an
 // empty cache (the error is returned for logging, the cache is usable).
 // An empty path gives a cache that remembers nothing.
 func OpenFileCache(path string) (*FileCache, error) {
-	c := &FileCache{path: path, entries: make(map[string]map[string][]string)}
+	c := &FileCache{path: path, every: DefaultWriteEvery, entries: make(map[string]map[string][]string)}
 	if path == "" {
 		return c, nil
 	}
@@ -83,8 +103,9 @@ func (c *FileCache) Get(key string) (lists map[string][]*url.URL, ok bool) {
 	return lists, true
 }
 
-// Put records the list of one category of key and rewrites the file when
-// it changed. The write is atomic (temp file and rename).
+// Put records the list of one category of key and schedules a write of
+// the file when it changed. The error is that of an earlier write that
+// failed (reported once; the next write tries again).
 func (c *FileCache) Put(key, category string, urls []*url.URL) error {
 	strs := make([]string, len(urls))
 	for i, u := range urls {
@@ -104,11 +125,59 @@ func (c *FileCache) Put(key, category string, urls []*url.URL) error {
 	if c.path == "" {
 		return nil
 	}
-	return c.writeLocked()
+	c.changed = true
+	if c.timer == nil {
+		c.timer = time.AfterFunc(max(c.every-time.Since(c.lastWrite), 0), func() { c.save() })
+	}
+	err := c.err
+	c.err = nil
+	return err
 }
 
-func (c *FileCache) writeLocked() error {
-	b, err := json.MarshalIndent(c.entries, "", "  ")
+// Flush writes the changes not written yet, now.
+func (c *FileCache) Flush() error {
+	c.mu.Lock()
+	if c.timer != nil && c.timer.Stop() {
+		c.timer = nil
+	}
+	c.mu.Unlock()
+	c.save()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.err
+	c.err = nil
+	return err
+}
+
+// save writes the entries if they changed since the last write. Entries
+// are copied under mu and written outside it: slices are replaced by Put,
+// never changed in place.
+func (c *FileCache) save() {
+	c.writing.Lock()
+	defer c.writing.Unlock()
+	c.mu.Lock()
+	c.timer = nil
+	if !c.changed || c.path == "" {
+		c.mu.Unlock()
+		return
+	}
+	snapshot := make(map[string]map[string][]string, len(c.entries))
+	for k, cats := range c.entries {
+		snapshot[k] = maps.Clone(cats)
+	}
+	c.changed = false
+	c.lastWrite = time.Now()
+	c.mu.Unlock()
+	err := c.write(snapshot)
+	if err != nil {
+		c.mu.Lock()
+		c.err, c.changed = err, true
+		c.mu.Unlock()
+	}
+}
+
+func (c *FileCache) write(entries map[string]map[string][]string) error {
+	b, err := json.Marshal(entries)
 	if err != nil {
 		return fmt.Errorf("registry cache: %w", err)
 	}

@@ -227,11 +227,14 @@ func (r *Registry) ready(ctx context.Context) error {
 
 // Close stops the loop and closes the session, which removes every
 // ephemeral node at once. Persistent registrations (dynamic=false) stay,
-// as in Java Dubbo.
+// as in Java Dubbo. The cache file gets the lists not written yet.
 func (r *Registry) Close() error {
 	r.cancel()
 	<-r.done
 	r.conn.Close()
+	if err := r.cache.Flush(); err != nil {
+		r.log.Warn("registry cache not written", "err", err)
+	}
 	return nil
 }
 
