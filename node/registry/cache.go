@@ -43,8 +43,10 @@ type FileCache struct {
 	// every is the least time between two writes of the file.
 	every time.Duration
 
+	// entries hold the URLs as notified (shared, never changed), printed
+	// only when the file is written.
 	mu        sync.Mutex
-	entries   map[string]map[string][]string
+	entries   map[string]map[string][]*url.URL
 	changed   bool        // entries differ from the file
 	timer     *time.Timer // a write is scheduled
 	lastWrite time.Time
@@ -60,7 +62,7 @@ const DefaultWriteEvery = time.Second
 // empty cache (the error is returned for logging, the cache is usable).
 // An empty path gives a cache that remembers nothing.
 func OpenFileCache(path string) (*FileCache, error) {
-	c := &FileCache{path: path, every: DefaultWriteEvery, entries: make(map[string]map[string][]string)}
+	c := &FileCache{path: path, every: DefaultWriteEvery, entries: make(map[string]map[string][]*url.URL)}
 	if path == "" {
 		return c, nil
 	}
@@ -71,9 +73,22 @@ func OpenFileCache(path string) (*FileCache, error) {
 	if err != nil {
 		return c, fmt.Errorf("registry cache %s: %w", path, err)
 	}
-	if err := json.Unmarshal(b, &c.entries); err != nil {
-		c.entries = make(map[string]map[string][]string)
+	var stored map[string]map[string][]string
+	if err := json.Unmarshal(b, &stored); err != nil {
 		return c, fmt.Errorf("registry cache %s: ignoring corrupt file: %w", path, err)
+	}
+	for key, cats := range stored {
+		lists := make(map[string][]*url.URL, len(cats))
+		for cat, strs := range cats {
+			urls := make([]*url.URL, 0, len(strs))
+			for _, s := range strs {
+				if u, err := url.Parse(s); err == nil {
+					urls = append(urls, u)
+				}
+			}
+			lists[cat] = urls
+		}
+		c.entries[key] = lists
 	}
 	return c, nil
 }
@@ -81,8 +96,9 @@ func OpenFileCache(path string) (*FileCache, error) {
 // Path is the file the cache writes, "" when disabled.
 func (c *FileCache) Path() string { return c.path }
 
-// Get returns the cached lists of key by category; URLs that do not parse
-// are skipped. ok is false when nothing is cached for key.
+// Get returns the cached lists of key by category (URLs that did not
+// parse when the file was read are left out); ok is false when nothing is
+// cached for key. The URLs are shared: clone one before changing it.
 func (c *FileCache) Get(key string) (lists map[string][]*url.URL, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -90,38 +106,25 @@ func (c *FileCache) Get(key string) (lists map[string][]*url.URL, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	lists = make(map[string][]*url.URL, len(cats))
-	for cat, strs := range cats {
-		urls := make([]*url.URL, 0, len(strs))
-		for _, s := range strs {
-			if u, err := url.Parse(s); err == nil {
-				urls = append(urls, u)
-			}
-		}
-		lists[cat] = urls
-	}
-	return lists, true
+	return maps.Clone(cats), true
 }
 
 // Put records the list of one category of key and schedules a write of
-// the file when it changed. The error is that of an earlier write that
+// the file when it changed. The URLs are kept as they are: the caller does
+// not change them afterwards. The error is that of an earlier write that
 // failed (reported once; the next write tries again).
 func (c *FileCache) Put(key, category string, urls []*url.URL) error {
-	strs := make([]string, len(urls))
-	for i, u := range urls {
-		strs[i] = u.String()
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cats := c.entries[key]
 	if cats == nil {
-		cats = make(map[string][]string)
+		cats = make(map[string][]*url.URL)
 		c.entries[key] = cats
 	}
-	if old, ok := cats[category]; ok && slices.Equal(old, strs) {
+	if old, ok := cats[category]; ok && SameURLs(old, urls) {
 		return nil
 	}
-	cats[category] = strs
+	cats[category] = slices.Clone(urls)
 	if c.path == "" {
 		return nil
 	}
@@ -150,8 +153,8 @@ func (c *FileCache) Flush() error {
 }
 
 // save writes the entries if they changed since the last write. Entries
-// are copied under mu and written outside it: slices are replaced by Put,
-// never changed in place.
+// are copied under mu and printed and written outside it: lists are
+// replaced by Put, never changed in place.
 func (c *FileCache) save() {
 	c.writing.Lock()
 	defer c.writing.Unlock()
@@ -161,7 +164,7 @@ func (c *FileCache) save() {
 		c.mu.Unlock()
 		return
 	}
-	snapshot := make(map[string]map[string][]string, len(c.entries))
+	snapshot := make(map[string]map[string][]*url.URL, len(c.entries))
 	for k, cats := range c.entries {
 		snapshot[k] = maps.Clone(cats)
 	}
@@ -176,8 +179,19 @@ func (c *FileCache) save() {
 	}
 }
 
-func (c *FileCache) write(entries map[string]map[string][]string) error {
-	b, err := json.Marshal(entries)
+func (c *FileCache) write(entries map[string]map[string][]*url.URL) error {
+	stored := make(map[string]map[string][]string, len(entries))
+	for key, cats := range entries {
+		strs := make(map[string][]string, len(cats))
+		for cat, urls := range cats {
+			strs[cat] = make([]string, len(urls))
+			for i, u := range urls {
+				strs[cat][i] = u.String()
+			}
+		}
+		stored[key] = strs
+	}
+	b, err := json.Marshal(stored)
 	if err != nil {
 		return fmt.Errorf("registry cache: %w", err)
 	}

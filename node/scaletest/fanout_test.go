@@ -24,24 +24,51 @@ import (
 
 // fanout is the size of a registry fan-out run.
 type fanout struct {
-	apps        int // provider applications
-	perApp      int // services each application provides
-	instances   int // instances (sessions) of each application
-	consumers   int // consumer sessions, each referencing every service
-	probes      int // single registrations timed to every consumer
-	restartWait time.Duration
+	apps      int // provider applications
+	perApp    int // services each application provides
+	instances int // instances (sessions) of each application
+	consumers int // consumer processes (node/consumer, each its own session)
+	// refs is how many services each consumer references: the first
+	// application's, which every consumer references (the probes register
+	// there), and as many of the others again, spread evenly.
+	refs   int
+	probes int // single registrations timed to every consumer
+	wait   time.Duration
 }
 
 func (f fanout) services() int  { return f.apps * f.perApp }
 func (f fanout) providers() int { return f.apps * f.instances }
 
+// references lists the services consumer i references.
+func (f fanout) references(i int) []int {
+	if f.refs >= f.services() {
+		return seq(0, f.services())
+	}
+	out := seq(0, f.perApp)
+	others, n := f.services()-f.perApp, f.refs-f.perApp
+	for k := range n {
+		out = append(out, f.perApp+(i*n+k)%others)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func seq(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
 // fullFanout is the issue's registry: 10,000 provider nodes (1,000 provider
 // instances of 50 applications, 10 services each, 20 instances each)
-// across 500 services, and 200 consumers of all 500.
-var fullFanout = fanout{apps: 50, perApp: 10, instances: 20, consumers: 200, probes: 100, restartWait: 5 * time.Minute}
+// across 500 services, and 200 consumers of 50 services each (each of the
+// 500 has 16 or more consumers; the 10 the probes use have all 200).
+var fullFanout = fanout{apps: 50, perApp: 10, instances: 20, consumers: 200, refs: 50, probes: 100, wait: 5 * time.Minute}
 
 // smallFanout keeps the properties and runs in `make test`.
-var smallFanout = fanout{apps: 4, perApp: 5, instances: 5, consumers: 10, probes: 5, restartWait: 30 * time.Second}
+var smallFanout = fanout{apps: 4, perApp: 5, instances: 5, consumers: 10, refs: 10, probes: 5, wait: 30 * time.Second}
 
 func serviceName(s int) string { return fmt.Sprintf("com.example.scale.Service%03d", s) }
 
@@ -146,17 +173,18 @@ func closeProviders(ps []*providerSession) {
 // the provider lists of each service, as the consumer's directory got them
 // (the listener below calls the consumer's own listener first).
 type observer struct {
-	mu    sync.Mutex
-	views [][]string // [consumer][service]: fingerprint of the last list
-	want  []string   // [service]: fingerprint of the complete list, "" = none set
-	ok    int        // (consumer, service) pairs whose view is want
-	full  chan struct{}
+	mu     sync.Mutex
+	views  []map[int]string // [consumer][service]: fingerprint of the last list
+	want   []string         // [service]: fingerprint of the complete list, "" = none set
+	ok     int              // (consumer, service) pairs whose view is want
+	target int              // (consumer, service) pairs in all
+	full   chan struct{}
 
 	notes, dups atomic.Int64
 
-	probe     *probe
-	services  map[string]int
-	consumers int
+	probe    *probe
+	services map[string]int
+	users    [][]int // [service]: the consumers referencing it
 }
 
 // probe is one provider registration being timed.
@@ -164,17 +192,21 @@ type probe struct {
 	iface, addr string
 	start       time.Time
 	present     bool // wait for it to appear (else to go)
-	seen        []bool
-	left        int
+	pending     map[int]bool
 	lat         []time.Duration
 	done        chan struct{}
 }
 
 func newObserver(f fanout) *observer {
-	o := &observer{views: make([][]string, f.consumers), want: make([]string, f.services()),
-		services: make(map[string]int), consumers: f.consumers}
+	o := &observer{views: make([]map[int]string, f.consumers), want: make([]string, f.services()),
+		services: make(map[string]int), users: make([][]int, f.services())}
 	for c := range o.views {
-		o.views[c] = make([]string, f.services())
+		o.views[c] = make(map[int]string)
+		for _, s := range f.references(c) {
+			o.views[c][s] = ""
+			o.users[s] = append(o.users[s], c)
+			o.target++
+		}
 	}
 	for s := range f.services() {
 		o.services[serviceName(s)] = s
@@ -213,17 +245,17 @@ func (o *observer) notified(c int, iface string, urls []*url.URL) {
 		case old == w && fp != w:
 			o.ok--
 		}
-		if o.full != nil && o.ok == len(o.views)*len(o.want) {
+		if o.full != nil && o.ok == o.target {
 			close(o.full)
 			o.full = nil
 		}
 	}
-	if p := o.probe; p != nil && p.iface == iface && !p.seen[c] {
+	if p := o.probe; p != nil && p.iface == iface && p.pending[c] {
 		has := slices.ContainsFunc(urls, func(u *url.URL) bool { return u.Address() == p.addr })
 		if has == p.present {
-			p.seen[c] = true
+			delete(p.pending, c)
 			p.lat = append(p.lat, time.Since(p.start))
-			if p.left--; p.left == 0 {
+			if len(p.pending) == 0 {
 				close(p.done)
 			}
 		}
@@ -231,21 +263,24 @@ func (o *observer) notified(c int, iface string, urls []*url.URL) {
 }
 
 // expect sets the complete list of every service and returns a channel
-// closed once every consumer's view of every service is that list.
+// closed once every consumer's view of every service it references is
+// that list.
 func (o *observer) expect(lists [][]*url.URL) <-chan struct{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ok = 0
 	for s, urls := range lists {
 		o.want[s] = fingerprint(urls)
-		for c := range o.views {
-			if o.views[c][s] == o.want[s] {
+	}
+	for _, views := range o.views {
+		for s, fp := range views {
+			if fp == o.want[s] {
 				o.ok++
 			}
 		}
 	}
 	ch := make(chan struct{})
-	if o.ok == len(o.views)*len(o.want) {
+	if o.ok == o.target {
 		close(ch)
 	} else {
 		o.full = ch
@@ -256,8 +291,10 @@ func (o *observer) expect(lists [][]*url.URL) <-chan struct{} {
 // startProbe begins timing a registration (present) or removal of the
 // provider at addr of iface; start is just before the create or delete.
 func (o *observer) startProbe(iface, addr string, present bool) *probe {
-	p := &probe{iface: iface, addr: addr, present: present, seen: make([]bool, o.consumers),
-		left: o.consumers, done: make(chan struct{})}
+	p := &probe{iface: iface, addr: addr, present: present, pending: make(map[int]bool), done: make(chan struct{})}
+	for _, c := range o.users[o.services[iface]] {
+		p.pending[c] = true
+	}
 	o.mu.Lock()
 	o.probe = p
 	p.start = time.Now()
@@ -301,10 +338,6 @@ func startConsumers(t testing.TB, f fanout, zkAddr string, obs *observer) []*sca
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	no := false
-	var refs []consumer.ReferenceConfig
-	for s := range f.services() {
-		refs = append(refs, consumer.ReferenceConfig{Interface: serviceName(s), Version: "1.0.0"})
-	}
 	dir := t.TempDir()
 	out := make([]*scaleConsumer, f.consumers)
 	var firstErr atomic.Value
@@ -317,6 +350,10 @@ func startConsumers(t testing.TB, f fanout, zkAddr string, obs *observer) []*sca
 			defer wg.Done()
 			defer func() { <-sem }()
 			app := fmt.Sprintf("scale-web-%02d", i%10)
+			var refs []consumer.ReferenceConfig
+			for _, s := range f.references(i) {
+				refs = append(refs, consumer.ReferenceConfig{Interface: serviceName(s), Version: "1.0.0"})
+			}
 			cache := filepath.Join(dir, fmt.Sprintf("consumer-%d.json", i))
 			reg, err := zookeeper.New(url.MustParse("zookeeper://"+zkAddr), zookeeper.Options{Logger: quiet(), CacheFile: cache})
 			if err != nil {
@@ -402,8 +439,8 @@ func runFanout(t testing.TB, f fanout, reg registryServer) fanoutResult {
 	consumers := startConsumers(t, f, reg.addr, obs)
 	select {
 	case <-full:
-	case <-time.After(f.restartWait):
-		t.Fatalf("consumers did not all see every provider within %v", f.restartWait)
+	case <-time.After(f.wait):
+		t.Fatalf("consumers did not all see every provider within %v", f.wait)
 	}
 	res.consumersUp = time.Since(start)
 	checkDirectories(t, f, consumers, f.instances)
@@ -423,7 +460,7 @@ func runFanout(t testing.TB, f fanout, reg registryServer) fanoutResult {
 	defer conn.Close()
 	probeAddr := eps[f.instances].addr
 	for i := range f.probes {
-		s := (i * 7) % f.services()
+		s := i % f.perApp // every consumer references these
 		u := providerURL(serviceName(s), "scale-probe", probeAddr, 1)
 		p := providerPath(u)
 		pr := obs.startProbe(serviceName(s), probeAddr, true)
@@ -457,8 +494,8 @@ func runFanout(t testing.TB, f fanout, reg registryServer) fanoutResult {
 	providers = startProviders(t, f, reg.addr, eps, 2)
 	select {
 	case <-full:
-	case <-time.After(f.restartWait):
-		t.Fatalf("consumers did not all see every restarted provider within %v", f.restartWait)
+	case <-time.After(f.wait):
+		t.Fatalf("consumers did not all see every restarted provider within %v", f.wait)
 	}
 	res.storm = time.Since(start)
 	res.afterStorm = statOf(t, reg.pid)
@@ -476,7 +513,7 @@ func waitProbe(t testing.TB, p *probe, what string) {
 	select {
 	case <-p.done:
 	case <-time.After(time.Minute):
-		t.Fatalf("probe %s of %s: %d consumers still without it after a minute", what, p.iface, p.left)
+		t.Fatalf("probe %s of %s: %d consumers still without it after a minute", what, p.iface, len(p.pending))
 	}
 }
 
@@ -487,7 +524,7 @@ func checkDirectories(t testing.TB, f fanout, consumers []*scaleConsumer, want i
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i, sc := range consumers {
-		for s := range f.services() {
+		for _, s := range f.references(i) {
 			r, err := sc.c.Reference(ctx, consumer.ReferenceConfig{Interface: serviceName(s), Version: "1.0.0"})
 			if err != nil {
 				t.Fatal(err)
@@ -509,7 +546,7 @@ type nopLogger struct{}
 func (nopLogger) Printf(string, ...any) {}
 
 func (r fanoutResult) log(t testing.TB, name string, f fanout) {
-	t.Logf("%s: %d services, %d provider nodes in %d sessions, %d consumers", name, f.services(), f.services()*f.instances, f.providers(), f.consumers)
+	t.Logf("%s: %d services, %d provider nodes in %d sessions, %d consumers of %d services each", name, f.services(), f.services()*f.instances, f.providers(), f.consumers, f.refs)
 	t.Logf("%s: providers registered in %v; consumers up and complete in %v", name, r.setup.Round(time.Millisecond), r.consumersUp.Round(time.Millisecond))
 	t.Logf("%s: registration to every consumer: p50 %v p99 %v max %v (each consumer: p50 %v p99 %v); removal to every consumer p50 %v p99 %v",
 		name, percentile(r.probeAll, 50), percentile(r.probeAll, 99), percentile(r.probeAll, 100),

@@ -102,9 +102,13 @@ type ownedNode struct {
 // folder is one watched category folder: /dubbo/<iface>/<category>.
 type folder struct {
 	path, iface, category string
-	urls                  []*url.URL // decoded children, sorted
-	loaded                bool       // urls came from ZooKeeper at least once
-	dirty                 bool       // the last read failed: re-read on reconnection
+	subs                  []*subscription // those that want this folder
+	urls                  []*url.URL      // decoded children, sorted
+	// children are the decoded children by node name (nil: undecodable),
+	// so a re-read decodes only the nodes that are new.
+	children map[string]*url.URL
+	loaded   bool // urls came from ZooKeeper at least once
+	dirty    bool // the last read failed: re-read on reconnection
 }
 
 // subscription is one consumer's interest.
@@ -306,17 +310,22 @@ func (r *Registry) Unsubscribe(ctx context.Context, consumer *url.URL) error {
 		for _, s := range r.subs {
 			if !s.consumer.Equal(consumer) {
 				kept = append(kept, s)
+				continue
+			}
+			// Folders nobody subscribes to any more are forgotten; their
+			// watch fires once more and is then ignored.
+			for _, cat := range s.categories {
+				p := r.set.categoryPath(s.iface, cat)
+				if f := r.folders[p]; f != nil {
+					f.subs = slices.DeleteFunc(f.subs, func(x *subscription) bool { return x == s })
+					if len(f.subs) == 0 {
+						delete(r.folders, p)
+					}
+				}
 			}
 		}
 		clear(r.subs[len(kept):])
 		r.subs = kept
-		// Folders nobody subscribes to any more are forgotten; their watch
-		// fires once more and is then ignored.
-		for p, f := range r.folders {
-			if !r.folderWanted(f) {
-				delete(r.folders, p)
-			}
-		}
 	})
 }
 
@@ -341,9 +350,10 @@ func (r *Registry) subscribe(consumer *url.URL, l registry.Listener) error {
 		p := r.set.categoryPath(s.iface, cat)
 		f := r.folders[p]
 		if f == nil {
-			f = &folder{path: p, iface: s.iface, category: cat}
+			f = &folder{path: p, iface: s.iface, category: cat, children: make(map[string]*url.URL)}
 			r.folders[p] = f
 		}
+		f.subs = append(f.subs, s)
 		if !f.loaded {
 			if r.conn.State() == zk.StateHasSession {
 				r.readFolder(f)
@@ -372,15 +382,6 @@ func (r *Registry) subscribe(consumer *url.URL, l registry.Listener) error {
 	return nil
 }
 
-func (r *Registry) folderWanted(f *folder) bool {
-	for _, s := range r.subs {
-		if s.iface == f.iface && slices.Contains(s.categories, f.category) {
-			return true
-		}
-	}
-	return false
-}
-
 // readFolder lists a category folder with a child watch, creating it when
 // missing as Java consumers do, then notifies the subscribers whose view
 // changed. On failure the previous list stays.
@@ -396,21 +397,28 @@ func (r *Registry) readFolder(f *folder) {
 		r.log.Warn("zookeeper: cannot read folder, keeping last list", "path", f.path, "err", err)
 		return
 	}
+	// A folder of n providers changes one node at a time: decoding only
+	// the new names keeps an event's cost from growing with n.
+	kids := make(map[string]*url.URL, len(children))
 	urls := make([]*url.URL, 0, len(children))
 	for _, name := range children {
-		u, err := url.Decode(name)
-		if err != nil {
-			r.log.Warn("zookeeper: skipping undecodable node", "path", f.path, "node", name, "err", err)
-			continue
+		u, known := f.children[name]
+		if !known {
+			var err error
+			if u, err = url.Decode(name); err != nil {
+				u = nil
+				r.log.Warn("zookeeper: skipping undecodable node", "path", f.path, "node", name, "err", err)
+			}
 		}
-		urls = append(urls, u)
+		kids[name] = u
+		if u != nil {
+			urls = append(urls, u)
+		}
 	}
 	registry.SortURLs(urls)
-	f.urls, f.loaded, f.dirty = urls, true, false
-	for _, s := range r.subs {
-		if s.iface == f.iface && slices.Contains(s.categories, f.category) {
-			r.notify(s, f.category, f.urls, false)
-		}
+	f.children, f.urls, f.loaded, f.dirty = kids, urls, true, false
+	for _, s := range f.subs {
+		r.notify(s, f.category, f.urls, false)
 	}
 }
 

@@ -30,6 +30,7 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("RegisterLayout", func(t *testing.T) { testRegisterLayout(t, addr) })
 		t.Run("RegisterTakesOverLeftoverLeaf", func(t *testing.T) { testRegisterTakesOverLeftoverLeaf(t, addr) })
 		t.Run("SubscribeFullLists", func(t *testing.T) { testSubscribeFullLists(t, addr) })
+		t.Run("SubscriptionsShareFolders", func(t *testing.T) { testSubscriptionsShareFolders(t, addr) })
 		t.Run("SessionExpiryRecovery", func(t *testing.T) { testSessionExpiryRecovery(t, addr) })
 		t.Run("DeletedNodeRecreated", func(t *testing.T) { testDeletedNodeRecreated(t, addr) })
 		t.Run("CacheFileWhenZooKeeperDown", func(t *testing.T) { testCacheFileWhenZooKeeperDown(t, addr) })
@@ -236,6 +237,60 @@ func testSubscribeFullLists(t *testing.T, addr string) {
 	case n := <-rec.ch:
 		t.Errorf("notification after Unsubscribe: %s %v", n.Category, urlStrings(n.URLs))
 	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// Subscriptions of one session share a folder's watch and its decoded
+// nodes: each gets the lists it matches, an undecodable node is skipped,
+// and one that unsubscribes leaves the others served.
+func testSubscriptionsShareFolders(t *testing.T, addr string) {
+	ctx := context.Background()
+	prov := newRegistry(t, addr, "group=share", Options{})
+	cons := newRegistry(t, addr, "group=share", Options{})
+	raw := rawConn(t, addr)
+
+	v1, v2, all := newRecorder(), newRecorder(), newRecorder()
+	subAll := subscribeURL(greeter, "*")
+	subAll.SetParam("application", "other-consumer")
+	for _, s := range []struct {
+		u   *url.URL
+		rec *recorder
+	}{{subscribeURL(greeter, "1.0.0"), v1}, {subscribeURL(greeter, "2.0.0"), v2}, {subAll, all}} {
+		if err := cons.Subscribe(ctx, s.u, s.rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := providerURL(20880, greeter, "1.0.0"), providerURL(20881, greeter, "2.0.0")
+	for _, u := range []*url.URL{a, b} {
+		if err := prov.Register(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.Create("/share/"+greeter+"/providers/not%zza+url", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	v1.waitFor(t, "providers", 5*time.Second, hasExactly(a))
+	v2.waitFor(t, "providers", 5*time.Second, hasExactly(b))
+	all.waitFor(t, "providers", 5*time.Second, hasExactly(a, b))
+
+	if err := cons.Unsubscribe(ctx, subscribeURL(greeter, "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	v1.drain()
+	c := providerURL(20882, greeter, "1.0.0")
+	if err := prov.Register(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	all.waitFor(t, "providers", 5*time.Second, hasExactly(a, b, c))
+	if err := prov.Unregister(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	v2.waitFor(t, "providers", 5*time.Second, hasExactly())
+	all.waitFor(t, "providers", 5*time.Second, hasExactly(a, c))
+	select {
+	case n := <-v1.ch:
+		t.Errorf("notification after Unsubscribe: %s %v", n.Category, urlStrings(n.URLs))
+	default:
 	}
 }
 
