@@ -349,7 +349,7 @@ func startConsumers(t testing.TB, f fanout, zkAddr string, obs *observer) []*sca
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			app := fmt.Sprintf("scale-web-%02d", i%10)
+			app := fmt.Sprintf("scale-web-%03d", i) // in one process, an application name apiece keeps their URLs apart, as pids would
 			var refs []consumer.ReferenceConfig
 			for _, s := range f.references(i) {
 				refs = append(refs, consumer.ReferenceConfig{Interface: serviceName(s), Version: "1.0.0"})

@@ -253,7 +253,7 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := r.ensureOwned(n); err != nil {
+	if _, err := r.ensureOwned(n, true); err != nil {
 		return fmt.Errorf("register %s: %w", u, err)
 	}
 	return nil
@@ -449,9 +449,11 @@ func (r *Registry) notify(s *subscription, category string, all []*url.URL, stal
 
 // ensureOwned creates n (and its parents) unless it exists and is ours, and
 // arms its exists watch. An existing ephemeral node of another session is
-// replaced. created reports whether n was missing.
-func (r *Registry) ensureOwned(n *ownedNode) (created bool, err error) {
-	created, err = r.createOwned(n)
+// replaced when takeOver is set (a registration: the node is a leftover of
+// an older session of ours), else left to that session (see ownedEvent).
+// created reports whether n was missing.
+func (r *Registry) ensureOwned(n *ownedNode, takeOver bool) (created bool, err error) {
+	created, err = r.createOwned(n, takeOver)
 	r.mu.Lock()
 	if cur := r.owned[n.path]; cur == n {
 		n.pending = err != nil
@@ -460,7 +462,7 @@ func (r *Registry) ensureOwned(n *ownedNode) (created bool, err error) {
 	return created, err
 }
 
-func (r *Registry) createOwned(n *ownedNode) (created bool, err error) {
+func (r *Registry) createOwned(n *ownedNode, takeOver bool) (created bool, err error) {
 	if err := r.reachable(); err != nil {
 		return false, err
 	}
@@ -499,7 +501,7 @@ func (r *Registry) createOwned(n *ownedNode) (created bool, err error) {
 		if !ok {
 			continue // deleted meanwhile: create again
 		}
-		if stat.EphemeralOwner == r.conn.SessionID() {
+		if stat.EphemeralOwner == r.conn.SessionID() || !takeOver {
 			return created, nil
 		}
 		// Left by an older session that has not expired yet: take it over
@@ -536,8 +538,12 @@ func (r *Registry) deleteOwned(n *ownedNode) error {
 // ownedEvent runs in the loop on an event of a watched node. An ephemeral
 // node of ours that someone else deleted while our session lives (an
 // operator, a buggy tool) is registered again at once; Java Dubbo would
-// stay unregistered until its session ends. Any other event of such a node
-// only re-arms its watch.
+// stay unregistered until its session ends. If another live session has
+// registered the same path meanwhile (the same URL registered twice, e.g.
+// by two consumers of one application in one process), the node is left
+// to it and watched: taking it back would delete it under that session,
+// which would take it back in turn, for ever. Any other event of such a
+// node only re-arms its watch.
 func (r *Registry) ownedEvent(ev zk.Event) {
 	r.mu.Lock()
 	n := r.owned[ev.Path]
@@ -549,12 +555,14 @@ func (r *Registry) ownedEvent(ev zk.Event) {
 	if n == nil || !n.ephemeral {
 		return
 	}
-	created, err := r.ensureOwned(n)
+	created, err := r.ensureOwned(n, false)
 	switch {
 	case err != nil:
 		r.log.Warn("zookeeper: cannot re-create our node; will retry on reconnection", "path", n.path, "event", ev.Type.String(), "err", err)
 	case created && !ours:
 		r.log.Warn("zookeeper: our node was deleted by someone else while our session lives; registered it again", "path", n.path)
+	case !created && !ours && ev.Type == zk.EventNodeDeleted:
+		r.log.Warn("zookeeper: our node was replaced by another session's registration of the same path; leaving it to that session", "path", n.path)
 	}
 }
 

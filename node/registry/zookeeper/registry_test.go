@@ -32,6 +32,7 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("SubscribeFullLists", func(t *testing.T) { testSubscribeFullLists(t, addr) })
 		t.Run("SubscriptionsShareFolders", func(t *testing.T) { testSubscriptionsShareFolders(t, addr) })
 		t.Run("SessionExpiryRecovery", func(t *testing.T) { testSessionExpiryRecovery(t, addr) })
+		t.Run("SameURLTwoSessions", func(t *testing.T) { testSameURLTwoSessions(t, addr) })
 		t.Run("DeletedNodeRecreated", func(t *testing.T) { testDeletedNodeRecreated(t, addr) })
 		t.Run("CacheFileWhenZooKeeperDown", func(t *testing.T) { testCacheFileWhenZooKeeperDown(t, addr) })
 		t.Run("DigestAuth", func(t *testing.T) { testDigestAuth(t, addr) })
@@ -291,6 +292,53 @@ func testSubscriptionsShareFolders(t *testing.T, addr string) {
 	case n := <-v1.ch:
 		t.Errorf("notification after Unsubscribe: %s %v", n.Category, urlStrings(n.URLs))
 	default:
+	}
+}
+
+// Two live sessions registering the same URL (two consumers of one
+// application in one process) leave it to the later one instead of
+// deleting it under each other for ever; when that one goes, the other
+// registers it again.
+func testSameURLTwoSessions(t *testing.T, addr string) {
+	ctx := context.Background()
+	first := newRegistry(t, addr, "group=twice", Options{})
+	second := newRegistry(t, addr, "group=twice", Options{})
+	raw := rawConn(t, addr)
+	c := consumerURL(greeter, "1.0.0")
+	if err := first.Register(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Register(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	p := "/twice/" + greeter + "/consumers/" + c.Encode()
+	owner := func() (session, czxid int64) {
+		t.Helper()
+		ok, st, err := raw.Exists(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return 0, 0
+		}
+		return st.EphemeralOwner, st.Czxid
+	}
+	_, czxid := owner()
+	time.Sleep(500 * time.Millisecond)
+	if s, z := owner(); s != second.conn.SessionID() || z != czxid {
+		t.Fatalf("the node changed hands while both sessions live: owner %#x czxid %#x, was created at %#x; second session %#x",
+			s, z, czxid, second.conn.SessionID())
+	}
+	second.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if s, _ := owner(); s == first.conn.SessionID() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first session did not register the URL again after the second closed")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
