@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +36,9 @@ const CategoryApplicationProviders = "application-providers"
 // second is on disk at once, a burst of changes (a consumer of 500
 // services starting, a thousand providers restarting) costs one write per
 // second instead of one per notification, as Java Dubbo saves its cache
-// file asynchronously. Close (or Flush) writes what is left.
+// file asynchronously. A write prints only the keys that changed since the
+// last one; the others are copied as written. Close (or Flush) writes what
+// is left.
 //
 // A FileCache is safe for concurrent use. The zero path disables it.
 type FileCache struct {
@@ -43,16 +46,23 @@ type FileCache struct {
 	// every is the least time between two writes of the file.
 	every time.Duration
 
-	// entries hold the URLs as notified (shared, never changed), printed
-	// only when the file is written.
 	mu        sync.Mutex
-	entries   map[string]map[string][]*url.URL
+	entries   map[string]*cacheEntry
 	changed   bool        // entries differ from the file
 	timer     *time.Timer // a write is scheduled
 	lastWrite time.Time
 	err       error // the last write's failure, not reported yet
 
 	writing sync.Mutex // one write at a time, in order
+}
+
+// cacheEntry is one key's lists: the URLs as notified (shared, never
+// changed), and the entry as last encoded for the file.
+type cacheEntry struct {
+	lists   map[string][]*url.URL
+	version uint64 // bumped by every change
+	encoded []byte // "key":{...}, of version encAt
+	encAt   uint64
 }
 
 // DefaultWriteEvery is the least time between two writes of a cache file.
@@ -62,7 +72,7 @@ const DefaultWriteEvery = time.Second
 // empty cache (the error is returned for logging, the cache is usable).
 // An empty path gives a cache that remembers nothing.
 func OpenFileCache(path string) (*FileCache, error) {
-	c := &FileCache{path: path, every: DefaultWriteEvery, entries: make(map[string]map[string][]*url.URL)}
+	c := &FileCache{path: path, every: DefaultWriteEvery, entries: make(map[string]*cacheEntry)}
 	if path == "" {
 		return c, nil
 	}
@@ -88,7 +98,7 @@ func OpenFileCache(path string) (*FileCache, error) {
 			}
 			lists[cat] = urls
 		}
-		c.entries[key] = lists
+		c.entries[key] = &cacheEntry{lists: lists, version: 1}
 	}
 	return c, nil
 }
@@ -102,11 +112,11 @@ func (c *FileCache) Path() string { return c.path }
 func (c *FileCache) Get(key string) (lists map[string][]*url.URL, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cats, ok := c.entries[key]
+	e, ok := c.entries[key]
 	if !ok {
 		return nil, false
 	}
-	return maps.Clone(cats), true
+	return maps.Clone(e.lists), true
 }
 
 // Put records the list of one category of key and schedules a write of
@@ -116,15 +126,16 @@ func (c *FileCache) Get(key string) (lists map[string][]*url.URL, ok bool) {
 func (c *FileCache) Put(key, category string, urls []*url.URL) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cats := c.entries[key]
-	if cats == nil {
-		cats = make(map[string][]*url.URL)
-		c.entries[key] = cats
+	e := c.entries[key]
+	if e == nil {
+		e = &cacheEntry{lists: make(map[string][]*url.URL)}
+		c.entries[key] = e
 	}
-	if old, ok := cats[category]; ok && SameURLs(old, urls) {
+	if old, ok := e.lists[category]; ok && SameURLs(old, urls) {
 		return nil
 	}
-	cats[category] = slices.Clone(urls)
+	e.lists[category] = slices.Clone(urls)
+	e.version++
 	if c.path == "" {
 		return nil
 	}
@@ -152,9 +163,10 @@ func (c *FileCache) Flush() error {
 	return err
 }
 
-// save writes the entries if they changed since the last write. Entries
-// are copied under mu and printed and written outside it: lists are
-// replaced by Put, never changed in place.
+// save writes the file if the entries changed since the last write. The
+// entries that changed are copied under mu and encoded outside it (their
+// lists are replaced by Put, never changed in place); the others are
+// copied as last encoded.
 func (c *FileCache) save() {
 	c.writing.Lock()
 	defer c.writing.Unlock()
@@ -164,37 +176,72 @@ func (c *FileCache) save() {
 		c.mu.Unlock()
 		return
 	}
-	snapshot := make(map[string]map[string][]*url.URL, len(c.entries))
-	for k, cats := range c.entries {
-		snapshot[k] = maps.Clone(cats)
+	type part struct {
+		key     string
+		e       *cacheEntry
+		version uint64
+		lists   map[string][]*url.URL // nil: e.encoded is current
+		encoded []byte
+	}
+	parts := make([]part, 0, len(c.entries))
+	for key, e := range c.entries {
+		p := part{key: key, e: e, version: e.version, encoded: e.encoded}
+		if e.encoded == nil || e.encAt != e.version {
+			p.lists = maps.Clone(e.lists)
+		}
+		parts = append(parts, p)
 	}
 	c.changed = false
 	c.lastWrite = time.Now()
 	c.mu.Unlock()
-	err := c.write(snapshot)
+
+	slices.SortFunc(parts, func(a, b part) int { return strings.Compare(a.key, b.key) })
+	size := 2
+	for i := range parts {
+		if parts[i].lists != nil {
+			parts[i].encoded = encodeEntry(parts[i].key, parts[i].lists)
+		}
+		size += len(parts[i].encoded) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p.encoded...)
+	}
+	b = append(b, '}')
+	err := c.write(b)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range parts {
+		if p.lists != nil && p.e.version == p.version {
+			p.e.encoded, p.e.encAt = p.encoded, p.version
+		}
+	}
 	if err != nil {
-		c.mu.Lock()
 		c.err, c.changed = err, true
-		c.mu.Unlock()
 	}
 }
 
-func (c *FileCache) write(entries map[string]map[string][]*url.URL) error {
-	stored := make(map[string]map[string][]string, len(entries))
-	for key, cats := range entries {
-		strs := make(map[string][]string, len(cats))
-		for cat, urls := range cats {
-			strs[cat] = make([]string, len(urls))
-			for i, u := range urls {
-				strs[cat][i] = u.String()
-			}
+// encodeEntry is one key of the file: "key":{"category":["url",...],...}.
+func encodeEntry(key string, lists map[string][]*url.URL) []byte {
+	strs := make(map[string][]string, len(lists))
+	for cat, urls := range lists {
+		s := make([]string, len(urls))
+		for i, u := range urls {
+			s[i] = u.String()
 		}
-		stored[key] = strs
+		strs[cat] = s
 	}
-	b, err := json.Marshal(stored)
-	if err != nil {
-		return fmt.Errorf("registry cache: %w", err)
-	}
+	k, _ := json.Marshal(key)  // a string always encodes
+	v, _ := json.Marshal(strs) // so does a map of string slices
+	return append(append(k, ':'), v...)
+}
+
+func (c *FileCache) write(b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
 		return fmt.Errorf("registry cache: %w", err)
 	}

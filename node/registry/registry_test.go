@@ -74,6 +74,22 @@ func TestFileCacheRoundTrip(t *testing.T) {
 	if _, ok := again.Get("other"); ok {
 		t.Error("unknown key found")
 	}
+	// Another key changes: the file keeps the first as it was.
+	q := url.MustParse("dubbo://10.0.0.3:20880/org.example.Other?interface=org.example.Other")
+	for _, u := range [][]*url.URL{{q}, {p, q}} {
+		if err := c.Put("org.example.Other", CategoryProviders, u); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again = mustOpen(t, path)
+	lists, _ = again.Get("org.example.Greeter:1.0.0")
+	other, _ := again.Get("org.example.Other")
+	if len(lists[CategoryProviders]) != 1 || !lists[CategoryProviders][0].Equal(p) || len(other[CategoryProviders]) != 2 {
+		t.Fatalf("after changing another key: %v and %v", lists, other)
+	}
 	// A corrupt file is reported and ignored.
 	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
