@@ -505,12 +505,43 @@ func (r *Registry) createOwned(n *ownedNode, takeOver bool) (created bool, err e
 			return created, nil
 		}
 		// Left by an older session that has not expired yet: take it over
-		// so that it disappears with us, as Java and dubbo-go do.
-		if err := r.deleteOwned(n); err != nil {
+		// so that it disappears with us, as Java and dubbo-go do. Delete
+		// and create are one transaction: with a gap between them, the
+		// other session (if alive) re-creates the node it lost (see
+		// ownedEvent) and each takes it from the other until we give up.
+		switch err := r.replaceOwned(n, stat.Version, flags); {
+		case err == nil:
+			created = true // the next round arms the watch on our node
+		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+			// changed meanwhile: look again
+		default:
 			return false, classify(err)
 		}
 	}
 	return false, fmt.Errorf("%s kept reappearing while being re-created", n.path)
+}
+
+// replaceOwned deletes the node at n's path, if still at version, and
+// creates ours in one transaction, marking the deletion as ours for
+// ownedEvent.
+func (r *Registry) replaceOwned(n *ownedNode, version, flags int32) error {
+	r.mu.Lock()
+	n.ownDelete = true
+	r.mu.Unlock()
+	res, err := r.conn.Multi(
+		&zk.DeleteRequest{Path: n.path, Version: version},
+		&zk.CreateRequest{Path: n.path, Data: n.data, Acl: r.set.acl(), Flags: flags})
+	for _, op := range res {
+		if err == nil {
+			err = op.Error // the failed operation, if the header does not say
+		}
+	}
+	if err != nil {
+		r.mu.Lock()
+		n.ownDelete = false // nothing was deleted: no event will come
+		r.mu.Unlock()
+	}
+	return err
 }
 
 // deleteOwned deletes whatever node is at n's path, for n to replace it,
