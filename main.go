@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,10 +28,51 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+	root := newRootCommand(os.Stdout, os.Stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		if cmd == root { // an unknown command: root itself runs nothing
+			err = usage(err)
+		}
 		fmt.Fprintln(os.Stderr, "dubbo:", err)
-		os.Exit(1)
+		stop()
+		os.Exit(exitCode(err))
 	}
+}
+
+// Exit codes: 0 success; 1 a failure while running (for call and bench: a
+// call failed); 2 a usage or config error (a bad flag or argument, a config
+// file or value that is refused), before anything ran.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// usageError is an error of the command line or the configuration.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usage marks err as a usage or config error (exit code 2).
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// usageArgs makes an argument check's complaint a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error { return usage(check(cmd, args)) }
 }
 
 // globalFlags are accepted by every command that loads configuration.
@@ -50,6 +92,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	pf := root.PersistentFlags()
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set registry.server.listen=127.0.0.1:2182 (repeatable)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -69,10 +112,11 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // load reads the configuration named by the flags and builds the logger.
+// Its errors are usage errors.
 func (g *globalFlags) load(cmd *cobra.Command) (*config.File, *slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
-		return nil, nil, fmt.Errorf("--log-level %q: %w", g.logLevel, err)
+		return nil, nil, usage(fmt.Errorf("--log-level %q: %w", g.logLevel, err))
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	path, optional := g.configPath, false
@@ -81,7 +125,7 @@ func (g *globalFlags) load(cmd *cobra.Command) (*config.File, *slog.Logger, erro
 	}
 	cfg, err := config.Load(path, optional, os.Environ(), g.sets)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, usage(err)
 	}
 	return cfg, logger, nil
 }
@@ -90,7 +134,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "up",
 		Short: "Start every role of the config file in one process: registry, monitor, providers, consumer",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, logger, err := g.load(cmd)
 			if err != nil {
@@ -106,13 +150,13 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --role=registry|monitor|provider|consumer",
 		Short: "Run one role of the config file",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if role == "" {
-				return fmt.Errorf("run: --role is required (%s)", strings.Join(knownRoles, ", "))
+				return usage(fmt.Errorf("run: --role is required (%s)", strings.Join(knownRoles, ", ")))
 			}
 			if !slices.Contains(knownRoles, role) {
-				return fmt.Errorf("run: unknown role %q (known: %s)", role, strings.Join(knownRoles, ", "))
+				return usage(fmt.Errorf("run: unknown role %q (known: %s)", role, strings.Join(knownRoles, ", ")))
 			}
 			cfg, logger, err := g.load(cmd)
 			if err != nil {
@@ -129,7 +173,7 @@ func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "dubbo %s\n", versionString())
 		},

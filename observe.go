@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -163,7 +165,7 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		Logger:      log,
 	})
 	if err != nil {
-		return err
+		return monitorInUse(err, cfg)
 	}
 	n.mu.Lock()
 	n.mon = m // the QoS port may be asked meanwhile
@@ -178,6 +180,20 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		fmt.Fprintf(n.out, "stats      http://%s/api/v1/stats?interface=<interface>   /metrics\n", a)
 	}
 	return nil
+}
+
+// monitorInUse names which of the monitor's two addresses is taken: its
+// MonitorService's port or the console's HTTP address.
+func monitorInUse(err error, cfg *config.File) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Addr == nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(op.Addr.String())
+	if _, consolePort, _ := net.SplitHostPort(cfg.Console.Listen); cfg.Console.Listen != "" && port == consolePort {
+		return inUse(err, "console", cfg.Console.Listen, `set console.listen to a free address, or "" to run no console`)
+	}
+	return inUse(err, roleMonitor, op.Addr.String(), "set monitor.server.port to a free port (or monitor.enabled = false: no monitor, and no statistics reported)")
 }
 
 // qosNode is what the QoS commands act on: every provider of the process
@@ -273,6 +289,8 @@ func (n *node) ready() (bool, string) {
 	for _, p := range n.allProviders() {
 		for _, s := range p.Services() {
 			switch {
+			case !s.DelayedUntil.IsZero():
+				why = append(why, fmt.Sprintf("service %s on %s is exported after its delay, at %s", s.Key, p.Addr(), s.DelayedUntil.Format(time.RFC3339)))
 			case s.Offline:
 				why = append(why, fmt.Sprintf("service %s on %s is offline", s.Key, p.Addr()))
 			case !s.Published:

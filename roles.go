@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,11 +41,15 @@ const (
 
 var knownRoles = []string{roleRegistry, roleMonitor, roleProvider, roleConsumer}
 
-// upRoles are the roles `dubbo up` starts for cfg: the registry, the
-// monitor (unless monitor.enabled = false), the providers when plugins are
-// configured, and a consumer when references or consumer plugins are.
+// upRoles are the roles `dubbo up` starts for cfg: the registry (unless
+// registry.server.listen = "": the nodes use the one at registry.address),
+// the monitor (unless monitor.enabled = false), the providers when plugins
+// are configured, and a consumer when references or consumer plugins are.
 func upRoles(cfg *config.File) []string {
-	roles := []string{roleRegistry}
+	var roles []string
+	if cfg.Registry.Server.Listen != "" {
+		roles = append(roles, roleRegistry)
+	}
 	if cfg.Monitor.IsEnabled() {
 		roles = append(roles, roleMonitor)
 	}
@@ -248,6 +255,16 @@ func pluginStartTimeout() (time.Duration, error) {
 	return d, nil
 }
 
+// inUse turns err, when a role's listener found its address taken, into
+// what to do about it: the role, its address and the key to change (fix).
+// Other errors are returned as they are.
+func inUse(err error, role, addr, fix string) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	return fmt.Errorf("%s: %s is already in use; %s", role, addr, fix)
+}
+
 func (n *node) onStop(f func(context.Context) error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -331,9 +348,14 @@ func runRoles(ctx context.Context, out io.Writer, logger *slog.Logger, cfg *conf
 }
 
 func (n *node) startRegistry(ctx context.Context, cfg *config.File) error {
+	listen := cfg.Registry.Server.Listen
+	if listen == "" {
+		return errors.New(`registry: registry.server.listen is "" (no embedded registry); give it an address to run the registry role`)
+	}
 	srv, err := embeddedzk.New(cfg.Registry.Server, n.log.With("role", roleRegistry))
 	if err != nil {
-		return fmt.Errorf("registry: %w", err)
+		return inUse(fmt.Errorf("registry: %w", err), roleRegistry, listen,
+			fmt.Sprintf(`set registry.server.listen to a free address; or, if a ZooKeeper already runs there, use it: registry.address = "zookeeper://%s" and registry.server.listen = "" (dubbo up then starts no registry of its own)`, listen))
 	}
 	n.gatherer.MustRegister(srv.Collector())
 	go func() {
@@ -353,19 +375,31 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 	if len(cfg.Provider.Plugins) == 0 {
 		return errors.New("provider: no plugins configured (provider.plugins = [\"path/to/handler\"])")
 	}
+	for _, w := range cfg.Warnings {
+		n.log.Warn(w)
+	}
 	for i := 0; i < replicas; i++ {
 		pc := cfg.Provider.Config
 		if pc.Protocol.Port > 0 {
 			pc.Protocol.Port += i
 		}
+		if pc.Protocol.RegistryPort > 0 {
+			pc.Protocol.RegistryPort += i // each replica's port is mapped as the first one's
+		}
 		log := n.log.With("role", roleProvider, "replica", i+1)
 		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats})
 		if err != nil {
-			return fmt.Errorf("provider %d: %w", i+1, err)
+			return inUse(fmt.Errorf("provider %d: %w", i+1, err), fmt.Sprintf("provider %d", i+1),
+				net.JoinHostPort(pc.Protocol.Host, strconv.Itoa(pc.Protocol.Port)),
+				"set protocol.port to a free port (replicas take the ports after it), or -1 for any free port")
 		}
 		n.onStop(func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
 		n.addProvider(p, cfg.Application.Name)
-		fmt.Fprintf(n.out, "provider   dubbo://%s   plugins %v\n", p.Addr(), cfg.Provider.Plugins)
+		bound := ""
+		if b := p.BindAddr().String(); b != p.Addr() {
+			bound = "   bound " + b
+		}
+		fmt.Fprintf(n.out, "provider   dubbo://%s%s   plugins %v\n", p.Addr(), bound, cfg.Provider.Plugins)
 		for _, path := range cfg.Provider.Plugins {
 			n.superviseProviderPlugin(ctx, p, fmt.Sprintf("provider %d", i+1), path, log, n.hostInvoker(ctx, cfg))
 		}
@@ -411,13 +445,14 @@ func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider
 }
 
 // serviceOf turns what a plugin described into a provider service whose
-// calls go to the plugin.
+// calls go to the plugin, with the settings the plugin gave it (a
+// [[provider.services]] table wins over them in the provider).
 func serviceOf(sd plugins.ServiceDesc, inv *plugins.Supervisor) provider.Service {
 	methods := make([]provider.Method, len(sd.Methods))
 	for i, m := range sd.Methods {
 		methods[i] = provider.Method{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType}
 	}
-	return provider.Service{Interface: sd.Interface, Version: sd.Version, Group: sd.Group, Methods: methods, Invoker: inv}
+	return provider.Service{Interface: sd.Interface, Version: sd.Version, Group: sd.Group, Methods: methods, Invoker: inv, Params: sd.Params}
 }
 
 // startConsumer starts the consumer with its references, the HTTP/JSON
@@ -444,7 +479,8 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 		gw := gateway.New(gateway.Options{Listen: gcfg.Listen, Token: gcfg.Token, Hosts: gcfg.Hosts,
 			Invoker: cons, Types: cons, Logger: log})
 		if err := gw.Start(); err != nil {
-			return fmt.Errorf("consumer gateway: %w", err)
+			return inUse(fmt.Errorf("consumer gateway: %w", err), "consumer gateway", gcfg.Listen,
+				`set consumer.gateway.listen to a free address, or "" to run no gateway`)
 		}
 		n.onStop(gw.Shutdown)
 		fmt.Fprintf(n.out, "gateway    http://%s/invoke/<interface>/<method>\n", gw.Addr())

@@ -7,7 +7,10 @@
 // Values mean the same wherever they come from: a duration is a Go duration
 // string ("1s", "500ms") or a bare integer of milliseconds, as in Dubbo
 // (timeout = 3000 is 3s); a list given as text (--set, environment) is a
-// TOML array ("[]", "[\"a\", \"b\"]"), "[a,b]" or "a,b".
+// TOML array ("[]", "[\"a\", \"b\"]"), "[a,b]" or "a,b". A relative path
+// written in the file (data dirs, plugins, cache file, monitor db) is
+// relative to the file's directory, as in docker-compose; one given in the
+// environment or --set is relative to the current directory.
 package config
 
 import (
@@ -55,6 +58,10 @@ type File struct {
 	Console Console `koanf:"console"`
 	// QoS is Dubbo's QoS port, one per process.
 	QoS qos.Config `koanf:"qos"`
+	// Warnings say what Load overrode that the user may not expect: a
+	// config value that one of Dubbo's address environment variables
+	// (DUBBO_IP_TO_REGISTRY, ...) replaced.
+	Warnings []string `koanf:"-"`
 }
 
 // Console is the [console] section: the monitor role's HTTP server.
@@ -112,8 +119,11 @@ type Application struct {
 type Registry struct {
 	// Address is the registry URL; "" means no registry (direct URLs only).
 	// Default "zookeeper://127.0.0.1:2181".
-	Address string            `koanf:"address"`
-	Server  embeddedzk.Config `koanf:"server"`
+	Address string `koanf:"address"`
+	// Server is the embedded registry (the registry role). Its listen ""
+	// means none: dubbo up then starts no registry and the nodes use the
+	// one at Address, a ZooKeeper already running for instance.
+	Server embeddedzk.Config `koanf:"server"`
 }
 
 // EnvPrefix starts every environment variable that overrides a key:
@@ -140,10 +150,23 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 		}
 	}
 
+	// Relative paths written in the file are relative to the file, as in
+	// docker-compose; those from the environment and --set stay relative to
+	// the current directory.
+	inFile := map[string]bool{}
+	if path != "" {
+		for _, key := range pathKeys {
+			inFile[key] = k.Exists(key)
+		}
+	}
+
 	keys := knownKeys(reflect.TypeOf(File{}), "")
 	env, err := envOverrides(environ, keys)
 	if err != nil {
 		return nil, fmt.Errorf("config: environment: %w", err)
+	}
+	for key := range env {
+		delete(inFile, key)
 	}
 	if len(env) > 0 {
 		if err := k.Load(confmap.Provider(env, "."), nil); err != nil {
@@ -167,17 +190,27 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 				return nil, fmt.Errorf("config: --set %q: key %s: %w", s, key, err)
 			}
 			m[key] = v
+			delete(inFile, key)
 		}
 		if err := k.Load(confmap.Provider(m, "."), nil); err != nil {
 			return nil, fmt.Errorf("config: --set: %w", err)
 		}
 	}
 
+	for key, ok := range inFile {
+		if ok {
+			if err := k.Set(key, relativeTo(filepath.Dir(path), k.Get(key))); err != nil {
+				return nil, fmt.Errorf("config %s: key %s: %w", path, key, err)
+			}
+		}
+	}
+
 	// Keys whose "" means off get their defaults before decoding, so that
 	// "" set in the file stays "".
-	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen}}
+	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen},
+		Registry: Registry{Server: embeddedzk.Config{Listen: embeddedzk.Config{}.WithDefaults().Listen}}}
 	dc := &mapstructure.DecoderConfig{
-		DecodeHook:       durationHook,
+		DecodeHook:       mapstructure.ComposeDecodeHookFunc(durationHook, boolTextHook),
 		ErrorUnused:      true,
 		WeaklyTypedInput: true,
 		Result:           &f,
@@ -186,6 +219,9 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 	if err := k.UnmarshalWithConf("", &f, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
 		return nil, locate(path, raw, err, k.Get)
 	}
+	if f.Warnings, err = applyAddressEnv(&f, environ); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	f.applyDefaults()
 	if err := f.Registry.Server.Validate(); err != nil {
 		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err), k.Get)
@@ -193,7 +229,43 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 	if err := f.Monitor.Validate(); err != nil {
 		return nil, locate(path, raw, err, k.Get)
 	}
+	if err := f.Consumer.Validate(); err != nil {
+		return nil, locate(path, raw, err, k.Get)
+	}
+	if err := f.Provider.Config.Validate(); err != nil {
+		return nil, locate(path, raw, err, k.Get)
+	}
 	return &f, nil
+}
+
+// pathKeys are the keys whose values are file system paths. Defaults
+// derived from data-dir follow it.
+var pathKeys = []string{
+	"data-dir",
+	"registry.server.data-dir",
+	"provider.plugins",
+	"consumer.plugins",
+	"consumer.cache-file",
+	"monitor.server.db",
+}
+
+// relativeTo joins dir before every relative path in v, a path or a list of
+// them; "" and values of other types are left to the decoder.
+func relativeTo(dir string, v any) any {
+	switch v := v.(type) {
+	case string:
+		if v == "" || filepath.IsAbs(v) {
+			return v
+		}
+		return filepath.Join(dir, v)
+	case []any:
+		out := make([]any, len(v))
+		for i, item := range v {
+			out[i] = relativeTo(dir, item)
+		}
+		return out
+	}
+	return v
 }
 
 func (f *File) applyDefaults() {
@@ -206,7 +278,11 @@ func (f *File) applyDefaults() {
 	if f.Registry.Server.DataDir == "" {
 		f.Registry.Server.DataDir = filepath.Join(f.DataDir, "registry")
 	}
+	noServer := f.Registry.Server.Listen == ""
 	f.Registry.Server = f.Registry.Server.WithDefaults()
+	if noServer {
+		f.Registry.Server.Listen = "" // no embedded registry: dubbo up uses registry.address
+	}
 	if f.Provider.Replicas == 0 {
 		f.Provider.Replicas = 1
 	}
@@ -243,7 +319,7 @@ func describeTOMLError(err error) error {
 }
 
 var (
-	invalidKeys = regexp.MustCompile(`'([a-z0-9.\-]*)' has invalid keys: ([a-z0-9.\-_]+)`)
+	invalidKeys = regexp.MustCompile(`'([a-z0-9.\-\[\]]*)' has invalid keys: ([a-z0-9.\-_]+)`)
 	quotedKey   = regexp.MustCompile(`'([a-z0-9.\-\[\]]+)'`)
 )
 
@@ -258,7 +334,7 @@ func locate(path string, raw []byte, err error, value func(string) any) error {
 	} else if m := quotedKey.FindStringSubmatch(msg); m != nil {
 		key = m[1]
 	} else if i := strings.IndexAny(msg, " :"); i > 0 {
-		if _, known := knownKeys(reflect.TypeOf(File{}), "")[msg[:i]]; known {
+		if keyPathKnown(reflect.TypeOf(File{}), strings.Split(listIndex.ReplaceAllString(msg[:i], ""), ".")) {
 			// A section's Validate names its key first.
 			key, msg = msg[:i], strings.TrimLeft(msg[i:], ": ")
 		}
@@ -286,20 +362,47 @@ func locate(path string, raw []byte, err error, value func(string) any) error {
 	return fmt.Errorf("%s: %s", path, msg)
 }
 
-var tableHeader = regexp.MustCompile(`^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?`)
+var (
+	tableHeader = regexp.MustCompile(`^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?`)
+	listIndex   = regexp.MustCompile(`\[\d+\]`)
+)
 
 // lineOf finds the 1-based line where a dotted key is assigned in TOML text,
-// following [table] headers; 0 if not found.
+// following [table] headers and counting [[array]] tables, so that
+// "consumer.references[1].loadbalance" is found in the second
+// [[consumer.references]]; a key inside an inline table (parameters =
+// {...}) is found at the line that assigns the table. 0 if not found.
 func lineOf(raw []byte, key string) int {
+	if n, _ := lineOfKey(raw, key); n > 0 {
+		return n
+	}
+	for k := key; strings.Contains(k, "."); {
+		k = k[:strings.LastIndex(k, ".")]
+		if n, header := lineOfKey(raw, k); n > 0 {
+			if header && !strings.HasSuffix(k, "]") {
+				// Set by the environment or --set, not in this table. (A list
+				// element's key can only be missing from its [[table]].)
+				return 0
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// lineOfKey finds where key is assigned or opened as a table; header says
+// it is a table header.
+func lineOfKey(raw []byte, key string) (line int, header bool) {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	table, n := "", 0
+	elements := map[string]int{} // [[array]] path, indexes resolved -> elements seen
 	for sc.Scan() {
 		n++
 		text := strings.TrimSpace(sc.Text())
 		if m := tableHeader.FindStringSubmatch(text); m != nil {
-			table = m[1]
+			table = resolveTable(m[1], strings.HasPrefix(text, "[["), elements)
 			if table == key {
-				return n
+				return n, true
 			}
 			continue
 		}
@@ -312,10 +415,60 @@ func lineOf(raw []byte, key string) int {
 			full = table + "." + full
 		}
 		if full == key {
-			return n
+			return n, false
 		}
 	}
-	return 0
+	return 0, false
+}
+
+// resolveTable gives a table header its list indexes: the current element
+// of each array table it lies in, and a new element when it opens one.
+func resolveTable(header string, array bool, elements map[string]int) string {
+	parts := strings.Split(header, ".")
+	path := ""
+	for i, p := range parts {
+		if path != "" {
+			path += "."
+		}
+		path += p
+		if array && i == len(parts)-1 {
+			elements[path]++
+		}
+		if n := elements[path]; n > 0 {
+			path += "[" + strconv.Itoa(n-1) + "]"
+		}
+	}
+	return path
+}
+
+// keyPathKnown reports whether the dotted key parts (list indexes removed)
+// name a field of t, looking into lists of tables; any key below a map
+// (parameters) counts.
+func keyPathKnown(t reflect.Type, parts []string) bool {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if len(parts) == 0 || t.Kind() == reflect.Map {
+		return true
+	}
+	if t.Kind() != reflect.Struct || t.PkgPath() == "time" {
+		return false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		switch tag := f.Tag.Get("koanf"); tag {
+		case "", "-":
+		case ",squash":
+			if keyPathKnown(f.Type, parts) {
+				return true
+			}
+		case parts[0]:
+			if keyPathKnown(f.Type, parts[1:]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // knownKeys lists every dotted key File accepts, with the Go type of its value.
@@ -350,7 +503,9 @@ func knownKeys(t reflect.Type, prefix string) map[string]reflect.Type {
 }
 
 // envOverrides maps DUBBO_REGISTRY_SERVER_TICK_TIME onto the known key
-// registry.server.tick-time; unknown DUBBO_ variables are ignored.
+// registry.server.tick-time; unknown DUBBO_ variables are ignored, and so
+// are Dubbo's DUBBO_IP_TO_BIND, DUBBO_PORT_TO_BIND, DUBBO_IP_TO_REGISTRY
+// and DUBBO_PORT_TO_REGISTRY, which are not keys.
 func envOverrides(environ []string, keys map[string]reflect.Type) (map[string]any, error) {
 	byEnv := make(map[string]string, len(keys))
 	for k := range keys {
@@ -359,8 +514,8 @@ func envOverrides(environ []string, keys map[string]reflect.Type) (map[string]an
 	out := map[string]any{}
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) {
-			continue
+		if !ok || !strings.HasPrefix(name, EnvPrefix) || isAddressEnv(name) {
+			continue // Dubbo's address variables are read as Java reads them (addressenv.go)
 		}
 		if key, ok := byEnv[name]; ok {
 			v, err := textValue(val, keys[key])
@@ -431,6 +586,16 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 			return nil, fmt.Errorf("%w (want a duration such as \"500ms\" or \"3s\", or milliseconds)", err)
 		}
 		return d, nil
+	}
+	return data, nil
+}
+
+// boolTextHook writes a TOML boolean given for text (a parameter such as
+// sticky = true) as Java reads one, "true" or "false"; weak decoding
+// would write "1" or "0".
+func boolTextHook(from, to reflect.Type, data any) (any, error) {
+	if b, ok := data.(bool); ok && to.Kind() == reflect.String {
+		return strconv.FormatBool(b), nil
 	}
 	return data, nil
 }

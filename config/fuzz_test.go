@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,5 +28,20 @@ func FuzzTextValue(f *testing.F) {
 			}
 		}
 		_, _ = durationHook(reflect.TypeOf(""), dur, text)
+	})
+}
+
+// FuzzLineOf: finding the line of a key, indexed or not, in any text
+// never panics and answers a line that exists.
+func FuzzLineOf(f *testing.F) {
+	f.Add("[[provider.services]]\ninterface = \"a.B\"\n[[provider.services]]\nweight = 5\n", "provider.services[1].weight")
+	f.Add("[[consumer.references]]\n[[consumer.references.methods]]\nname = \"m\"\n[[consumer.references]]\n[[consumer.references.methods]]\ntimeout = 1\n",
+		"consumer.references[1].methods[0].timeout")
+	f.Add("[a.b[0]]\nx = 1\n", "a.b[0].x")
+	f.Fuzz(func(t *testing.T, raw, key string) {
+		n := lineOf([]byte(raw), key)
+		if n < 0 || n > strings.Count(raw, "\n")+1 {
+			t.Fatalf("lineOf(%q, %q) = %d", raw, key, n)
+		}
 	})
 }

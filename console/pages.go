@@ -150,6 +150,11 @@ func (c *Console) pageService(ec echo.Context) error {
 	ctx := ec.Request().Context()
 	d, err := c.service(param(ec, "interface"))
 	if err != nil {
+		// /services/<app> is where Dubbo keeps an application's
+		// instances; the console shows them at /applications/<app>.
+		if _, ok := c.cat.Application(param(ec, "interface")); ok {
+			return ec.Redirect(http.StatusFound, "/applications/"+neturl.PathEscape(param(ec, "interface")))
+		}
 		return err
 	}
 	ps, err := c.providers(d.Interface, nil, nil)

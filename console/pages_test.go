@@ -72,3 +72,21 @@ func TestRuleFormRefusesBadRules(t *testing.T) {
 		t.Fatal("the rule was not stored")
 	}
 }
+
+// /services/<app> is Dubbo's path of an application's instances: the
+// console sends it to the application's page; an unknown name is a 404.
+func TestServicesPathOfAnApplication(t *testing.T) {
+	e := startSystem(t, envOptions{noLoad: true})
+	b := browserClient(t)
+	st, _, hdr := send(t, b, "GET", e.ConsoleURL+"/services/greeter-app", "", "")
+	if st != 302 || hdr.Get("Location") != "/applications/greeter-app" {
+		t.Fatalf("GET /services/greeter-app: %d to %q, want 302 to /applications/greeter-app", st, hdr.Get("Location"))
+	}
+	st, body, _ := send(t, b, "GET", e.ConsoleURL+"/applications/greeter-app", "", "")
+	if st != 200 || !strings.Contains(body, "greeter-app") {
+		t.Fatalf("GET /applications/greeter-app: %d", st)
+	}
+	if st, _, _ := send(t, b, "GET", e.ConsoleURL+"/services/no-such-app", "", ""); st != 404 {
+		t.Errorf("GET /services/no-such-app: %d, want 404", st)
+	}
+}

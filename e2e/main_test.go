@@ -35,9 +35,10 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	// One go build for all: the module root is the dubbo command.
+	// One go build for all: the module root is the dubbo command; the
+	// plugins of testdata serve only tests.
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"..", "../examples/greeter", "../examples/chain", "../examples/greeter-caller")
+		"..", "../examples/greeter", "../examples/chain", "../examples/greeter-caller", "./testdata/tagrelay")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building dubbo and the example plugins:", err)
@@ -397,7 +398,11 @@ type benchSummary struct {
 	Errors       int64            `json:"errors"`
 	QPS          float64          `json:"qps"`
 	P50us        int64            `json:"p50_us"`
+	P90us        int64            `json:"p90_us"`
 	P99us        int64            `json:"p99_us"`
+	P999us       int64            `json:"p999_us"`
+	MinUs        int64            `json:"min_us"`
+	MeanUs       int64            `json:"mean_us"`
 	MaxUS        int64            `json:"max_us"`
 	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
 	ByProvider   map[string]int64 `json:"by_provider"`
@@ -409,13 +414,19 @@ func bench(t *testing.T, dir string, flags ...string) benchSummary {
 	t.Helper()
 	args := append([]string{"bench"}, flags...)
 	args = append(args, "--version", "1.0.0", "org.example.Greeter", "sayHello", `"world"`)
-	r := dubbo(t, dir, args...)
-	if r.code != 0 {
-		t.Fatalf("dubbo bench exited %d: %s", r.code, r.stderr)
-	}
+	return benchResult(t, dubbo(t, dir, args...))
+}
+
+// benchResult decodes the summary of a `dubbo bench` that ran, and checks
+// its exit code: 0 when every call succeeded, 1 when some failed.
+func benchResult(t *testing.T, r result) benchSummary {
+	t.Helper()
 	var s benchSummary
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &s); err != nil {
-		t.Fatalf("dubbo bench printed %q, not its JSON summary: %v", r.stdout, err)
+		t.Fatalf("dubbo bench exited %d and printed %q, not its JSON summary: %v; stderr %s", r.code, r.stdout, err, r.stderr)
+	}
+	if want := min(s.Errors, 1); int64(r.code) != want {
+		t.Fatalf("dubbo bench exited %d after %d failed calls of %d, want exit %d; stderr %s", r.code, s.Errors, s.Calls, want, r.stderr)
 	}
 	return s
 }

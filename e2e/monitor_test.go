@@ -128,8 +128,15 @@ func waitProviders(t *testing.T, p ports, cons map[string]counted, within time.D
 		t.Fatal(err)
 	}
 	for addr := range merged(prov, cons) {
-		if prov[addr].attempts() != cons[addr].attempts() {
-			t.Errorf("provider %s counted %+v, its consumers %+v: each attempt must be counted once on each side", addr, prov[addr], cons[addr])
+		// An attempt that failed before reaching the provider (its
+		// connection closed under it: the tests run 60 ms heartbeats on a
+		// loaded machine) is the consumer's alone; every other attempt is
+		// counted once on each side.
+		pa, ca := prov[addr].attempts(), cons[addr].attempts()
+		if pa > ca || ca-pa > cons[addr].failure || cons[addr].success > pa {
+			t.Errorf("provider %s counted %+v, its consumers %+v: each attempt that reached it must be counted once on each side", addr, prov[addr], cons[addr])
+		} else if pa != ca {
+			t.Logf("provider %s: %d attempts of its consumers failed before reaching it", addr, ca-pa)
 		}
 	}
 	return prov
@@ -338,7 +345,7 @@ func TestMonitorUp(t *testing.T) {
 	last := benchCalls(t, dir, p, "-n", "3000", "-c", "8")
 	made += last.Calls
 	// Every call made is in the consumers' rows once they settle; the
-	// providers served as many attempts as the consumers made.
+	// providers served every attempt that reached them.
 	cons := waitConsumers(t, p, made, 15*time.Second)
 	attempts := sum(cons).attempts()
 
@@ -350,8 +357,8 @@ func TestMonitorUp(t *testing.T) {
 			got = v
 			return err == nil && ok && int64(v) >= attempts
 		})
-		if !ok || int64(got) != attempts {
-			t.Errorf("Prometheus: %s = %v, want the %d calls made (%d attempts)", expr, got, made, attempts)
+		if failed := sum(cons).failure; !ok || int64(got) > attempts || int64(got) < attempts-failed {
+			t.Errorf("Prometheus: %s = %v, want the %d calls made (%d attempts, %d failed)", expr, got, made, attempts, failed)
 		}
 	})
 

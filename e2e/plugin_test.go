@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -139,18 +139,18 @@ func (b *runningBench) wait(t *testing.T) benchSummary {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- b.cmd.Wait() }()
+	var code int
 	select {
 	case err := <-done:
-		if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
 			t.Fatalf("dubbo bench: %v: %s", err, b.stderr.String())
 		}
 	case <-time.After(30 * time.Second):
 		_ = b.cmd.Process.Kill()
 		t.Fatalf("dubbo bench still running after 30s")
 	}
-	var s benchSummary
-	if err := json.Unmarshal([]byte(strings.TrimSpace(b.stdout.String())), &s); err != nil {
-		t.Fatalf("dubbo bench printed %q: %v", b.stdout.String(), err)
-	}
-	return s
+	return benchResult(t, result{stdout: b.stdout.String(), stderr: b.stderr.String(), code: code})
 }

@@ -89,7 +89,7 @@ type Monitor struct {
 
 // Start opens the store, starts its retention, serves and registers the
 // MonitorService, and starts the HTTP server.
-func Start(ctx context.Context, o Options) (m *Monitor, err error) {
+func Start(ctx context.Context, o Options) (_ *Monitor, err error) {
 	if o.Application == "" {
 		o.Application = "dubbo-monitor"
 	}
@@ -97,7 +97,9 @@ func Start(ctx context.Context, o Options) (m *Monitor, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	m = &Monitor{log: log, retainDone: make(chan struct{})}
+	// Not the named result, which an error return sets to nil under the
+	// deferred close and the retention goroutine.
+	m := &Monitor{log: log, retainDone: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			m.close()

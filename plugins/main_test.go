@@ -119,6 +119,13 @@ func runPlugin(mode string) error {
 	switch mode {
 	case "greeter":
 		return sdk.Serve(greeterService())
+	case "settings":
+		// A service with Dubbo settings, which reach the node in Describe.
+		svc := greeterService()
+		zero := 0
+		svc.Settings = sdk.Settings{Weight: 200, Tag: "gray", Timeout: 3 * time.Second, Retries: &zero, Executes: 4,
+			Parameters: map[string]string{"owner": "team-a"}}
+		return sdk.Serve(svc)
 	case "consumer":
 		return sdk.Run(consume)
 	case "startfail":
@@ -153,7 +160,7 @@ func runPlugin(mode string) error {
 		hs := wire.Handshake
 		hs.MagicCookieValue = "some-other-host"
 		plugin.Serve(&plugin.ServeConfig{HandshakeConfig: hs, Plugins: plugin.PluginSet{}})
-	case "noservices", "badtype", "ghost", "garbage":
+	case "noservices", "badtype", "ghost", "garbage", "badsettings":
 		d, err := sdk.NewDispatcher(greeterService())
 		if err != nil {
 			return err
@@ -192,6 +199,8 @@ func (l *liar) Describe(context.Context, *emptypb.Empty) (*wrapperspb.BytesValue
 		desc.Services[0].Methods[0].ParamTypes = []string{"java.lang.String;DROP"}
 	case "ghost":
 		desc.Services[0].Methods = append(methods, wire.Method{Name: "ghost", ParamTypes: []string{}, ReturnType: "void"})
+	case "badsettings":
+		desc.Services[0].Params = map[string]string{"weight": "-1"}
 	}
 	b, err := json.Marshal(desc)
 	return wrapperspb.Bytes(b), err

@@ -29,6 +29,9 @@ type ServiceDesc struct {
 	Version   string // "" when none
 	Group     string // "" when none
 	Methods   []MethodDesc
+	// Params are the service's settings as Dubbo URL parameters (its
+	// sdk.Service Settings), for its provider URL; nil when none.
+	Params map[string]string
 }
 
 // Key is Dubbo's service key, [group/]interface[:version].
@@ -204,7 +207,7 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	}
 	p.methods = make(map[string]map[string]*MethodDesc, len(d.Services))
 	for _, s := range d.Services {
-		sd := ServiceDesc{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group}
+		sd := ServiceDesc{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
 		for _, m := range s.Methods {
 			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType})
 		}

@@ -67,6 +67,20 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
+// The settings of an sdk.Service reach the node with the description, as
+// the Dubbo URL parameters the node registers.
+func TestDescribeSettings(t *testing.T) {
+	p := startGreeter(t, startConfig(t, "settings"))
+	svcs := p.Services()
+	want := map[string]string{"weight": "200", "dubbo.tag": "gray", "timeout": "3000", "retries": "0", "executes": "4", "owner": "team-a"}
+	if len(svcs) != 1 || !reflect.DeepEqual(svcs[0].Params, want) {
+		t.Fatalf("services = %+v, want params %v", svcs, want)
+	}
+	if plain := startGreeter(t, startConfig(t, "greeter")).Services(); plain[0].Params != nil {
+		t.Errorf("a service without settings has params %v", plain[0].Params)
+	}
+}
+
 // TestJavaTypes checks that values cross the boundary both ways with their
 // Java types: an int stays int32, a long int64, a Map a map, a POJO keeps
 // its class.
@@ -229,6 +243,7 @@ func TestRefused(t *testing.T) {
 		{"wrongcookie", "This binary is a plugin"},
 		{"noservices", `service interface "" is not a Java class name`},
 		{"badtype", `parameter 1 type "java.lang.String;DROP" is not a Java type`},
+		{"badsettings", `service org.example.Greeter:1.0.0: parameter weight: "-1" is not a non-negative integer`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {

@@ -90,6 +90,11 @@ func joinDir(t *testing.T, name string, opts cluster.Options, dir cluster.Direct
 	return c
 }
 
+// consumerURL is a reference's consumer URL with query.
+func consumerURL(query string) *url.URL {
+	return url.MustParse("consumer://127.0.0.1/org.example.Greeter?" + query)
+}
+
 func hello() *rpc.Invocation {
 	return &rpc.Invocation{Service: "org.example.Greeter", Method: "sayHello", Args: []any{"bob"}}
 }
@@ -241,7 +246,7 @@ func TestFailoverRelistsBeforeRetry(t *testing.T) {
 }
 
 func TestNoProvider(t *testing.T) {
-	for _, name := range cluster.Strategies() {
+	for _, name := range cluster.Names() {
 		t.Run(name, func(t *testing.T) {
 			_, err := join(t, name, cluster.Options{}).Invoke(context.Background(), hello())
 			if name == "failsafe" || name == "failback" {
@@ -305,9 +310,9 @@ func TestFailback(t *testing.T) {
 		t.Errorf("%d calls; a retried call that succeeded must not be retried again", n)
 	}
 
-	// Always failing: the original call plus FailbackRetries retries.
+	// Always failing: the original call plus the reference's retries.
 	dead := failing("10.0.0.2", connErr("b"))
-	c = join(t, "failback", cluster.Options{FailbackPeriod: 5 * time.Millisecond, FailbackRetries: 2}, dead)
+	c = join(t, "failback", cluster.Options{FailbackPeriod: 5 * time.Millisecond, URL: consumerURL("retries=2")}, dead)
 	c.Invoke(context.Background(), hello())
 	waitFor(t, "two retries", func() bool { return dead.calls.Load() == 3 })
 	time.Sleep(30 * time.Millisecond)
@@ -328,7 +333,7 @@ func TestFailback(t *testing.T) {
 
 func TestFailbackQueueIsBounded(t *testing.T) {
 	dead := failing("10.0.0.1", connErr("a"))
-	c := join(t, "failback", cluster.Options{FailbackPeriod: 10 * time.Millisecond, FailbackTasks: 2, FailbackRetries: 1}, dead)
+	c := join(t, "failback", cluster.Options{FailbackPeriod: 10 * time.Millisecond, URL: consumerURL("failbacktasks=2&retries=1")}, dead)
 	for range 5 {
 		c.Invoke(context.Background(), hello())
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -24,16 +25,22 @@ type Options struct {
 	// NewBalancer makes the load balancer for a "loadbalance" name; pass
 	// loadbalance.New. Required.
 	NewBalancer func(name string, stats *Stats) (LoadBalancer, error)
+	// URL is the reference's consumer URL, whose settings of the whole
+	// reference apply as Java's cluster invokers read them from theirs:
+	// failback's "retries" (default 3; 0 = no background retry) and
+	// "failbacktasks" (default 100), broadcast's "broadcast.fail.percent".
+	// Optional.
+	URL *url.URL
 	// Logger receives errors that failsafe and failback swallow.
 	// Default slog.Default().
 	Logger *slog.Logger
-	// FailbackPeriod is how often failback retries failed calls. Default 5s.
+	// FailbackPeriod is how often failback retries failed calls. Default
+	// 5s (Java's RETRY_FAILED_PERIOD).
 	FailbackPeriod time.Duration
-	// FailbackTasks bounds the failed calls waiting for a retry; more are
-	// dropped and logged. Default 100 (Dubbo's failbacktasks).
-	FailbackTasks int
-	// FailbackRetries is how many times failback retries one call. Default 3.
-	FailbackRetries int
+	// ResponseWindow is how long response times are averaged before every
+	// provider's average starts over (Stats). Default 30s, Dubbo's
+	// shortestresponse slide period.
+	ResponseWindow time.Duration
 	// Now is the clock for warm-up weights and response times. Default time.Now.
 	Now func() time.Time
 }
@@ -46,6 +53,9 @@ type Invoker struct {
 	opts     Options
 	log      *slog.Logger
 	stats    *Stats
+	fb       failbackSettings
+	// sticky is the address of the provider sticky calls keep using.
+	sticky atomic.Pointer[string]
 
 	mu        sync.Mutex
 	balancers map[string]LoadBalancer
@@ -53,34 +63,15 @@ type Invoker struct {
 	closed    bool
 }
 
-// strategy runs one call with a cluster strategy.
-type strategy func(c *Invoker, ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error)
-
-func strategyNamed(name string) (strategy, error) {
-	switch name {
-	case "", "failover":
-		return failover, nil
-	case "failfast":
-		return failfast, nil
-	case "failsafe":
-		return failsafe, nil
-	case "failback":
-		return failback, nil
-	case "forking":
-		return forking, nil
-	case "broadcast":
-		return broadcast, nil
-	case "available":
-		return available, nil
-	}
-	return nil, fmt.Errorf("cluster %q: %w; use one of %s", name, ErrUnknownName, strings.Join(Strategies(), ", "))
-}
-
 // Join builds the cluster invoker for dir with the strategy opts.Cluster.
 func Join(dir Directory, opts Options) (*Invoker, error) {
-	s, err := strategyNamed(opts.Cluster)
-	if err != nil {
-		return nil, err
+	name := opts.Cluster
+	if name == "" {
+		name = DefaultCluster
+	}
+	s, ok := strategies[name]
+	if !ok {
+		return nil, Check(name)
 	}
 	if opts.NewBalancer == nil {
 		return nil, errors.New("cluster.Join: Options.NewBalancer is nil; pass loadbalance.New")
@@ -91,12 +82,6 @@ func Join(dir Directory, opts Options) (*Invoker, error) {
 	if opts.FailbackPeriod <= 0 {
 		opts.FailbackPeriod = 5 * time.Second
 	}
-	if opts.FailbackTasks <= 0 {
-		opts.FailbackTasks = 100
-	}
-	if opts.FailbackRetries <= 0 {
-		opts.FailbackRetries = 3
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -105,7 +90,8 @@ func Join(dir Directory, opts Options) (*Invoker, error) {
 		strategy:  s,
 		opts:      opts,
 		log:       opts.Logger,
-		stats:     NewStats(opts.Now),
+		stats:     NewStats(opts.Now, opts.ResponseWindow),
+		fb:        failbackSettingsOf(opts.URL),
 		balancers: make(map[string]LoadBalancer),
 	}, nil
 }
@@ -115,7 +101,7 @@ func (c *Invoker) Stats() *Stats { return c.stats }
 
 // Invoke makes one call with the invoker's strategy.
 func (c *Invoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	return c.strategy(c, ctx, inv)
+	return c.strategy(ctx, c, inv)
 }
 
 // Close stops the failback retries; calls still queued are dropped.
@@ -174,8 +160,29 @@ func (c *Invoker) balancer(ps []ProviderInvoker, inv *rpc.Invocation) (LoadBalan
 }
 
 // pick selects a provider, avoiding those already tried (by address) and
-// unavailable ones when others remain, as Dubbo's reselect does.
-func pick(lb LoadBalancer, ps []ProviderInvoker, inv *rpc.Invocation, tried map[string]bool) ProviderInvoker {
+// unavailable ones when others remain, as Dubbo's select and reselect do.
+// With "sticky" set for the method, the provider picked last is kept while
+// it is listed, available and not tried, as Java's stickyInvoker.
+func (c *Invoker) pick(lb LoadBalancer, ps []ProviderInvoker, inv *rpc.Invocation, tried map[string]bool) ProviderInvoker {
+	sticky := strings.EqualFold(MethodParam(ps[0].URL(), MethodName(inv), KeySticky), "true")
+	if sticky {
+		if addr := c.sticky.Load(); addr != nil && !tried[*addr] {
+			for _, p := range ps {
+				if p.URL().Address() == *addr && p.Available() {
+					return p
+				}
+			}
+		}
+	}
+	p := reselect(lb, ps, inv, tried)
+	if sticky {
+		addr := p.URL().Address()
+		c.sticky.Store(&addr)
+	}
+	return p
+}
+
+func reselect(lb LoadBalancer, ps []ProviderInvoker, inv *rpc.Invocation, tried map[string]bool) ProviderInvoker {
 	if len(ps) == 1 {
 		return ps[0]
 	}
@@ -198,6 +205,27 @@ func pick(lb LoadBalancer, ps []ProviderInvoker, inv *rpc.Invocation, tried map[
 	return p
 }
 
+// once makes one attempt on a provider other than avoid (an address) when
+// another is listed; it returns the address it tried ("" when none was
+// listed).
+func (c *Invoker) once(ctx context.Context, inv *rpc.Invocation, avoid string) (string, *rpc.Result, error) {
+	ps, err := c.list(inv)
+	if err != nil {
+		return "", nil, err
+	}
+	lb, err := c.balancer(ps, inv)
+	if err != nil {
+		return "", nil, err
+	}
+	var tried map[string]bool
+	if avoid != "" {
+		tried = map[string]bool{avoid: true}
+	}
+	p := c.pick(lb, ps, inv, tried)
+	res, err := c.call(ctx, p, inv)
+	return p.URL().Address(), res, err
+}
+
 // call invokes one provider with the attempt's timeout (AttemptTimeout),
 // records the call in Stats and makes sure the error carries a category and
 // the provider's address. The timeout bounds this attempt only: failover
@@ -210,7 +238,7 @@ func (c *Invoker) call(ctx context.Context, p ProviderInvoker, inv *rpc.Invocati
 	inv = withTimeout(inv, timeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	end := c.stats.Begin(u, inv.Method)
+	end := c.stats.Begin(u, MethodName(inv))
 	res, err := p.Invoke(ctx, inv)
 	end(err)
 	if err == nil {
@@ -219,7 +247,7 @@ func (c *Invoker) call(ctx context.Context, p ProviderInvoker, inv *rpc.Invocati
 		}
 		return res, nil
 	}
-	return nil, categorize(err, ctx, inv, u.Address())
+	return nil, categorize(ctx, err, inv, u.Address())
 }
 
 // AttemptTimeout is the timeout of one attempt of inv on the provider u,
@@ -274,7 +302,7 @@ func withTimeout(inv *rpc.Invocation, timeout time.Duration) *rpc.Invocation {
 
 // categorize wraps errors that carry no rpc category, so that callers can
 // always use errors.Is with the rpc categories.
-func categorize(err error, ctx context.Context, inv *rpc.Invocation, addr string) error {
+func categorize(ctx context.Context, err error, inv *rpc.Invocation, addr string) error {
 	for _, kind := range []error{rpc.ErrNoProvider, rpc.ErrTimeout, rpc.ErrServiceNotFound, rpc.ErrPoolExhausted,
 		rpc.ErrBadRequest, rpc.ErrConnection, rpc.ErrProvider} {
 		if errors.Is(err, kind) {
@@ -314,3 +342,6 @@ func (e *AttemptsError) Error() string {
 
 // Unwrap returns every attempt's error for errors.Is and errors.As.
 func (e *AttemptsError) Unwrap() []error { return e.Errors }
+
+// errClosed is what failback reports for calls dropped by Close.
+var errClosed = errors.New("cluster invoker closed")

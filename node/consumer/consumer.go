@@ -102,14 +102,17 @@ const (
 type Settings struct {
 	// Timeout of one attempt. Default: the provider's, else 1s.
 	Timeout time.Duration `koanf:"timeout"`
-	// Retries are the extra attempts of failover. Default: the
-	// provider's, else 2. A pointer so that 0 can be set.
+	// Retries are the extra attempts of failover (and failback's
+	// background retries). Default: the provider's, else 2 (failback: 3).
+	// A pointer so that 0 can be set.
 	Retries *int `koanf:"retries"`
-	// LoadBalance is random, roundrobin, leastactive, shortestresponse,
-	// consistenthash or p2c. Default: the provider's, else random.
+	// LoadBalance is one of loadbalance.Names(): random, roundrobin,
+	// leastactive, shortestresponse, consistenthash, p2c. Default: the
+	// provider's, else random.
 	LoadBalance string `koanf:"loadbalance"`
-	// Cluster is failover, failfast, failsafe, failback, forking,
-	// broadcast or available. Default failover. Reference-wide only.
+	// Cluster is one of cluster.Names(): failover, failfast, failsafe,
+	// failback, forking, broadcast, available. Default failover.
+	// Reference-wide only.
 	Cluster string `koanf:"cluster"`
 	// Connections per provider address. Default 1. Reference-wide only;
 	// the first reference to reach an address decides.
@@ -119,6 +122,14 @@ type Settings struct {
 	Check *bool `koanf:"check"`
 	// Heartbeat of the connections. Default 60s. Reference-wide only.
 	Heartbeat time.Duration `koanf:"heartbeat"`
+	// Parameters are more parameters of the consumer URL, any Dubbo
+	// defines, written into it as Java writes a reference's parameters
+	// (forks, hash.arguments, hash.nodes, failbacktasks, sticky, router,
+	// broadcast.fail.percent, ...); the ones the runtime implements take
+	// effect. A key set by a field above too takes the field's value. In
+	// consumer.defaults they apply to every reference that does not set
+	// the key. Default none.
+	Parameters map[string]string `koanf:"parameters"`
 }
 
 // ReferenceConfig is one referenced service.
@@ -128,7 +139,10 @@ type ReferenceConfig struct {
 	// Version and Group select the providers. Default none.
 	Version string `koanf:"version"`
 	Group   string `koanf:"group"`
-	// URL is a direct dubbo://host:port, bypassing the registry. Default "".
+	// URL bypasses the registry: one direct dubbo://host:port, or several
+	// separated by ";" as in Java ("dubbo://a:20880;dubbo://b:20880"),
+	// which are then all the reference's providers, balanced and failed
+	// over like registered ones. Default "".
 	URL      string `koanf:"url"`
 	Settings `koanf:",squash"`
 	// Methods override the settings per method.
@@ -143,6 +157,11 @@ type MethodConfig struct {
 	Timeout     time.Duration `koanf:"timeout"`
 	Retries     *int          `koanf:"retries"`
 	LoadBalance string        `koanf:"loadbalance"`
+	// Parameters are more parameters of this method, written into the
+	// consumer URL as "<name>.<key>", as Java writes a method's
+	// parameters: forks, hash.arguments, hash.nodes, sticky ... of this
+	// method only. Default none.
+	Parameters map[string]string `koanf:"parameters"`
 }
 
 // Registry is what a consumer needs from an interface-level registry.
@@ -185,6 +204,13 @@ type Options struct {
 	// RegistryStats, if set, counts the consumer's registrations,
 	// subscriptions and notifications (Dubbo 3's dubbo_registry_* metrics).
 	RegistryStats *stats.RegistryStats
+	// ResponseWindow, if set, replaces the 30 s after which the response
+	// times that shortestresponse and p2c compare start over for every
+	// provider (Dubbo's slide period); tests shorten it.
+	ResponseWindow time.Duration
+	// FailbackPeriod, if set, replaces the 5 s between failback's
+	// background retries (Java's); tests shorten it.
+	FailbackPeriod time.Duration
 }
 
 // Consumer holds the references of one application. Safe for concurrent use.
@@ -201,6 +227,8 @@ type Consumer struct {
 	host     string
 	rec      *stats.Recorder      // nil: no statistics
 	regStats *stats.RegistryStats // nil: not counted
+	window   time.Duration        // cluster.Options.ResponseWindow
+	failback time.Duration        // cluster.Options.FailbackPeriod
 
 	// mu guards refs, onDemand and closed. Calls read them under RLock.
 	mu       sync.RWMutex
@@ -229,11 +257,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	if cfg.Application == "" {
 		cfg.Application = DefaultApplication
 	}
-	step, err := migrationStep(cfg.Migration)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
 	}
-	cfg.Migration = step
+	cfg.Migration, _ = migrationStep(cfg.Migration)
 	if cfg.OnDemand.Max <= 0 {
 		cfg.OnDemand.Max = DefaultOnDemandMax
 	}
@@ -241,7 +268,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.OnDemand.Idle = DefaultOnDemandIdle
 	}
 	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
-		host: localIP(), infos: newInfoCache(), regStats: opts.RegistryStats}
+		host: localIP(), infos: newInfoCache(), regStats: opts.RegistryStats,
+		window: opts.ResponseWindow, failback: opts.FailbackPeriod}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -310,7 +338,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			missing[i] = !r.waitAvailable(ctx, checkWait)
+			missing[i] = !r.WaitAvailable(ctx, checkWait)
 		}()
 	}
 	wg.Wait()
@@ -343,13 +371,16 @@ func (e *CheckError) Unwrap() error { return rpc.ErrNoProvider }
 // opens in the background: the dial timeout of one attempt.
 const checkWait = 3 * time.Second
 
-// waitAvailable waits until the reference has an available provider.
-func (r *Reference) waitAvailable(ctx context.Context, d time.Duration) bool {
+// WaitAvailable waits, at most d, until the reference has an available
+// provider and the tag rule of the providers' application has been read,
+// so that a first call is routed as every later one; it reports whether
+// both happened.
+func (r *Reference) WaitAvailable(ctx context.Context, d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for len(r.Providers()) == 0 {
+	for len(r.Providers()) == 0 || !r.tagRuleRead() {
 		select {
 		case <-ctx.Done():
 			return false
@@ -366,10 +397,10 @@ func (r *Reference) waitAvailable(ctx context.Context, d time.Duration) bool {
 // is (an on-demand one is kept from then on): the first configuration of a
 // service key wins.
 func (c *Consumer) Reference(ctx context.Context, rc ReferenceConfig) (*Reference, error) {
-	if rc.Interface == "" {
-		return nil, errors.New("consumer: a reference needs an interface")
-	}
 	key := url.ServiceKey(rc.Interface, rc.Group, rc.Version)
+	if err := rc.validate("reference " + key); err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

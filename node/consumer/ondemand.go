@@ -121,7 +121,7 @@ func (c *Consumer) invokeOnDemand(ctx context.Context, key string, inv *rpc.Invo
 		} else {
 			// Connections open in the background; give the first one the
 			// time a dial takes, as Java connects when it refers.
-			od.slot.ref.waitAvailable(ctx, checkWait)
+			od.slot.ref.WaitAvailable(ctx, checkWait)
 			c.log.Debug("on-demand reference made", "reference", key)
 		}
 		close(od.slot.ready)

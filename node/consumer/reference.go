@@ -45,8 +45,9 @@ type Reference struct {
 	dir         cluster.Directory
 	dyn         *directory.Dynamic // nil for a direct url
 	chain       router.Chain
+	routers     []string // the router kinds that run (Dubbo's "router" key)
 	invoker     *cluster.Invoker
-	release     func() // releases the direct url's client
+	release     func() // releases the direct urls' clients
 
 	// The providers of each discovery, merged by setProviders.
 	migration          string
@@ -62,6 +63,33 @@ type Reference struct {
 	tagCancel func()
 	closed    bool
 	wg        sync.WaitGroup
+
+	// tagRead is closed once the tag rule of the providers' application
+	// has been read, or there is none to read: Java's TagStateRouter reads
+	// the rule when it first sees the providers, before routing a call to
+	// them. nil when no rule is watched (direct url, no config center).
+	tagRead     chan struct{}
+	tagReadOnce sync.Once
+}
+
+// tagRuleRead reports whether the first calls can be routed with the tag
+// rule in force (see tagRead).
+func (r *Reference) tagRuleRead() bool {
+	if r.tagRead == nil {
+		return true
+	}
+	select {
+	case <-r.tagRead:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *Reference) markTagRuleRead() {
+	if r.tagRead != nil {
+		r.tagReadOnce.Do(func() { close(r.tagRead) })
+	}
 }
 
 func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceConfig) (*Reference, error) {
@@ -90,10 +118,24 @@ func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceCon
 			return nil, err
 		}
 		r.dyn, r.dir = d, d
-		r.chain.Set("tag", router.OrderTag, router.NewTagRouter(nil))
+		if r.routers, err = router.Enabled(r.consumerURL.Param(keyRouter)); err != nil {
+			return nil, fmt.Errorf("reference %s: %w", key, err)
+		}
+		for _, name := range r.routers {
+			// Routers that act without a rule (tag: the providers' static
+			// tags) run from the start.
+			kind, _ := router.Lookup(name)
+			if rt, _ := kind.New(nil); rt != nil {
+				r.chain.Set(name, kind.Order, rt)
+			}
+		}
 		d.SetRouter(&r.chain)
+		if c.config != nil {
+			r.tagRead = make(chan struct{})
+		}
 	}
-	inv, err := cluster.Join(r.dir, cluster.Options{Cluster: cl, NewBalancer: loadbalance.New, Logger: r.log})
+	inv, err := cluster.Join(r.dir, cluster.Options{Cluster: cl, NewBalancer: loadbalance.New, URL: r.consumerURL,
+		Logger: r.log, ResponseWindow: c.window, FailbackPeriod: c.failback})
 	if err != nil {
 		r.close()
 		return nil, fmt.Errorf("reference %s: %w", key, err)
@@ -109,9 +151,42 @@ func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceCon
 }
 
 // consumerURL is the URL a Java 3.3 consumer registers (PROTOCOLS.md C.2),
-// with the call settings the directory lays over every provider URL.
+// with the call settings the directory lays over every provider URL:
+// consumer.defaults' then the reference's parameters, the settings of
+// their own keys over them, each method's as "<method>.<key>", and the
+// consumer's identity last.
 func (c *Consumer) consumerURL(rc ReferenceConfig) *url.URL {
-	params := map[string]string{
+	d := c.cfg.Defaults
+	params := make(map[string]string)
+	for k, v := range d.Parameters {
+		params[k] = v
+	}
+	for k, v := range rc.Parameters {
+		params[k] = v
+	}
+	setSettings(params, "", pick(rc.Timeout, d.Timeout), pickPtr(rc.Retries, d.Retries), pick(rc.LoadBalance, d.LoadBalance))
+	if cl := pick(rc.Cluster, d.Cluster); cl != "" {
+		params[cluster.KeyCluster] = cl
+	}
+	if n := pick(rc.Connections, d.Connections); n > 0 {
+		params[keyConnections] = strconv.Itoa(n)
+	}
+	var methods []string
+	for _, m := range rc.Methods {
+		if m.Name == "" {
+			continue
+		}
+		methods = append(methods, m.Name)
+		for k, v := range m.Parameters {
+			params[m.Name+"."+k] = v
+		}
+		setSettings(params, m.Name+".", m.Timeout, m.Retries, m.LoadBalance)
+	}
+	if len(methods) > 0 {
+		slices.Sort(methods)
+		params["methods"] = strings.Join(methods, ",")
+	}
+	for k, v := range map[string]string{
 		"application":    c.cfg.Application,
 		url.KeyCategory:  registry.CategoryConsumers,
 		"check":          "false",
@@ -121,32 +196,22 @@ func (c *Consumer) consumerURL(rc ReferenceConfig) *url.URL {
 		"release":        Release,
 		"side":           "consumer",
 		url.KeyTimestamp: strconv.FormatInt(time.Now().UnixMilli(), 10),
+	} {
+		params[k] = v
 	}
+	delete(params, url.KeyVersion)
+	delete(params, url.KeyGroup)
 	if rc.Version != "" {
 		params[url.KeyVersion] = rc.Version
 	}
 	if rc.Group != "" {
 		params[url.KeyGroup] = rc.Group
 	}
-	d := c.cfg.Defaults
-	setSettings(params, "", pick(rc.Timeout, d.Timeout), pickPtr(rc.Retries, d.Retries), pick(rc.LoadBalance, d.LoadBalance))
-	if cl := pick(rc.Cluster, d.Cluster); cl != "" {
-		params[cluster.KeyCluster] = cl
-	}
-	var methods []string
-	for _, m := range rc.Methods {
-		if m.Name == "" {
-			continue
-		}
-		methods = append(methods, m.Name)
-		setSettings(params, m.Name+".", m.Timeout, m.Retries, m.LoadBalance)
-	}
-	if len(methods) > 0 {
-		slices.Sort(methods)
-		params["methods"] = strings.Join(methods, ",")
-	}
 	return url.New("consumer", c.host, 0, rc.Interface, params)
 }
+
+// keyConnections is the consumer URL's connections per provider.
+const keyConnections = "connections"
 
 func setSettings(params map[string]string, prefix string, timeout time.Duration, retries *int, lb string) {
 	if timeout > 0 {
@@ -175,8 +240,10 @@ func pickPtr[T any](v, def *T) *T {
 	return def
 }
 
+// connections per provider: the consumer URL's (the reference's, its
+// parameters' or consumer.defaults'), 0 when none is set.
 func (r *Reference) connections() int {
-	return pick(r.rc.Connections, r.c.cfg.Defaults.Connections)
+	return r.consumerURL.IntParam(keyConnections, 0)
 }
 
 func (r *Reference) heartbeat() time.Duration {
@@ -202,28 +269,42 @@ func (r *Reference) heartbeatFor(u *url.URL) time.Duration {
 	return 0
 }
 
-// direct builds the static directory of a url reference.
+// direct builds the static directory of a url reference: each of its
+// ";"-separated urls is one provider, balanced and failed over like
+// registered ones, as Java joins several direct urls in one cluster.
 func (r *Reference) direct() error {
-	du, err := url.Parse(r.rc.URL)
+	dus, err := directURLs(r.rc.URL)
 	if err != nil {
 		return fmt.Errorf("reference %s: url: %w", r.key, err)
 	}
-	if du.Protocol() != "dubbo" || du.Port() == 0 {
-		return fmt.Errorf("reference %s: url %q: want dubbo://host:port", r.key, r.rc.URL)
+	var providers []cluster.ProviderInvoker
+	var addrs []string
+	for _, du := range dus {
+		params := du.Params()
+		params[url.KeyInterface] = r.rc.Interface
+		delete(params, url.KeyVersion)
+		delete(params, url.KeyGroup)
+		if r.rc.Version != "" {
+			params[url.KeyVersion] = r.rc.Version
+		}
+		if r.rc.Group != "" {
+			params[url.KeyGroup] = r.rc.Group
+		}
+		pu := url.New("dubbo", du.Host(), du.Port(), r.rc.Interface, params)
+		addr := pu.Address()
+		if slices.Contains(addrs, addr) {
+			continue // named twice: one provider
+		}
+		addrs = append(addrs, addr)
+		client := r.c.clients.acquire(addr, r.connections(), r.heartbeatFor(pu))
+		providers = append(providers, r.c.newProviderInvoker(pu, client))
 	}
-	params := du.Params()
-	params[url.KeyInterface] = r.rc.Interface
-	if r.rc.Version != "" {
-		params[url.KeyVersion] = r.rc.Version
+	r.release = func() {
+		for _, addr := range addrs {
+			r.c.clients.release(addr)
+		}
 	}
-	if r.rc.Group != "" {
-		params[url.KeyGroup] = r.rc.Group
-	}
-	pu := url.New("dubbo", du.Host(), du.Port(), r.rc.Interface, params)
-	addr := pu.Address()
-	client := r.c.clients.acquire(addr, r.connections(), r.heartbeatFor(pu))
-	r.release = func() { r.c.clients.release(addr) }
-	r.dir = directory.NewStatic(r.consumerURL, nil, r.c.newProviderInvoker(pu, client))
+	r.dir = directory.NewStatic(r.consumerURL, nil, providers...)
 	return nil
 }
 
@@ -282,15 +363,24 @@ func (r *Reference) subscribe(ctx context.Context) error {
 		return nil
 	}
 	svcKey := url.ColonSeparatedKey(r.rc.Interface, r.rc.Version, r.rc.Group)
-	watches := []struct {
+	type watch struct {
 		key string
 		fn  func(content string, deleted bool)
-	}{
-		{svcKey + ".condition-router", r.conditionRule("service-condition", router.OrderServiceCondition)},
-		{r.c.cfg.Application + ".condition-router", r.conditionRule("app-condition", router.OrderAppCondition)},
-		{svcKey + ".configurators", r.overrideRule("service", orderServiceConfig)},
-		{r.c.cfg.Application + ".configurators", r.overrideRule("app", orderAppConfig)},
 	}
+	var watches []watch
+	for _, name := range r.routers {
+		kind, _ := router.Lookup(name)
+		switch kind.Scope {
+		case router.ScopeService:
+			watches = append(watches, watch{svcKey + kind.Suffix, r.routerRule(name, kind)})
+		case router.ScopeConsumerApp:
+			watches = append(watches, watch{r.c.cfg.Application + kind.Suffix, r.routerRule(name, kind)})
+		}
+		// ScopeProviderApp: armed by watchTags once the providers' application is known.
+	}
+	watches = append(watches,
+		watch{svcKey + ".configurators", r.overrideRule("service", orderServiceConfig)},
+		watch{r.c.cfg.Application + ".configurators", r.overrideRule("app", orderAppConfig)})
 	for _, w := range watches {
 		cancel, err := r.c.config.Watch(ctx, w.key, w.fn)
 		if err != nil {
@@ -358,19 +448,21 @@ func (rs routers) Route(ps []cluster.ProviderInvoker, consumer *url.URL, inv *rp
 	return ps
 }
 
-// conditionRule handles one condition-router document.
-func (r *Reference) conditionRule(name string, order int) func(string, bool) {
+// routerRule handles the rule documents of one router kind: a rule
+// replaces the router, a deleted one leaves the router without a rule, and
+// an invalid one is logged and leaves the router as it was.
+func (r *Reference) routerRule(name string, kind router.Kind) func(string, bool) {
 	return func(content string, deleted bool) {
-		if deleted || content == "" {
-			r.chain.Set(name, order, nil)
-			return
+		var doc []byte
+		if !deleted && content != "" {
+			doc = []byte(content)
 		}
-		rule, err := router.ParseConditionRule([]byte(content))
+		rt, err := kind.New(doc)
 		if err != nil {
-			r.log.Warn("ignoring invalid condition rule; the previous one stays in force", "rule", name, "err", err)
+			r.log.Warn("ignoring invalid routing rule; the previous one stays in force", "router", name, "err", err)
 			return
 		}
-		r.chain.Set(name, order, rule)
+		r.chain.Set(name, kind.Order, rt)
 	}
 }
 
@@ -390,14 +482,29 @@ func (r *Reference) overrideRule(name string, order int) func(string, bool) {
 	}
 }
 
-// watchTags follows <provider application>.tag-router. The watch is armed
+// watchTags follows the rules of the router kinds scoped to the providers'
+// application (tag: <provider application>.tag-router). The watch is armed
 // from a goroutine of the reference because notify runs on the registry
 // loop, which Watch waits for.
 func (r *Reference) watchTags(ps []*url.URL) {
 	if r.c.config == nil || len(ps) == 0 {
 		return
 	}
+	var name string
+	var kind router.Kind
+	for _, n := range r.routers {
+		if k, _ := router.Lookup(n); k.Scope == router.ScopeProviderApp {
+			name, kind = n, k
+		}
+	}
+	if name == "" {
+		r.markTagRuleRead()
+		return // tag routing is off ("router" key)
+	}
 	app := ps[0].Param("application")
+	if app == "" {
+		r.markTagRuleRead() // no application, no rule
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if app == "" || app == r.tagApp || r.closed {
@@ -414,20 +521,10 @@ func (r *Reference) watchTags(ps []*url.URL) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		stop, err := r.c.config.Watch(ctx, app+".tag-router", func(content string, deleted bool) {
-			if deleted || content == "" {
-				r.chain.Set("tag", router.OrderTag, router.NewTagRouter(nil))
-				return
-			}
-			rule, err := router.ParseTagRule([]byte(content))
-			if err != nil {
-				r.log.Warn("ignoring invalid tag rule; the previous one stays in force", "app", app, "err", err)
-				return
-			}
-			r.chain.Set("tag", router.OrderTag, router.NewTagRouter(rule))
-		})
+		stop, err := r.c.config.Watch(ctx, app+kind.Suffix, r.routerRule(name, kind))
+		r.markTagRuleRead() // Watch has delivered the rule, if there is one
 		if err != nil {
-			r.log.Warn("cannot watch the tag rule of the provider application", "app", app, "err", err)
+			r.log.Warn("cannot watch the routing rule of the provider application", "app", app, "router", name, "err", err)
 			return
 		}
 		r.mu.Lock()

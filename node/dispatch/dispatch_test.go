@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,6 +67,12 @@ func TestPoolGrowthAndRejection(t *testing.T) {
 			[]step{{true, 1, 0}, {true, 1, 1}, {true, 2, 1}, {true, 3, 1}, {false, 3, 1}}},
 		{"eager grows before queueing", PoolConfig{Type: PoolEager, CoreThreads: 1, Threads: 2, Queues: 2},
 			[]step{{true, 1, 0}, {true, 2, 0}, {true, 2, 1}, {true, 2, 2}, {false, 2, 2}}},
+		// Java's EagerThreadPool builds its TaskQueue with capacity
+		// queues <= 0 ? 1 : queues: one task waits even with queues = 0.
+		{"eager with queues 0 keeps a queue of one", PoolConfig{Type: PoolEager, Threads: 2},
+			[]step{{true, 1, 0}, {true, 2, 0}, {true, 2, 1}, {false, 2, 1}}},
+		{"eager with negative queues keeps a queue of one", PoolConfig{Type: PoolEager, Threads: 1, Queues: -1},
+			[]step{{true, 1, 0}, {true, 1, 1}, {false, 1, 1}}},
 		{"cached unbounded", PoolConfig{Type: PoolCached},
 			[]step{{true, 1, 0}, {true, 2, 0}, {true, 3, 0}, {true, 4, 0}}},
 	}
@@ -337,8 +344,9 @@ func TestConnectionDispatcherKeepsOrder(t *testing.T) {
 }
 
 func TestDispatcherErrors(t *testing.T) {
-	if _, err := NewDispatcher("bogus", nil); err == nil {
-		t.Error("unknown name accepted")
+	if _, err := NewDispatcher("bogus", nil); err == nil ||
+		err.Error() != `unknown dispatcher "bogus"; known: all, connection, direct, execution, message` {
+		t.Errorf("unknown name: %v", err)
 	}
 	if _, err := NewDispatcher(All, nil); err == nil {
 		t.Error("all without a pool accepted")
@@ -386,5 +394,167 @@ func TestPoolRunHere(t *testing.T) {
 	p.Close()
 	if p.RunHere(func() {}) {
 		t.Error("RunHere ran a task on a closed pool")
+	}
+}
+
+// The extension tables drive the names, the start-time checks and New:
+// every listed name builds, and a misspelt one is refused naming them all.
+func TestExtensionTables(t *testing.T) {
+	if got := DispatcherNames(); !slices.Equal(got, []string{"all", "connection", "direct", "execution", "message"}) {
+		t.Errorf("DispatcherNames() = %v", got)
+	}
+	if got := PoolNames(); !slices.Equal(got, []string{"cached", "eager", "fixed", "limited"}) {
+		t.Errorf("PoolNames() = %v", got)
+	}
+	for _, name := range append(PoolNames(), "") {
+		if err := CheckPool(name); err != nil {
+			t.Errorf("CheckPool(%q) = %v", name, err)
+		}
+		p, err := NewPool(PoolConfig{Type: name, Threads: 2})
+		if err != nil {
+			t.Fatalf("NewPool(%q): %v", name, err)
+		}
+		for _, d := range append(DispatcherNames(), "") {
+			if err := CheckDispatcher(d); err != nil {
+				t.Errorf("CheckDispatcher(%q) = %v", d, err)
+			}
+			disp, err := NewDispatcher(d, p)
+			if err != nil {
+				t.Fatalf("NewDispatcher(%q): %v", d, err)
+			}
+			disp.Close()
+		}
+		p.Close()
+	}
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{CheckPool("fixd"), `unknown thread pool "fixd"; known: cached, eager, fixed, limited`},
+		{CheckDispatcher("al"), `unknown dispatcher "al"; known: all, connection, direct, execution, message`},
+	} {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("got %v, want %s", tt.err, tt.want)
+		}
+	}
+	if _, err := NewPool(PoolConfig{Type: "fixd"}); err == nil || !strings.Contains(err.Error(), "known: cached, eager, fixed, limited") {
+		t.Errorf("NewPool(fixd): %v", err)
+	}
+}
+
+// Resize changes a running pool's size as Java's updateThreadpool does;
+// tasks beyond a lowered size are refused, and idle workers beyond it exit.
+func TestPoolResize(t *testing.T) {
+	p, err := NewPool(PoolConfig{Type: PoolFixed, Threads: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	b := newBlocker()
+	for i := 0; i < 3; i++ {
+		if err := p.Submit(b.task()); err != nil {
+			t.Fatal(err)
+		}
+		<-b.started
+	}
+	if err := p.Submit(func() {}); err == nil {
+		t.Fatal("a fourth task ran on a pool of three")
+	}
+	p.Resize(5)
+	if st := p.Stats(); st.Max != 5 || st.Core != 5 {
+		t.Fatalf("after Resize(5) core/max = %d/%d, want 5/5", st.Core, st.Max)
+	}
+	for i := 0; i < 2; i++ {
+		if err := p.Submit(b.task()); err != nil {
+			t.Fatalf("task %d after growing to 5: %v", 4+i, err)
+		}
+		<-b.started
+	}
+	if err := p.Submit(func() {}); err == nil {
+		t.Fatal("a sixth task ran on a pool of five")
+	}
+	p.Resize(1)
+	if st := p.Stats(); st.Max != 1 || st.Core != 1 {
+		t.Fatalf("after Resize(1) core/max = %d/%d, want 1/1", st.Core, st.Max)
+	}
+	close(b.release)
+	waitFor(t, "the five tasks to end", func() bool { return p.Stats().Active == 0 })
+	waitFor(t, "workers beyond the new size to exit", func() bool { return p.Stats().Workers <= 1 })
+	// One slot: one task holds it, the next is refused.
+	b2 := newBlocker()
+	defer close(b2.release)
+	for p.Submit(b2.task()) != nil { // the remaining worker may be between tasks
+		runtime.Gosched()
+	}
+	<-b2.started
+	if err := p.Submit(func() {}); !errors.Is(err, rpc.ErrPoolExhausted) {
+		t.Fatalf("second task on a pool resized to one: %v", err)
+	}
+	p.Resize(0) // ignored, as in Java
+	if st := p.Stats(); st.Max != 1 {
+		t.Fatalf("Resize(0) changed max to %d", st.Max)
+	}
+
+	// A pool whose core differs from its max: below the core lowers the
+	// core; above sets the max.
+	c, err := NewPool(PoolConfig{Type: PoolCached, CoreThreads: 2, Threads: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Resize(1)
+	if st := c.Stats(); st.Core != 1 || st.Max != 4 {
+		t.Fatalf("cached 2/4 Resize(1): core/max = %d/%d, want 1/4", st.Core, st.Max)
+	}
+	c.Resize(8)
+	if st := c.Stats(); st.Core != 1 || st.Max != 8 {
+		t.Fatalf("cached 1/4 Resize(8): core/max = %d/%d, want 1/8", st.Core, st.Max)
+	}
+}
+
+// Hold counts work that runs elsewhere against the pool's threads.
+func TestPoolHold(t *testing.T) {
+	p, err := NewPool(PoolConfig{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDispatcher(All, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, ok1 := d.Hold()
+	r2, ok2 := d.Hold()
+	if !ok1 || !ok2 {
+		t.Fatal("two holds on a pool of two were refused")
+	}
+	if _, ok := d.Hold(); ok {
+		t.Fatal("a third hold on a pool of two was granted")
+	}
+	if err := p.Submit(func() {}); !errors.Is(err, rpc.ErrPoolExhausted) {
+		t.Fatalf("Submit while both threads are held: %v", err)
+	}
+	r1()
+	r1() // a second release gives nothing back
+	if st := p.Stats(); st.Active != 1 {
+		t.Fatalf("Active = %d after one release, want 1", st.Active)
+	}
+	r3, ok := d.Hold()
+	if !ok {
+		t.Fatal("hold after a release was refused")
+	}
+	r2()
+	r3()
+	p.Close()
+	if _, ok := d.Hold(); ok {
+		t.Fatal("hold on a closed pool was granted")
+	}
+	direct, err := NewDispatcher(Direct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if release, ok := direct.Hold(); !ok {
+		t.Fatal("the direct dispatcher, which has no pool, refused a hold")
+	} else {
+		release()
 	}
 }

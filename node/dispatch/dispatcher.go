@@ -3,6 +3,9 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -49,12 +52,41 @@ const (
 	serial
 )
 
-var routes = map[string][4]target{ // indexed by Kind
-	All:        {pooled, pooled, pooled, pooled},
-	Direct:     {inline, inline, inline, inline},
-	Message:    {inline, inline, pooled, pooled},
-	Execution:  {inline, inline, pooled, inline},
-	Connection: {serial, serial, pooled, pooled},
+// dispatchers is the dispatcher extension table: each name Dubbo users
+// write in protocol.dispatcher and the dispatcher it builds, as Java's
+// AllDispatcher, DirectDispatcher, ... do. It drives NewDispatcher,
+// DispatcherNames and CheckDispatcher. Read-only.
+var dispatchers = map[string]func(pool *Pool) (*Dispatcher, error){
+	// AllChannelHandler: every event in the pool.
+	All: routed(All, pooled, pooled, pooled, pooled),
+	// DirectChannelHandler: every event on the IO goroutine; no pool.
+	Direct: routed(Direct, inline, inline, inline, inline),
+	// MessageOnlyChannelHandler: requests and responses in the pool,
+	// connection events on the IO goroutine.
+	Message: routed(Message, inline, inline, pooled, pooled),
+	// ExecutionChannelHandler: requests in the pool, the rest on the IO
+	// goroutine.
+	Execution: routed(Execution, inline, inline, pooled, inline),
+	// ConnectionOrderedChannelHandler: connection events one at a time, in
+	// order, on one goroutine of their own; requests and responses in the
+	// pool.
+	Connection: routed(Connection, serial, serial, pooled, pooled),
+}
+
+// routed makes a dispatcher that runs Connect, Disconnect, Request and
+// Response where the targets say.
+func routed(name string, connect, disconnect, request, response target) func(*Pool) (*Dispatcher, error) {
+	route := [4]target{connect, disconnect, request, response}
+	return func(pool *Pool) (*Dispatcher, error) {
+		if pool == nil && route != [4]target{} {
+			return nil, errors.New("dispatcher " + name + " needs a thread pool")
+		}
+		d := &Dispatcher{name: name, route: route, pool: pool}
+		if connect == serial || disconnect == serial {
+			d.serial = newSerialQueue()
+		}
+		return d, nil
+	}
 }
 
 // Dispatcher routes events to a pool or runs them on the caller's (IO)
@@ -70,22 +102,37 @@ type Dispatcher struct {
 // pooled events on pool. The connection dispatcher starts a goroutine of its
 // own, stopped by Close.
 func NewDispatcher(name string, pool *Pool) (*Dispatcher, error) {
-	if name == "" {
-		name = All
-	}
-	r, ok := routes[name]
+	newDispatcher, ok := dispatchers[orName(name, All)]
 	if !ok {
-		return nil, fmt.Errorf("unknown dispatcher %q: use all, direct, message, execution or connection", name)
+		return nil, CheckDispatcher(name)
 	}
-	if pool == nil && name != Direct {
-		return nil, errors.New("dispatcher " + name + " needs a thread pool")
-	}
-	d := &Dispatcher{name: name, route: r, pool: pool}
-	if name == Connection {
-		d.serial = newSerialQueue()
-	}
-	return d, nil
+	return newDispatcher(pool)
 }
+
+// DispatcherNames lists the dispatcher names, sorted.
+func DispatcherNames() []string { return sortedKeys(dispatchers) }
+
+// CheckDispatcher reports whether name ("" is all) is a dispatcher, with
+// the known names when it is not.
+func CheckDispatcher(name string) error {
+	if _, ok := dispatchers[orName(name, All)]; !ok {
+		return fmt.Errorf("unknown dispatcher %q; known: %s", name, joinNames(DispatcherNames()))
+	}
+	return nil
+}
+
+func orName(name, def string) string {
+	if name == "" {
+		return def
+	}
+	return name
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+func joinNames(names []string) string { return strings.Join(names, ", ") }
 
 // Name is the dispatcher's configured name.
 func (d *Dispatcher) Name() string { return d.name }
@@ -122,6 +169,18 @@ func (d *Dispatcher) Dispatch(k Kind, task func()) error {
 // it says whether it ran it.
 func (d *Dispatcher) RunHere(task func()) bool {
 	return d.route[Request] == pooled && d.pool.RunHere(task)
+}
+
+// Hold is for a request that starts on the calling goroutine and is
+// completed elsewhere (a plugin's call): when the dispatcher runs requests
+// in the pool, it takes one of the pool's threads for it until release
+// (Pool.Hold), and says false when the pool has none free; a dispatcher
+// that runs requests on the IO goroutine holds nothing.
+func (d *Dispatcher) Hold() (release func(), ok bool) {
+	if d.route[Request] != pooled {
+		return func() {}, true
+	}
+	return d.pool.Hold()
 }
 
 // Close stops the ordered queue of the connection dispatcher after it has

@@ -3,20 +3,11 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
-)
-
-// Pool types, by the names Dubbo users put in the threadpool parameter.
-const (
-	PoolFixed   = "fixed"
-	PoolCached  = "cached"
-	PoolLimited = "limited"
-	PoolEager   = "eager"
 )
 
 // Dubbo's defaults for the pool settings.
@@ -40,7 +31,8 @@ type PoolConfig struct {
 	CoreThreads int
 	// Queues is how many tasks may wait when every worker is busy. Default 0:
 	// no queue, reject at once. Negative means "as many as memory allows"
-	// (Java's unbounded queue), capped here at 65536.
+	// (Java's unbounded queue), capped here at 65536. An eager pool always
+	// queues at least one, as Java's TaskQueue does.
 	Queues int
 	// Alive is how long an idle worker above CoreThreads lives (cached,
 	// eager). Default 60s.
@@ -55,18 +47,24 @@ type PoolConfig struct {
 // concurrent use.
 type Pool struct {
 	typ         string
-	core, max   int
 	alive       time.Duration // 0: workers never exit
 	growFirst   bool          // start workers up to max before queueing (fixed, eager)
 	name, where string
 
 	// handoff reaches a worker parked waiting for work; a send succeeds only
 	// when one is idle, which is what gives a queueless pool its
-	// reject-when-busy behaviour.
+	// reject-when-busy behaviour. A nil task asks an idle worker to exit if
+	// the pool has more workers than max (Resize).
 	handoff chan func()
 	queue   chan func() // nil: no queue
 	done    chan struct{}
 	wg      sync.WaitGroup
+
+	// max bounds the tasks running at once and core the workers kept
+	// idle; read without mu, written under mu (Resize). excess is set while
+	// Resize left more workers than max.
+	max, core atomic.Int64
+	excess    atomic.Bool
 
 	mu      sync.Mutex
 	workers int
@@ -81,53 +79,30 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 	if cfg.Type == "" {
 		cfg.Type = PoolFixed
 	}
+	newPolicy, ok := pools[cfg.Type]
+	if !ok {
+		return nil, CheckPool(cfg.Type)
+	}
 	if cfg.Threads < 0 || cfg.CoreThreads < 0 || cfg.Alive < 0 {
 		return nil, fmt.Errorf("thread pool %q: threads, corethreads and alive must not be negative", cfg.Type)
 	}
+	pol := newPolicy(cfg)
+	if pol.core > pol.max {
+		return nil, fmt.Errorf("thread pool %q: corethreads %d exceeds threads %d", cfg.Type, pol.core, pol.max)
+	}
 	p := &Pool{
-		typ:     cfg.Type,
-		core:    cfg.CoreThreads,
-		max:     cfg.Threads,
-		alive:   cfg.Alive,
-		name:    cfg.Name,
-		where:   cfg.Where,
-		handoff: make(chan func()),
-		done:    make(chan struct{}),
+		typ:       cfg.Type,
+		alive:     pol.alive,
+		growFirst: pol.growFirst,
+		name:      cfg.Name,
+		where:     cfg.Where,
+		handoff:   make(chan func()),
+		done:      make(chan struct{}),
 	}
-	if p.alive == 0 {
-		p.alive = DefaultAlive
-	}
-	switch cfg.Type {
-	case PoolFixed:
-		if p.max == 0 {
-			p.max = DefaultThreads
-		}
-		p.core, p.alive, p.growFirst = p.max, 0, true
-	case PoolLimited:
-		if p.max == 0 {
-			p.max = DefaultThreads
-		}
-		p.alive = 0
-	case PoolCached:
-		if p.max == 0 {
-			p.max = math.MaxInt32
-		}
-	case PoolEager:
-		if p.max == 0 {
-			p.max = math.MaxInt32
-		}
-		p.growFirst = true
-	default:
-		return nil, fmt.Errorf("unknown thread pool %q: use fixed, cached, limited or eager", cfg.Type)
-	}
-	if p.core > p.max {
-		return nil, fmt.Errorf("thread pool %q: corethreads %d exceeds threads %d", cfg.Type, p.core, p.max)
-	}
-	switch {
-	case cfg.Queues < 0:
-		p.queue = make(chan func(), unboundedQueue)
-	case cfg.Queues > 0:
-		p.queue = make(chan func(), cfg.Queues)
+	p.max.Store(int64(pol.max))
+	p.core.Store(int64(pol.core))
+	if pol.queue > 0 {
+		p.queue = make(chan func(), pol.queue)
 	}
 	if p.name == "" {
 		p.name = "DubboServerHandler"
@@ -139,8 +114,9 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 // *RejectedError (errors.Is rpc.ErrPoolExhausted) when every worker is busy
 // and the queue, if any, is full. It never blocks.
 func (p *Pool) Submit(task func()) error {
-	// Tasks run by RunHere count against Threads too.
-	room := p.active.Load() < int64(p.max)
+	// Tasks run by RunHere and held slots count against Threads too.
+	max := int(p.max.Load())
+	room := p.active.Load() < int64(max)
 	if room {
 		// Counted before the hand-off: the task may be done before Submit
 		// returns.
@@ -156,7 +132,7 @@ func (p *Pool) Submit(task func()) error {
 	defer p.mu.Unlock()
 	switch {
 	case p.closed:
-	case room && (p.workers < p.core || p.growFirst && p.workers < p.max):
+	case room && (p.workers < int(p.core.Load()) || p.growFirst && p.workers < max):
 		p.spawn(task)
 		return nil
 	case p.queue != nil && p.enqueue(task):
@@ -164,7 +140,7 @@ func (p *Pool) Submit(task func()) error {
 			p.spawn(nil)
 		}
 		return nil
-	case room && p.workers < p.max:
+	case room && p.workers < max:
 		p.spawn(task)
 		return nil
 	}
@@ -175,15 +151,29 @@ func (p *Pool) Submit(task func()) error {
 // RunHere runs task on the calling goroutine, counted as one of the
 // pool's busy workers (Submit refuses what would exceed Threads with it),
 // when the pool has room for it (fewer than Threads tasks running, not
-// closed); otherwise it runs nothing and says so. It
-// lets a caller that would only wait for the task (the connection's reader
-// when nothing else of its connection is running) skip the hand-off to a
-// worker, which on a small VM costs tens of µs of latency.
+// closed); otherwise it runs nothing and says so. It lets a caller that
+// would only wait for the task (the connection's reader when nothing else
+// of its connection is running) skip the hand-off to a worker, which on a
+// small VM costs tens of µs of latency.
 func (p *Pool) RunHere(task func()) bool {
+	release, ok := p.Hold()
+	if !ok {
+		return false
+	}
+	defer release()
+	task()
+	return true
+}
+
+// Hold takes one of the pool's Threads for work that runs elsewhere (a
+// call started here and completed by another goroutine), when the pool has
+// room and is open; release gives it back, once. Held slots count against
+// Threads like running tasks, so the pool bounds such work too.
+func (p *Pool) Hold() (release func(), ok bool) {
 	for {
 		a := p.active.Load()
-		if a >= int64(p.max) {
-			return false
+		if a >= p.max.Load() {
+			return nil, false
 		}
 		if p.active.CompareAndSwap(a, a+1) {
 			break
@@ -194,15 +184,51 @@ func (p *Pool) RunHere(task func()) bool {
 	p.mu.Unlock()
 	if closed {
 		p.active.Add(-1)
-		return false
+		return nil, false
 	}
 	p.tasks.Add(1)
-	defer func() {
-		p.active.Add(-1)
-		p.completed.Add(1)
-	}()
-	task()
-	return true
+	var once atomic.Bool
+	return func() {
+		if once.CompareAndSwap(false, true) {
+			p.active.Add(-1)
+			p.completed.Add(1)
+		}
+	}, true
+}
+
+// Resize sets the pool's size to threads while it runs, as Java's
+// DefaultExecutorRepository.updateThreadpool does when an override rule
+// changes a provider's threads: a pool whose core and max were equal
+// (fixed) gets both; otherwise threads below the core lowers the core,
+// and any other value sets the max. Tasks running beyond a lowered max
+// finish; idle workers beyond it exit. threads <= 0 changes nothing.
+func (p *Pool) Resize(threads int) {
+	if threads <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	core, max := int(p.core.Load()), int(p.max.Load())
+	if threads < core {
+		p.core.Store(int64(threads))
+		if core == max {
+			p.max.Store(int64(threads))
+		}
+	} else {
+		p.max.Store(int64(threads))
+		if core == max {
+			p.core.Store(int64(threads))
+		}
+	}
+	excess := p.workers - int(p.max.Load())
+	p.excess.Store(excess > 0)
+	for ; excess > 0; excess-- {
+		select {
+		case p.handoff <- nil: // an idle worker exits
+		default:
+			return // the rest are busy and exit after their task
+		}
+	}
 }
 
 func (p *Pool) enqueue(task func()) bool {
@@ -232,8 +258,7 @@ func (p *Pool) spawn(first func()) {
 func (p *Pool) work(task func()) {
 	defer p.wg.Done()
 	var idle *time.Timer
-	shrinks := p.alive > 0 && p.core < p.max
-	if shrinks {
+	if p.alive > 0 {
 		idle = time.NewTimer(p.alive)
 		defer idle.Stop()
 	}
@@ -242,6 +267,9 @@ func (p *Pool) work(task func()) {
 			p.run(task)
 			task = nil
 		}
+		if p.retireExcess() {
+			return
+		}
 		// Queued tasks waited longest; take them before parking.
 		select {
 		case task = <-p.queue:
@@ -249,7 +277,7 @@ func (p *Pool) work(task func()) {
 		default:
 		}
 		var expired <-chan time.Time
-		if shrinks {
+		if p.shrinks() {
 			idle.Reset(p.alive)
 			expired = idle.C
 		}
@@ -265,6 +293,27 @@ func (p *Pool) work(task func()) {
 			return
 		}
 	}
+}
+
+// shrinks says whether idle workers above the core exit after alive.
+func (p *Pool) shrinks() bool {
+	return p.alive > 0 && p.core.Load() < p.max.Load()
+}
+
+// retireExcess lets a worker exit when the pool has more workers than its
+// max (after Resize lowered it).
+func (p *Pool) retireExcess() bool {
+	if !p.excess.Load() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.workers <= int(p.max.Load()) {
+		p.excess.Store(false)
+		return false
+	}
+	p.workers--
+	return true
 }
 
 func (p *Pool) run(task func()) {
@@ -296,7 +345,7 @@ func (p *Pool) drain() {
 func (p *Pool) retire() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.workers <= p.core || len(p.queue) > 0 {
+	if p.workers <= int(p.core.Load()) || len(p.queue) > 0 {
 		return false
 	}
 	p.workers--
@@ -355,8 +404,8 @@ func (p *Pool) statsLocked() PoolStats {
 		Type:      p.typ,
 		Workers:   p.workers,
 		Active:    int(p.active.Load()),
-		Core:      p.core,
-		Max:       p.max,
+		Core:      int(p.core.Load()),
+		Max:       int(p.max.Load()),
 		Largest:   p.largest,
 		Queued:    len(p.queue),
 		Tasks:     p.tasks.Load(),

@@ -19,7 +19,9 @@
 // Dubbo-Param-Types response header. ?timeout= (a Go duration such as 3s,
 // or milliseconds) is the timeout of each attempt, as Dubbo's timeout
 // attachment: it overrides the reference's and the method's, and failover
-// retries a timed-out attempt on another provider.
+// retries a timed-out attempt on another provider. An X-Dubbo-Tag header
+// is the request tag (Dubbo's dubbo.tag attachment): the call goes to the
+// providers of that tag, else to untagged ones (tag routing).
 //
 // The interface must be a Java interface name and the method a Java
 // identifier (consumer.CheckService). Calls to services outside the
@@ -58,10 +60,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/dubbo-lab/dubbo/node/cluster/router"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
+
+// HeaderTag is the request header carrying the request tag.
+const HeaderTag = "X-Dubbo-Tag"
 
 // DefaultMaxBody is Dubbo's default payload limit (8 MiB); a body larger
 // than this could not be sent to a provider anyway.
@@ -260,6 +266,9 @@ func (s *Server) invoke(c echo.Context) error {
 	inv := generic.Invocation(iface, version, group, method, types, args)
 	if timeout > 0 {
 		inv.SetAttachment("timeout", strconv.FormatInt(timeout.Milliseconds(), 10))
+	}
+	if tag := req.Header.Get(HeaderTag); tag != "" {
+		inv.SetAttachment(router.KeyTag, tag)
 	}
 	start := time.Now()
 	res, err := s.opts.Invoker.Invoke(ctx, inv)

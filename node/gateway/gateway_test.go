@@ -230,6 +230,28 @@ func TestInvokeInvocation(t *testing.T) {
 	}
 }
 
+// An X-Dubbo-Tag header becomes the dubbo.tag attachment, which the
+// consumer's tag router reads.
+func TestInvokeTagHeader(t *testing.T) {
+	f := &fakeInvoker{answer: func(context.Context, *rpc.Invocation) (*rpc.Result, error) { return &rpc.Result{}, nil }}
+	s := newServer(Options{Invoker: f, Logger: quietLogger()})
+	for _, tag := range []string{"gray", ""} {
+		req := httptest.NewRequest(http.MethodPost, "/invoke/org.example.Greeter/sayHello?version=1.0.0", strings.NewReader(`["x"]`))
+		req.Host, req.RemoteAddr = testListen, "127.0.0.1:40000"
+		req.Header.Set("Content-Type", "application/json")
+		if tag != "" {
+			req.Header.Set("X-Dubbo-Tag", tag)
+		}
+		if status, _, _ := send(t, s.Handler(), req); status != 200 {
+			t.Fatalf("status %d", status)
+		}
+		inv := f.lastInvocation()
+		if got, present := inv.Attachments["dubbo.tag"]; (tag == "" && present) || (tag != "" && got != tag) {
+			t.Errorf("header %q: attachments %v", tag, inv.Attachments)
+		}
+	}
+}
+
 func TestInvokeErrorKinds(t *testing.T) {
 	tests := []struct {
 		err    error

@@ -14,7 +14,9 @@ import (
 type histogram struct {
 	counts [numBuckets]uint64
 	n      uint64
+	min    uint64 // exact, in ns; meaningful when n > 0
 	max    uint64 // exact, in ns
+	sum    float64
 }
 
 const (
@@ -48,16 +50,32 @@ func bucketValue(i int) uint64 {
 func (h *histogram) record(d time.Duration) {
 	ns := uint64(max(d, 0))
 	h.counts[bucketOf(ns)]++
+	if h.n == 0 || ns < h.min {
+		h.min = ns
+	}
 	h.n++
 	h.max = max(h.max, ns)
+	h.sum += float64(ns)
 }
 
 func (h *histogram) merge(o *histogram) {
 	for i, c := range o.counts {
 		h.counts[i] += c
 	}
+	if o.n > 0 && (h.n == 0 || o.min < h.min) {
+		h.min = o.min
+	}
 	h.n += o.n
 	h.max = max(h.max, o.max)
+	h.sum += o.sum
+}
+
+// mean is the exact average of the recorded values; 0 when empty.
+func (h *histogram) mean() time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	return time.Duration(h.sum / float64(h.n))
 }
 
 // quantile is the smallest recorded value (to bucket precision) such that

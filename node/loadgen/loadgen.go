@@ -1,9 +1,20 @@
 // Package loadgen is the engine behind `dubbo bench`: it runs a call
 // function from a fixed number of goroutines until a call count or a
 // duration is reached, and summarises latency, errors by kind and calls by
-// provider in the JSON line DESIGN.md fixes:
+// provider in the JSON line DESIGN.md fixes, with more percentiles, the
+// minimum and the mean beside its keys:
 //
-//	{"calls":N,"errors":N,"qps":X,"p50_us":N,"p99_us":N,"max_us":N,"errors_by_kind":{...},"by_provider":{"host:port":N}}
+//	{"calls":N,"errors":N,"qps":X,"p50_us":N,"p90_us":N,"p99_us":N,"p999_us":N,"min_us":N,"mean_us":N,"max_us":N,
+//	 "errors_by_kind":{...},"by_provider":{"host:port":N}}
+//
+// By default each goroutine calls again as soon as its call returns (a
+// closed loop). With Options.Rate the calls are due at fixed times instead
+// (an open loop): call i is due at start + i/Rate, the goroutines take the
+// calls in turn, and a call's latency runs from the time it was due, not
+// from when a goroutine got to it. When the service is slower than the
+// rate, calls wait for a free goroutine and that wait is counted, so the
+// queueing a real client at that rate would see is not hidden
+// (coordinated omission).
 //
 // The call function does one call and reports the provider that answered;
 // Run knows nothing of Dubbo beyond classifying errors with
@@ -27,12 +38,18 @@ import (
 // Options bound a run. With neither Calls nor Duration set, Run goes on
 // until ctx ends.
 type Options struct {
-	// Concurrency is the number of goroutines calling in a loop. Default 1.
+	// Concurrency is the number of goroutines calling in a loop, and so
+	// the most calls in flight. Default 1.
 	Concurrency int
+	// Rate, when positive, is the calls per second to start, at evenly
+	// spaced due times (open loop); latencies count from the due time.
+	// Default 0: each goroutine calls again as soon as its call returns.
+	Rate float64
 	// Calls is the exact number of calls to make (-n); 0 means no limit.
 	Calls int64
 	// Duration stops starting new calls after this long (-d); calls in
-	// flight then finish and are counted. 0 means no limit.
+	// flight then finish and are counted, calls due later are not made.
+	// 0 means no limit.
 	Duration time.Duration
 	// Progress receives a live line, rewritten with \r, and a final newline.
 	// nil (the default) writes nothing; the caller passes a terminal only.
@@ -53,7 +70,11 @@ type Summary struct {
 	Errors       int64            `json:"errors"`
 	QPS          float64          `json:"qps"`
 	P50us        int64            `json:"p50_us"`
+	P90us        int64            `json:"p90_us"`
 	P99us        int64            `json:"p99_us"`
+	P999us       int64            `json:"p999_us"`
+	MinUs        int64            `json:"min_us"`
+	MeanUs       int64            `json:"mean_us"`
 	MaxUs        int64            `json:"max_us"`
 	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
 	ByProvider   map[string]int64 `json:"by_provider"`
@@ -93,11 +114,19 @@ func Run(ctx context.Context, opts Options, call CallFunc) Summary {
 		w := &worker{errors: map[string]int64{}, byProvider: map[string]int64{}}
 		workers[i] = w
 		wg.Go(func() {
+			var pace *time.Timer
 			for stop.Err() == nil {
-				if opts.Calls > 0 && issued.Add(1) > opts.Calls {
+				n := issued.Add(1)
+				if opts.Calls > 0 && n > opts.Calls {
 					return
 				}
 				t0 := time.Now()
+				if opts.Rate > 0 {
+					t0 = start.Add(time.Duration(float64(n-1) * float64(time.Second) / opts.Rate))
+					if !waitUntil(stop, &pace, t0) {
+						return
+					}
+				}
 				provider, err := call(ctx)
 				elapsed := time.Since(t0)
 				if err != nil && ctx.Err() != nil {
@@ -134,6 +163,27 @@ func Run(ctx context.Context, opts Options, call CallFunc) Summary {
 	return summarise(workers, elapsed)
 }
 
+// waitUntil sleeps until t, on *timer (made on first use); false when stop
+// ends first.
+func waitUntil(stop context.Context, timer **time.Timer, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
+	select {
+	case <-(*timer).C:
+		return true
+	case <-stop.Done():
+		(*timer).Stop()
+		return false
+	}
+}
+
 func summarise(workers []*worker, elapsed time.Duration) Summary {
 	s := Summary{ErrorsByKind: map[string]int64{}, ByProvider: map[string]int64{}, Elapsed: elapsed}
 	var h histogram
@@ -152,7 +202,11 @@ func summarise(workers []*worker, elapsed time.Duration) Summary {
 		s.QPS = math.Round(float64(s.Calls)/elapsed.Seconds()*10) / 10
 	}
 	s.P50us = h.quantile(0.50).Microseconds()
+	s.P90us = h.quantile(0.90).Microseconds()
 	s.P99us = h.quantile(0.99).Microseconds()
+	s.P999us = h.quantile(0.999).Microseconds()
+	s.MinUs = time.Duration(h.min).Microseconds()
+	s.MeanUs = h.mean().Microseconds()
 	s.MaxUs = time.Duration(h.max).Microseconds()
 	return s
 }

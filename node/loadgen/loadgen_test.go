@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,36 +37,38 @@ func TestHistogramBuckets(t *testing.T) {
 
 func TestHistogramQuantiles(t *testing.T) {
 	us := time.Microsecond
+	ms := time.Millisecond
 	tests := []struct {
-		name          string
-		values        func(record func(time.Duration))
-		p50, p99, max time.Duration
+		name                                    string
+		values                                  func(record func(time.Duration))
+		p50, p90, p99, p999, min, mean, maximum time.Duration
 	}{
 		{"uniform 1..10000us", func(r func(time.Duration)) {
 			for i := 1; i <= 10000; i++ {
 				r(time.Duration(i) * us)
 			}
-		}, 5000 * us, 9900 * us, 10000 * us},
+		}, 5000 * us, 9000 * us, 9900 * us, 9990 * us, us, 5000500 * time.Nanosecond, 10000 * us},
 		{"constant", func(r func(time.Duration)) {
 			for range 1000 {
 				r(250 * us)
 			}
-		}, 250 * us, 250 * us, 250 * us},
+		}, 250 * us, 250 * us, 250 * us, 250 * us, 250 * us, 250 * us, 250 * us},
 		{"bimodal 98% fast 2% slow", func(r func(time.Duration)) {
 			for i := range 1000 {
 				if i%50 == 0 {
-					r(50 * time.Millisecond)
+					r(50 * ms)
 				} else {
 					r(100 * us)
 				}
 			}
-		}, 100 * us, 50 * time.Millisecond, 50 * time.Millisecond},
-		{"one value", func(r func(time.Duration)) { r(3 * time.Second) }, 3 * time.Second, 3 * time.Second, 3 * time.Second},
+		}, 100 * us, 100 * us, 50 * ms, 50 * ms, 100 * us, 1098 * us, 50 * ms},
+		{"one value", func(r func(time.Duration)) { r(3 * time.Second) },
+			3 * time.Second, 3 * time.Second, 3 * time.Second, 3 * time.Second, 3 * time.Second, 3 * time.Second, 3 * time.Second},
 		{"sub-microsecond exact", func(r func(time.Duration)) {
 			for i := range 100 {
 				r(time.Duration(i+1) * time.Nanosecond)
 			}
-		}, 50, 99, 100},
+		}, 50, 90, 99, 100, 1, 50, 100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,7 +88,11 @@ func TestHistogramQuantiles(t *testing.T) {
 			for _, c := range []struct {
 				name      string
 				got, want time.Duration
-			}{{"p50", h.quantile(0.5), tt.p50}, {"p99", h.quantile(0.99), tt.p99}, {"max", time.Duration(h.max), tt.max}} {
+			}{
+				{"p50", h.quantile(0.5), tt.p50}, {"p90", h.quantile(0.9), tt.p90}, {"p99", h.quantile(0.99), tt.p99},
+				{"p999", h.quantile(0.999), tt.p999}, {"min", time.Duration(h.min), tt.min}, {"mean", h.mean(), tt.mean},
+				{"max", time.Duration(h.max), tt.maximum},
+			} {
 				if d := (c.got - c.want).Abs(); d*256 > c.want+256 {
 					t.Errorf("%s = %v, want %v within 0.4%%", c.name, c.got, c.want)
 				}
@@ -93,8 +100,8 @@ func TestHistogramQuantiles(t *testing.T) {
 		})
 	}
 	var empty histogram
-	if q := empty.quantile(0.99); q != 0 {
-		t.Errorf("empty p99 = %v", q)
+	if q, m := empty.quantile(0.99), empty.mean(); q != 0 || m != 0 || empty.min != 0 {
+		t.Errorf("empty p99 = %v, mean %v, min %v", q, m, empty.min)
 	}
 }
 
@@ -250,12 +257,12 @@ func TestSummaryJSON(t *testing.T) {
 		s    Summary
 		want string
 	}{
-		{Summary{}, `{"calls":0,"errors":0,"qps":0,"p50_us":0,"p99_us":0,"max_us":0,"errors_by_kind":null,"by_provider":null}`},
+		{Summary{}, `{"calls":0,"errors":0,"qps":0,"p50_us":0,"p90_us":0,"p99_us":0,"p999_us":0,"min_us":0,"mean_us":0,"max_us":0,"errors_by_kind":null,"by_provider":null}`},
 		{
-			Summary{Calls: 1000, Errors: 3, QPS: 2500.5, P50us: 310, P99us: 1200, MaxUs: 5400,
+			Summary{Calls: 1000, Errors: 3, QPS: 2500.5, P50us: 310, P90us: 800, P99us: 1200, P999us: 5000, MinUs: 90, MeanUs: 402, MaxUs: 5400,
 				ErrorsByKind: map[string]int64{"timeout": 2, "exception": 1},
 				ByProvider:   map[string]int64{"127.0.0.1:20880": 600, "127.0.0.1:20881": 400}, Elapsed: time.Second},
-			`{"calls":1000,"errors":3,"qps":2500.5,"p50_us":310,"p99_us":1200,"max_us":5400,` +
+			`{"calls":1000,"errors":3,"qps":2500.5,"p50_us":310,"p90_us":800,"p99_us":1200,"p999_us":5000,"min_us":90,"mean_us":402,"max_us":5400,` +
 				`"errors_by_kind":{"exception":1,"timeout":2},"by_provider":{"127.0.0.1:20880":600,"127.0.0.1:20881":400}}`,
 		},
 	}
@@ -290,5 +297,63 @@ func TestProgress(t *testing.T) {
 	}
 	if strings.Count(got, "\r") < 2 {
 		t.Fatalf("progress line was not updated while running: %q", got)
+	}
+}
+
+// With Rate, calls start at their due times, start + i/Rate, whatever the
+// concurrency: the run cannot go faster than the rate.
+func TestRateSpacesCalls(t *testing.T) {
+	const rate, calls = 200.0, 20
+	start := time.Now()
+	var mu sync.Mutex
+	var began []time.Duration
+	s := Run(context.Background(), Options{Concurrency: 4, Calls: calls, Rate: rate}, func(context.Context) (string, error) {
+		mu.Lock()
+		began = append(began, time.Since(start))
+		mu.Unlock()
+		return "p", nil
+	})
+	if s.Calls != calls || s.Errors != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	slices.Sort(began)
+	for i, b := range began {
+		// Due at i/rate; the run's own start is a little after ours.
+		if due := time.Duration(float64(i) * float64(time.Second) / rate); b < due {
+			t.Errorf("call %d began %v after the start, before it was due (%v)", i, b, due)
+		}
+	}
+}
+
+// Open loop: when the service is slower than the rate, calls wait for a free
+// goroutine and the latency counts that wait from the due time. 20 calls
+// due every 10 ms on one goroutine, each taking 20 ms: call i begins about
+// 10 ms * i late, so the median is far above the 20 ms a call takes (a
+// closed loop, or timing from the actual send, would report about 20 ms).
+func TestRateCountsQueueing(t *testing.T) {
+	const service = 20 * time.Millisecond
+	s := Run(context.Background(), Options{Concurrency: 1, Calls: 20, Rate: 100}, func(context.Context) (string, error) {
+		time.Sleep(service)
+		return "p", nil
+	})
+	if s.Calls != 20 {
+		t.Fatalf("summary %+v", s)
+	}
+	if s.P50us < 3*service.Microseconds() || s.MaxUs < 8*service.Microseconds() {
+		t.Errorf("p50 %d µs, max %d µs with a %v service at twice its capacity; want the queueing counted (p50 ≥ %d µs, max ≥ %d µs)",
+			s.P50us, s.MaxUs, service, 3*service.Microseconds(), 8*service.Microseconds())
+	}
+	if s.MinUs < service.Microseconds() || s.MeanUs < s.MinUs || s.MeanUs > s.MaxUs {
+		t.Errorf("min %d µs, mean %d µs, max %d µs", s.MinUs, s.MeanUs, s.MaxUs)
+	}
+}
+
+// With Rate and Duration, calls due after the duration are not made.
+func TestRateWithDuration(t *testing.T) {
+	s := Run(context.Background(), Options{Concurrency: 4, Duration: 100 * time.Millisecond, Rate: 100},
+		func(context.Context) (string, error) { return "p", nil })
+	// Due at 0, 10, ..., 90 ms (and 100 ms at the very edge).
+	if s.Calls < 1 || s.Calls > 11 {
+		t.Errorf("%d calls at 100/s in 100ms; want at most 11", s.Calls)
 	}
 }

@@ -31,10 +31,11 @@ func (g *asyncGreeter) InvokeAsync(ctx context.Context, inv *rpc.Invocation, don
 	})
 }
 
-// Calls of an AsyncInvoker's service take no pool worker while they wait:
-// with one worker and no queue, eight calls at once all succeed.
+// Calls of an AsyncInvoker's service take no pool worker goroutine while
+// they wait (they hold one of its threads, TestAsyncCallsCountAgainstThreads):
+// eight calls at once all succeed and the pool starts no worker for them.
 func TestAsyncInvoker(t *testing.T) {
-	p := startProvider(t, provider.Config{Protocol: provider.ProtocolConfig{Threads: 1}})
+	p := startProvider(t, provider.Config{Protocol: provider.ProtocolConfig{Threads: 8}})
 	g := &asyncGreeter{delay: 100 * time.Millisecond}
 	svc := provider.Service{Interface: "org.example.AsyncGreeter", Version: "1.0.0",
 		Methods: []provider.Method{{Name: "sayHello", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"}},
@@ -64,6 +65,10 @@ func TestAsyncInvoker(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	// One worker ran the connection's connect event (dispatcher all).
+	if st := p.Server().Stats().Pool; st.Largest > 1 {
+		t.Errorf("the pool started %d workers for calls that wait on another goroutine", st.Largest)
 	}
 
 	res, err := call("boom")

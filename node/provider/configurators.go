@@ -43,9 +43,13 @@ import (
 // consumers and ours do, dubbo-go consumers and application-level
 // discovery do not, so withdrawing is what stops every consumer.
 //
-// The provider enforces none of the overridable parameters itself: like
-// Java's, its deadline is the consumer's timeout attachment, so a new
-// timeout takes effect through the consumers that read the new URL.
+// The provider enforces executes and threads itself: a rule's executes
+// is the new limit, and a rule's threads resizes the provider's pool while
+// it runs, as Java's re-export resets its server (updateThreadpool); when
+// the rule goes, the pool is back at its configured size. The other
+// parameters take effect through the consumers that read the new URL:
+// like Java's, the provider's deadline is the consumer's timeout
+// attachment.
 //
 // Watch and subscription callbacks run on the registry's loop: they only
 // record the rules and wake the provider's one configurator goroutine,
@@ -355,9 +359,12 @@ func (p *Provider) reconcile(ctx context.Context) error {
 		if err := p.republish(ctx, e.published, want); err != nil {
 			errs = append(errs, fmt.Errorf("re-publish %s: %w", e.key, err))
 		}
+		old := e.published
 		p.mu.Lock()
 		e.published = want
 		p.mu.Unlock()
+		e.setLimits(want)
+		p.resizePool(old, want)
 	}
 	if changed {
 		if err := p.refreshInstance(ctx); err != nil {
@@ -395,4 +402,28 @@ func urlString(u *url.URL) string {
 		return "(withdrawn)"
 	}
 	return u.String()
+}
+
+// resizePool follows a service URL that changed from old to new with the
+// pool, as Java's server reset does: new's threads is the pool's size;
+// when old had threads and new has none (the rule that set it went), the
+// pool is back at its configured size. A withdrawn URL (nil) changes
+// nothing. regMu is held.
+func (p *Provider) resizePool(old, new *url.URL) {
+	if new == nil {
+		return
+	}
+	threads := new.IntParam(KeyThreads, 0)
+	if threads <= 0 {
+		if old == nil || old.IntParam(KeyThreads, 0) <= 0 {
+			return
+		}
+		threads = p.poolBase
+	}
+	if threads == p.pool.Stats().Max {
+		return
+	}
+	p.pool.Resize(threads)
+	st := p.pool.Stats()
+	p.log.Info("thread pool resized by an override rule", "threads", threads, "core", st.Core, "max", st.Max)
 }

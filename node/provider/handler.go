@@ -187,14 +187,23 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 		Attachments: att,
 	}
 	end := p.begin(e, m.Name, transport.Peer(ctx), size)
+	executed, refusal, ok := e.beginExecute(m.Name)
+	if !ok {
+		end.end(stats.Limit, resp)
+		resp.Status = protocol.StatusServiceError
+		resp.ErrorMessage = refusal
+		return resp
+	}
 	if ai, ok := e.svc.Invoker.(AsyncInvoker); ok && finish != nil {
 		safeInvokeAsync(ctx, ai, inv, func(res *rpc.Result, err error) {
+			executed()
 			p.complete(ctx, resp, e, m, att, isGeneric, end, res, err)
 			finish(resp)
 		})
 		return nil
 	}
 	res, err := safeInvoke(ctx, e.svc.Invoker, inv)
+	executed()
 	p.complete(ctx, resp, e, m, att, isGeneric, end, res, err)
 	return resp
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // ServiceState is one exported service as the QoS port shows it.
@@ -14,6 +15,9 @@ type ServiceState struct {
 	Published bool
 	// Offline: withdrawn by the QoS offline command.
 	Offline bool
+	// DelayedUntil, when set, is when a service whose settings say delay
+	// will be exported; until then it is neither served nor registered.
+	DelayedUntil time.Time
 }
 
 // Services lists the exported services, sorted by key.
@@ -24,7 +28,12 @@ func (p *Provider) Services() []ServiceState {
 	defer p.mu.RUnlock()
 	out := make([]ServiceState, 0, len(p.exporters))
 	for k, e := range p.exporters {
-		out = append(out, ServiceState{Key: k, Published: e.published != nil, Offline: p.offline[k]})
+		if p.delayed[k] == nil {
+			out = append(out, ServiceState{Key: k, Published: e.published != nil, Offline: p.offline[k]})
+		}
+	}
+	for k, d := range p.delayed {
+		out = append(out, ServiceState{Key: k, Offline: p.offline[k], DelayedUntil: d.at})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out

@@ -16,6 +16,12 @@
 //     <app>.configurators, <interface>:<version>:<group>.configurators) and
 //     re-publishes its URL when they change it (configurators.go).
 //
+// A service's settings ([[provider.services]], a plugin's sdk.Settings:
+// weight, dubbo.tag, timeout, ...) go into its URL as Java's ServiceConfig
+// writes them (service.go, settings.go); the provider itself enforces
+// token, executes (executes.go), delay (Export) and onconnect/ondisconnect
+// (events.go), and resizes its pool when a rule sets threads.
+//
 // Requests are routed like Java's DubboProtocol: by path, version and group
 // attachments, with the token check, $echo and generic $invoke handled here
 // before the service's Invoker runs. Shutdown is Dubbo's graceful shutdown:
@@ -30,6 +36,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,9 +89,15 @@ type Config struct {
 	// random UUID per service (published in the provider URL), any other
 	// value is used as is. Default "": no token.
 	Token string `koanf:"token"`
-	// Weight is the load-balancing weight written in every provider URL.
-	// Default 0: not written, so consumers use Dubbo's 100.
+	// Weight is the load-balancing weight written in every provider URL
+	// whose service sets none. Default 0: not written, so consumers use
+	// Dubbo's 100.
 	Weight int `koanf:"weight"`
+	// Services are settings of exported services, matched by interface
+	// (and version and group when given); the most specific table wins,
+	// and its values win over the service's own (a plugin's). In
+	// dubbo.toml [[provider.services]].
+	Services []ServiceConfig `koanf:"services"`
 	// ShutdownTimeout bounds how long Shutdown waits for in-flight calls.
 	// Default 10s (Dubbo's shutdown.timeout).
 	ShutdownTimeout time.Duration `koanf:"shutdown-timeout"`
@@ -114,10 +127,21 @@ type ProtocolConfig struct {
 	// fit waits on its own connection, at most FrameTimeout. Default 64 MiB,
 	// never below Payload.
 	BodyMemory int `koanf:"body-memory"`
+	// RegistryHost is the address registered for consumers to dial, when
+	// it differs from Host (behind NAT, in a container). The environment
+	// variable DUBBO_IP_TO_REGISTRY wins over it. Default: the bound one.
+	RegistryHost string `koanf:"registry-host"`
+	// RegistryPort is the port registered, when it differs from Port (a
+	// mapped port). DUBBO_PORT_TO_REGISTRY wins over it. Default: the
+	// bound one.
+	RegistryPort int `koanf:"registry-port"`
 	// Dispatcher is all, direct, message, execution or connection. Default all.
 	Dispatcher string `koanf:"dispatcher"`
 	// ThreadPool is fixed, cached, limited or eager. Default fixed.
 	ThreadPool string `koanf:"threadpool"`
+	// Serialization is the serialization consumers must use; only
+	// hessian2 is implemented. Default hessian2.
+	Serialization string `koanf:"serialization"`
 	// Threads is the business pool size. Default 200.
 	Threads int `koanf:"threads"`
 	// Queues is how many calls may wait for a worker. Default 0: none, a
@@ -134,16 +158,76 @@ type ProtocolConfig struct {
 	PoolOnly bool `koanf:"pool-only"`
 }
 
+// Validate reports the first setting that is wrong, naming its key as
+// dubbo.toml spells it (protocol.dispatcher, provider.services[0].weight),
+// with the values it may take.
+func (c Config) Validate() error {
+	switch c.RegisterMode {
+	case "", RegisterInterface, RegisterInstance, RegisterAll:
+	default:
+		return fmt.Errorf("provider.register-mode: %q: use interface, instance or all", c.RegisterMode)
+	}
+	if c.Weight < 0 {
+		return fmt.Errorf("provider.weight: %d is negative", c.Weight)
+	}
+	if err := c.Protocol.validate(); err != nil {
+		return err
+	}
+	seen := map[string]int{}
+	for i := range c.Services {
+		s := &c.Services[i]
+		key := fmt.Sprintf("provider.services[%d]", i)
+		if err := s.validate(key); err != nil {
+			return err
+		}
+		id := s.Interface + "\x00" + normalVersion(s.Version) + "\x00" + s.Group
+		if j, dup := seen[id]; dup {
+			return fmt.Errorf("%s.interface: %s (version %q, group %q) has settings in provider.services[%d] already", key, s.Interface, s.Version, s.Group, j)
+		}
+		seen[id] = i
+	}
+	return nil
+}
+
+func (pc ProtocolConfig) validate() error {
+	if err := dispatch.CheckDispatcher(pc.Dispatcher); err != nil {
+		return fmt.Errorf("protocol.dispatcher: %w", err)
+	}
+	if err := dispatch.CheckPool(pc.ThreadPool); err != nil {
+		return fmt.Errorf("protocol.threadpool: %w", err)
+	}
+	if err := protocol.CheckSerialization(pc.Serialization); err != nil {
+		return fmt.Errorf("protocol.serialization: %w", err)
+	}
+	if pc.Port < -1 || pc.Port > 65535 {
+		return fmt.Errorf("protocol.port: %d is not a port (-1 picks a free one)", pc.Port)
+	}
+	if pc.RegistryPort < 0 || pc.RegistryPort > 65535 {
+		return fmt.Errorf("protocol.registry-port: %d is not a port", pc.RegistryPort)
+	}
+	if h := pc.RegistryHost; h != "" && (h == "0.0.0.0" || h == "::" || strings.ContainsAny(h, "/:?& ") && net.ParseIP(h) == nil) {
+		return fmt.Errorf("protocol.registry-host: %q is not an address consumers can dial", h)
+	}
+	for _, n := range []struct {
+		key string
+		n   int
+	}{{"threads", pc.Threads}, {"accepts", pc.Accepts}, {"payload", pc.Payload}} {
+		if n.n < 0 {
+			return fmt.Errorf("protocol.%s: %d is negative", n.key, n.n)
+		}
+	}
+	return nil
+}
+
 func (c Config) withDefaults() (Config, error) {
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("provider: %w", err)
+	}
 	if c.Application == "" {
 		c.Application = DefaultApplication
 	}
-	switch c.RegisterMode {
-	case "":
+	if c.RegisterMode == "" {
 		c.RegisterMode = RegisterAll
-	case RegisterInterface, RegisterInstance, RegisterAll:
-	default:
-		return c, fmt.Errorf("provider: register-mode %q: use interface, instance or all", c.RegisterMode)
 	}
 	if c.Protocol.Port == 0 {
 		c.Protocol.Port = DefaultPort
@@ -194,9 +278,11 @@ type Provider struct {
 	log      *slog.Logger
 	server   *transport.Server
 	pool     *dispatch.Pool
+	poolBase int // the pool's size as configured, when no rule sets threads
 	disp     *dispatch.Dispatcher
-	host     string // registered address
-	port     int
+	host     string   // registered address
+	port     int      // registered port
+	bound    net.Addr // the address the server listens on
 	anyhost  bool
 	rec      *stats.Recorder // nil: no statistics
 	peers    peerIPs
@@ -213,6 +299,9 @@ type Provider struct {
 	// offline holds the service keys the QoS offline command withdrew;
 	// regMu guards it.
 	offline map[string]bool
+	// delayed are the exports waiting for their delay, by service key;
+	// regMu guards it.
+	delayed map[string]*delayedExport
 
 	mu        sync.RWMutex
 	exporters map[string]*exporter // by service key
@@ -227,12 +316,15 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter), offline: map[string]bool{}, regStats: opts.RegistryStats}
+	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter), offline: map[string]bool{}, delayed: map[string]*delayedExport{}, regStats: opts.RegistryStats}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
 
 	bindHost, regHost, anyhost := hosts(cfg.Protocol.Host)
+	if cfg.Protocol.RegistryHost != "" {
+		regHost = cfg.Protocol.RegistryHost
+	}
 	port := cfg.Protocol.Port
 	if port < 0 {
 		port = 0
@@ -242,7 +334,11 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		return nil, fmt.Errorf("provider %s: listen on %s:%d: %w; pick a free [protocol] port or -1 for any",
 			cfg.Application, bindHost, port, err)
 	}
+	p.bound = ln.Addr()
 	p.port = ln.Addr().(*net.TCPAddr).Port
+	if cfg.Protocol.RegistryPort > 0 {
+		p.port = cfg.Protocol.RegistryPort
+	}
 	p.host, p.anyhost = regHost, anyhost
 	if !opts.NoStatistics {
 		p.rec = stats.NewRecorder(stats.Config{Side: stats.Provider, Application: cfg.Application, Host: regHost, Port: p.port})
@@ -256,6 +352,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		ln.Close()
 		return nil, fmt.Errorf("provider %s: %w", cfg.Application, err)
 	}
+	p.poolBase = p.pool.Stats().Max
 	if p.disp, err = dispatch.NewDispatcher(cfg.Protocol.Dispatcher, p.pool); err != nil {
 		ln.Close()
 		p.pool.Close()
@@ -270,6 +367,8 @@ func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		HeartbeatTimeout: 3 * cfg.Protocol.Heartbeat,
 		Dispatcher:       p.disp,
 		PoolOnly:         cfg.Protocol.PoolOnly,
+		OnConnect:        p.onConnect,
+		OnDisconnect:     p.onDisconnect,
 		Logger:           p.log,
 	})
 	if err != nil {
@@ -363,11 +462,17 @@ func (p *Provider) register(ctx context.Context, u *url.URL) error {
 	return err
 }
 
-// Addr is the registered host:port of the dubbo server.
+// Addr is the registered host:port of the dubbo server, the address
+// consumers dial: the bound one unless protocol.registry-host and
+// registry-port (or Dubbo's DUBBO_IP_TO_REGISTRY and
+// DUBBO_PORT_TO_REGISTRY) say otherwise.
 func (p *Provider) Addr() string { return net.JoinHostPort(p.host, strconv.Itoa(p.port)) }
 
-// Port is the port the dubbo server listens on.
+// Port is the registered port.
 func (p *Provider) Port() int { return p.port }
+
+// BindAddr is the address the dubbo server listens on.
+func (p *Provider) BindAddr() net.Addr { return p.bound }
 
 // Stats returns the provider's call statistics (per service, method and
 // consumer IP, for the monitor and Prometheus); nil with
@@ -399,7 +504,10 @@ var ErrShutdown = errors.New("provider is shutting down")
 // Export starts serving svc and publishes it in the registry. Exporting a
 // service key that is already exported replaces it (a plugin restarted).
 // A registry that cannot be reached is reported but the service is served;
-// the registry retries the registration when it comes back.
+// the registry retries the registration when it comes back. A service
+// whose settings say delay is exported that long later, as Java's
+// ServiceConfig delays its export: until then it is neither served nor
+// registered, and Export returns at once.
 func (p *Provider) Export(ctx context.Context, svc Service) error {
 	e, err := p.newExporter(svc)
 	if err != nil {
@@ -413,6 +521,53 @@ func (p *Provider) Export(ctx context.Context, svc Service) error {
 	if down {
 		return fmt.Errorf("export %s: %w", e.key, ErrShutdown)
 	}
+	p.cancelDelayed(e.key)
+	if e.delay > 0 {
+		p.delayed[e.key] = &delayedExport{e: e, at: time.Now().Add(e.delay),
+			timer: time.AfterFunc(e.delay, func() { p.exportDelayed(e) })}
+		p.log.Info("service export delayed", "service", e.key, "delay", e.delay)
+		return nil
+	}
+	return p.export(ctx, e)
+}
+
+// delayedExport is a service waiting for its delay.
+type delayedExport struct {
+	e     *exporter
+	at    time.Time
+	timer *time.Timer
+}
+
+// cancelDelayed forgets a delayed export of key, if any. regMu is held.
+func (p *Provider) cancelDelayed(key string) bool {
+	d := p.delayed[key]
+	if d == nil {
+		return false
+	}
+	d.timer.Stop()
+	delete(p.delayed, key)
+	return true
+}
+
+// exportDelayed exports e once its delay has passed, unless it was
+// replaced, unexported or the provider stopped meanwhile.
+func (p *Provider) exportDelayed(e *exporter) {
+	ctx, cancel := context.WithTimeout(context.Background(), reconfigureTimeout)
+	defer cancel()
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	if d := p.delayed[e.key]; d == nil || d.e != e {
+		return
+	}
+	delete(p.delayed, e.key)
+	if err := p.export(ctx, e); err != nil && !errors.Is(err, ErrShutdown) {
+		p.log.Warn("delayed export", "service", e.key, "err", err)
+	}
+}
+
+// export serves e and publishes it. regMu is held.
+func (p *Provider) export(ctx context.Context, e *exporter) error {
+	svc := e.svc
 	var errs []error
 	// The rules arrive with the watches, so the first registration already
 	// carries them.
@@ -420,6 +575,8 @@ func (p *Provider) Export(ctx context.Context, svc Service) error {
 		errs = append(errs, err)
 	}
 	e.published = p.configuredURL(e)
+	e.setLimits(e.published)
+	p.resizePool(e.url, e.published)
 	p.mu.Lock()
 	if p.shutdown {
 		p.mu.Unlock()
@@ -464,12 +621,16 @@ func (p *Provider) Unexport(ctx context.Context, iface, version, group string) e
 	key := url.ServiceKey(iface, group, version)
 	p.regMu.Lock()
 	defer p.regMu.Unlock()
+	delayed := p.cancelDelayed(key)
 	p.mu.Lock()
 	e := p.exporters[key]
 	delete(p.exporters, key)
 	p.async.Add(-asyncCount(e))
 	p.mu.Unlock()
 	if e == nil {
+		if delayed {
+			return nil
+		}
 		return fmt.Errorf("unexport %s: not exported; exported are %v", key, p.keys())
 	}
 	var errs []error
@@ -529,6 +690,9 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	// Rules stop first: their goroutine takes regMu.
 	confErr := p.stopConfigurators(ctx)
 	p.regMu.Lock()
+	for key := range p.delayed {
+		p.cancelDelayed(key)
+	}
 	p.mu.Lock()
 	already := p.shutdown
 	p.shutdown = true
@@ -592,6 +756,11 @@ func (p *Provider) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	p.stopConfigurators(ctx) // only forgets watches; the session may be ours to close anyway
 	cancel()
+	p.regMu.Lock()
+	for key := range p.delayed {
+		p.cancelDelayed(key)
+	}
+	p.regMu.Unlock()
 	p.server.Close()
 	p.closePool()
 	if p.ownsReg != nil {

@@ -3,14 +3,17 @@ package provider
 import (
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/provider/settings"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"
@@ -40,7 +43,12 @@ type Service struct {
 	// is a business exception, any other error a failure of the service
 	// (answered with SERVICE_ERROR, so consumers fail over). Required.
 	Invoker rpc.Invoker
-	// Params are extra parameters for the provider URL (timeout, weight...).
+	// Params are the service's settings as Dubbo URL parameters, by Java's
+	// names (weight, dubbo.tag, timeout and warmup and delay in ms,
+	// retries, loadbalance, token, executes, actives, or any other); a
+	// plugin's sdk.Service settings arrive here. The [[provider.services]]
+	// table that matches the service wins over them, and they win over
+	// the node's provider.weight and provider.token. Default none.
 	Params map[string]string
 }
 
@@ -64,6 +72,14 @@ type exporter struct {
 	published *url.URL
 	token     string // "" = none
 	methods   map[string][]Method
+	// delay postpones the export (the delay parameter).
+	delay time.Duration
+	// running counts the calls of each method in flight, for executes;
+	// the map is fixed at export.
+	running map[string]*atomic.Int32
+	// limits are the executes of the URL consumers see (the override
+	// rules included); replaced when that URL changes.
+	limits atomic.Pointer[executeLimits]
 }
 
 func (p *Provider) newExporter(svc Service) (*exporter, error) {
@@ -74,6 +90,7 @@ func (p *Provider) newExporter(svc Service) (*exporter, error) {
 		key:     url.ServiceKey(svc.Interface, svc.Group, svc.Version),
 		svc:     svc,
 		methods: make(map[string][]Method, len(svc.Methods)),
+		running: make(map[string]*atomic.Int32, len(svc.Methods)),
 	}
 	for _, m := range svc.Methods {
 		if m.Name == "" {
@@ -83,55 +100,67 @@ func (p *Provider) newExporter(svc Service) (*exporter, error) {
 			return nil, fmt.Errorf("provider: service %s method %s: %w", e.key, m.Name, err)
 		}
 		e.methods[m.Name] = append(e.methods[m.Name], m)
+		e.running[m.Name] = new(atomic.Int32)
 	}
-	switch strings.ToLower(p.cfg.Token) {
-	case "":
+	if err := CheckParams(svc.Params); err != nil {
+		return nil, fmt.Errorf("provider: service %s: %w", e.key, err)
+	}
+	params := p.settingsParams(svc)
+	switch strings.ToLower(params[settings.KeyToken]) {
+	case "", "false", "0":
+		delete(params, settings.KeyToken)
 	case "true", "default":
 		e.token = newUUID()
+		params[settings.KeyToken] = e.token
 	default:
-		e.token = p.cfg.Token
+		e.token = params[settings.KeyToken]
 	}
-	e.url = p.providerURL(e)
+	if ms, err := strconv.Atoi(params[settings.KeyDelay]); err == nil && ms > 0 {
+		e.delay = time.Duration(ms) * time.Millisecond
+	}
+	e.url = p.providerURL(e, params)
+	e.setLimits(e.url)
 	return e, nil
 }
 
-// providerURL builds the URL a Java 3.3 provider registers (PROTOCOLS.md C.2).
-func (p *Provider) providerURL(e *exporter) *url.URL {
+// settingsParams are the service's URL parameters from its settings: the
+// node's defaults (provider.weight, provider.token), the service's own
+// Params over them, the matching [[provider.services]] table over those.
+func (p *Provider) settingsParams(svc Service) map[string]string {
+	out := map[string]string{}
+	if p.cfg.Weight > 0 {
+		out[settings.KeyWeight] = strconv.Itoa(p.cfg.Weight)
+	}
+	if p.cfg.Token != "" {
+		out[settings.KeyToken] = p.cfg.Token
+	}
+	maps.Copy(out, svc.Params)
+	if sc := p.cfg.serviceConfig(svc.Interface, svc.Version, svc.Group); sc != nil {
+		maps.Copy(out, sc.Params())
+	}
+	return out
+}
+
+// providerURL builds the URL a Java 3.3 provider registers (PROTOCOLS.md
+// C.2), with the service's settings.
+func (p *Provider) providerURL(e *exporter, settingsParams map[string]string) *url.URL {
 	names := make([]string, 0, len(e.methods))
 	for n := range e.methods {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	serialization := p.cfg.Protocol.Serialization
+	if serialization == "" {
+		serialization = "hessian2"
+	}
 	params := map[string]string{
-		"anyhost":              strconv.FormatBool(p.anyhost),
-		"application":          p.cfg.Application,
 		"deprecated":           "false",
-		"dubbo":                protocolVersion,
 		"dynamic":              "true",
-		"generic":              "false",
-		url.KeyInterface:       e.svc.Interface,
-		"methods":              strings.Join(names, ","),
-		url.KeyPID:             strconv.Itoa(os.Getpid()),
-		"release":              Release,
-		"serialization":        "hessian2",
-		"prefer.serialization": "hessian2",
-		"side":                 "provider",
-		url.KeyTimestamp:       strconv.FormatInt(time.Now().UnixMilli(), 10),
+		"serialization":        serialization,
+		"prefer.serialization": serialization,
 	}
 	if p.cfg.RegisterMode != RegisterInterface {
 		params["service-name-mapping"] = "true"
-	}
-	if e.svc.Version != "" {
-		params[url.KeyVersion] = e.svc.Version
-	}
-	if e.svc.Group != "" {
-		params[url.KeyGroup] = e.svc.Group
-	}
-	if e.token != "" {
-		params["token"] = e.token
-	}
-	if p.cfg.Weight > 0 {
-		params["weight"] = strconv.Itoa(p.cfg.Weight)
 	}
 	if p.cfg.Protocol.Dispatcher != "" {
 		params["dispatcher"] = p.cfg.Protocol.Dispatcher
@@ -140,7 +169,7 @@ func (p *Provider) providerURL(e *exporter) *url.URL {
 		params["threadpool"] = p.cfg.Protocol.ThreadPool
 	}
 	if p.cfg.Protocol.Threads > 0 {
-		params["threads"] = strconv.Itoa(p.cfg.Protocol.Threads)
+		params[KeyThreads] = strconv.Itoa(p.cfg.Protocol.Threads)
 	}
 	// Consumers ping at the provider's heartbeat, which they read here
 	// (milliseconds, as Java writes it): one pinging at the default while
@@ -149,8 +178,26 @@ func (p *Provider) providerURL(e *exporter) *url.URL {
 	if hb := p.cfg.Protocol.Heartbeat; hb != transport.DefaultHeartbeat {
 		params[KeyHeartbeat] = strconv.FormatInt(hb.Milliseconds(), 10)
 	}
-	for k, v := range e.svc.Params {
-		params[k] = v
+	maps.Copy(params, settingsParams)
+	// What the service itself says last: no setting may change it
+	// (CheckParams refuses them anyway).
+	maps.Copy(params, map[string]string{
+		"anyhost":        strconv.FormatBool(p.anyhost),
+		"application":    p.cfg.Application,
+		"dubbo":          protocolVersion,
+		"generic":        "false",
+		url.KeyInterface: e.svc.Interface,
+		"methods":        strings.Join(names, ","),
+		url.KeyPID:       strconv.Itoa(os.Getpid()),
+		"release":        Release,
+		"side":           "provider",
+		url.KeyTimestamp: strconv.FormatInt(time.Now().UnixMilli(), 10),
+	})
+	if e.svc.Version != "" {
+		params[url.KeyVersion] = e.svc.Version
+	}
+	if e.svc.Group != "" {
+		params[url.KeyGroup] = e.svc.Group
 	}
 	return url.New("dubbo", p.host, p.port, e.svc.Interface, params)
 }

@@ -21,6 +21,8 @@
 // fastpath.Inline hands the reading to a new goroutine once such a request
 // has run 2ms; ServerConfig.PoolOnly turns this off), and an
 // AsyncHandler's requests (a plugin's) are only started on the reader,
+// each holding one of the pool's threads until it is answered
+// (Dispatcher.Hold; with none free it goes to the pool like any request),
 // their responses written by whoever completes them, without waiting on
 // the socket (fastpath.Try). Writes that a burst of buffered requests
 // causes are held back and flushed together (fastpath.Burst, in the

@@ -30,6 +30,13 @@ func Peer(ctx context.Context) net.Addr {
 	return a
 }
 
+// WithPeer returns ctx carrying remote as Peer's answer, for work done on
+// behalf of a connection outside a Handler (its connect and disconnect
+// events).
+func WithPeer(ctx context.Context, remote net.Addr) context.Context {
+	return context.WithValue(ctx, peerKey{}, remote)
+}
+
 // serverConn is one consumer connection: serve is its reader goroutine, w
 // its writer.
 type serverConn struct {
@@ -276,8 +283,13 @@ func (c *serverConn) dispatch(req *protocol.Request) (reader bool) {
 	c.s.inFlight.Add(1)
 	c.busy.Add(1)
 	if h, ok := c.s.handler.(AsyncHandler); ok && h.Async(req) {
-		c.handleAsync(h, req, deadline)
-		return true
+		// It holds one of the pool's threads until it is answered, so
+		// threads bounds these calls as it bounds the pool's; when none is
+		// free it takes the ordinary way, to the pool's queue or refused.
+		if release, ok := c.s.dispatcher.Hold(); ok {
+			c.handleAsync(h, req, deadline, release)
+			return true
+		}
 	}
 	if !c.s.cfg.PoolOnly && c.busy.Load() == 1 {
 		// Nothing else of this connection runs, so the reader would only
@@ -343,7 +355,7 @@ func (c *serverConn) panicked(req *protocol.Request, r any) *protocol.Response {
 // handleAsync starts req on the IO goroutine; the reply is written by
 // whoever completes it (a plugin link's reader), without waiting on the
 // socket, or held for that goroutine's burst of completions.
-func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline time.Time) {
+func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline time.Time, held func()) {
 	ctx, release := context.Context(c.ctx), func() {}
 	if !deadline.IsZero() {
 		cc := callctx.New(c.ctx, deadline)
@@ -360,6 +372,9 @@ func (c *serverConn) handleAsync(h AsyncHandler, req *protocol.Request, deadline
 				mode = fastpath.Hold
 			}
 			release()
+			// The thread is free before the consumer can see the answer
+			// and send its next call.
+			held()
 			c.answer(req, resp, mode)
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // ErrInvalid is the category of every Parse and Decode error.
@@ -154,6 +155,14 @@ func (u *URL) parseQuery(q string) {
 }
 
 func parseHostPort(s string) (hostPort, error) {
+	hp, err := splitHostPort(s)
+	if err == nil && strings.ContainsFunc(hp.host, unicode.IsSpace) {
+		return hostPort{}, fmt.Errorf("white space in host %q", hp.host)
+	}
+	return hp, err
+}
+
+func splitHostPort(s string) (hostPort, error) {
 	if strings.HasPrefix(s, "[") {
 		end := strings.IndexByte(s, ']')
 		if end < 0 {

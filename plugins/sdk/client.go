@@ -50,8 +50,57 @@ func WithClient(ctx context.Context, inv rpc.Invoker) context.Context {
 	return context.WithValue(ctx, callKey{}, ci)
 }
 
+// outKey is the context key of the attachments a Caller sends.
+type outKey struct{}
+
+// WithAttachment returns a context whose calls through a Caller carry the
+// attachment key=value, as Java's RpcContext client attachments: for
+// instance "dubbo.force.tag" = "true", or "timeout" in milliseconds (the
+// timeout of each attempt). An attachment the invocation sets itself wins.
+func WithAttachment(ctx context.Context, key string, value any) context.Context {
+	old, _ := ctx.Value(outKey{}).(map[string]any)
+	m := make(map[string]any, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[key] = value
+	return context.WithValue(ctx, outKey{}, m)
+}
+
+// WithTag returns a context whose calls through a Caller carry the request
+// tag (Dubbo's dubbo.tag attachment): the node's consumer sends them to the
+// providers of that tag, else to untagged ones (unless "dubbo.force.tag" is
+// "true", see WithAttachment).
+func WithTag(ctx context.Context, tag string) context.Context {
+	return WithAttachment(ctx, tagKey, tag)
+}
+
+// tagKey is Dubbo's request tag attachment (the node's router.KeyTag; not
+// imported, to keep the routers out of every plugin binary).
+const tagKey = "dubbo.tag"
+
+// withAttachments returns inv with the context's attachments added under
+// its own.
+func withAttachments(ctx context.Context, inv *rpc.Invocation) *rpc.Invocation {
+	out, _ := ctx.Value(outKey{}).(map[string]any)
+	if len(out) == 0 {
+		return inv
+	}
+	cp := *inv
+	cp.Attachments = make(map[string]any, len(out)+len(inv.Attachments))
+	for k, v := range out {
+		cp.Attachments[k] = v
+	}
+	for k, v := range inv.Attachments {
+		cp.Attachments[k] = v
+	}
+	return &cp
+}
+
 // Caller calls Dubbo services through the node: the node's consumer side
-// picks the provider, applies timeouts and retries, and answers.
+// picks the provider, routes by tag, applies timeouts and retries, and
+// answers. Attachments for a call go in its context (WithAttachment,
+// WithTag) or in the invocation.
 type Caller struct {
 	host    *wire.Link  // set in a plugin
 	invoker rpc.Invoker // set by WithClient
@@ -63,6 +112,7 @@ var errNoNode = errors.New("no node to call through: Client is only usable insid
 // back in the Result; failures of the call itself as errors wrapping the
 // rpc.Err* categories.
 func (c *Caller) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	inv = withAttachments(ctx, inv)
 	switch {
 	case c.invoker != nil:
 		return c.invoker.Invoke(ctx, inv)

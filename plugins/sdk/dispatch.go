@@ -126,6 +126,12 @@ func newService(s Service) (*service, wire.Service, error) {
 	if s.Handler == nil {
 		return nil, desc, errorf("service %s has no Handler", key)
 	}
+	if err := s.Settings.Check(); err != nil {
+		return nil, desc, errorf("service %s: Settings: %v", key, err)
+	}
+	if params := s.Settings.Params(); len(params) > 0 {
+		desc.Params = params
+	}
 	svc := &service{key: key, methods: make(map[string]*method)}
 	hv := reflect.ValueOf(s.Handler)
 	ht := hv.Type()

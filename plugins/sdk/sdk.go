@@ -92,6 +92,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/dubbo-lab/dubbo/node/provider/settings"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -110,7 +111,21 @@ type Service struct {
 	// Signature{Returns: "java.lang.Integer"} changes only the return type.
 	// Default none.
 	Signatures map[string]Signature
+	// Settings are the service's Dubbo settings (weight, tag, timeout,
+	// retries, loadbalance, warmup, token, executes, actives, delay,
+	// parameters), which the node writes into its provider URL as Java's
+	// ServiceConfig does; a [[provider.services]] table in the node's
+	// config wins over each of them. Default none: the node's.
+	Settings Settings
 }
+
+// Settings are Dubbo's settings of one service, by Java's names:
+//
+//	sdk.Service{Interface: "org.example.Greeter", Handler: Greeter{},
+//		Settings: sdk.Settings{Weight: 200, Tag: "gray", Timeout: 3 * time.Second, Executes: 10}}
+//
+// A negative number or a malformed parameter makes Serve fail at once.
+type Settings = settings.Settings
 
 // Signature is the Java view of one method.
 type Signature struct {

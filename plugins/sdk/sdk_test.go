@@ -96,6 +96,10 @@ func TestNewDispatcherErrors(t *testing.T) {
 		{sdk.Service{Interface: "a.B", Handler: noMethods{}}, "has no methods of the form"},
 		{sdk.Service{Interface: "a.B", Handler: Types{}, Signatures: map[string]sdk.Signature{"nope": {}}}, "not a method"},
 		{sdk.Service{Interface: "a.B", Handler: Types{}, Signatures: map[string]sdk.Signature{"str": {Params: []string{"a", "b"}}}}, "2 parameter types for 1"},
+		{sdk.Service{Interface: "a.B", Handler: Types{}, Settings: sdk.Settings{Executes: -1}},
+			`service a.B: Settings: parameter executes: "-1" is not a non-negative integer`},
+		{sdk.Service{Interface: "a.B", Handler: Types{}, Settings: sdk.Settings{Parameters: map[string]string{"version": "2"}}},
+			"parameter version: written by the provider"},
 	}
 	for _, tt := range tests {
 		_, err := sdk.NewDispatcher(tt.svc)
@@ -236,5 +240,40 @@ func TestServeWithNothing(t *testing.T) {
 	err := sdk.Run(func(context.Context, *sdk.Caller) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "consumer.plugins") {
 		t.Errorf("Run outside a node: %v", err)
+	}
+}
+
+// WithTag and WithAttachment add attachments to the calls made with the
+// context, under the invocation's own; contexts derived later add more and
+// leave their parent's alone.
+func TestCallerAttachments(t *testing.T) {
+	var seen *rpc.Invocation
+	ctx := sdk.WithClient(context.Background(), rpc.InvokerFunc(func(_ context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+		seen = inv
+		return &rpc.Result{}, nil
+	}))
+	tagged := sdk.WithTag(ctx, "gray")
+	forced := sdk.WithAttachment(tagged, "dubbo.force.tag", "true")
+	tests := []struct {
+		ctx  context.Context
+		own  map[string]any
+		want map[string]any
+	}{
+		{ctx, nil, nil},
+		{tagged, nil, map[string]any{"dubbo.tag": "gray"}},
+		{forced, nil, map[string]any{"dubbo.tag": "gray", "dubbo.force.tag": "true"}},
+		{forced, map[string]any{"dubbo.tag": "blue", "k": "v"}, map[string]any{"dubbo.tag": "blue", "dubbo.force.tag": "true", "k": "v"}},
+	}
+	for i, tt := range tests {
+		inv := &rpc.Invocation{Service: "a.B", Method: "m", Attachments: tt.own}
+		if _, err := sdk.Client(tt.ctx).Invoke(tt.ctx, inv); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(seen.Attachments, tt.want) {
+			t.Errorf("case %d: the node saw attachments %v, want %v", i, seen.Attachments, tt.want)
+		}
+		if len(inv.Attachments) != len(tt.own) {
+			t.Errorf("case %d: the caller's invocation was changed: %v", i, inv.Attachments)
+		}
 	}
 }

@@ -26,10 +26,13 @@ const (
 // ring of 32-bit points cut from md5(address + i) four at a time, exactly as
 // Dubbo places them, so that removing a provider moves only its own keys.
 // The key is the concatenation of the arguments listed in hash.arguments
-// (default "0": the first one).
+// (default "0": the first one); for a generic call ($invoke), the
+// arguments of the method it invokes, as Java's RpcUtils.getArguments.
+// Both keys are read per method ("get.hash.arguments" first), from the
+// first provider's URL, which carries the consumer's settings.
 type ConsistentHash struct {
 	mu    sync.Mutex
-	rings map[string]*ring // per method; rebuilt when the provider set changes
+	rings map[string]*ring // per method; rebuilt when the providers or settings change
 }
 
 type ring struct {
@@ -39,43 +42,44 @@ type ring struct {
 	args      []int
 }
 
-func newConsistentHash() *ConsistentHash {
+func newConsistentHash(env) cluster.LoadBalancer {
 	return &ConsistentHash{rings: make(map[string]*ring)}
 }
 
 // Select implements cluster.LoadBalancer.
 func (b *ConsistentHash) Select(ps []cluster.ProviderInvoker, inv *rpc.Invocation) cluster.ProviderInvoker {
-	sig := signature(ps)
+	method := cluster.MethodName(inv)
+	u := ps[0].URL()
+	nodes := cluster.MethodIntParam(u, method, keyHashNodes, defaultHashNodes)
+	argSpec := cluster.MethodParam(u, method, keyHashArguments)
+	if argSpec == "" {
+		argSpec = defaultHashArgsKey
+	}
+	sig := signature(ps, nodes, argSpec)
 	b.mu.Lock()
-	r := b.rings[inv.Method]
+	r := b.rings[method]
 	if r == nil || r.signature != sig {
-		r = buildRing(ps, inv.Method, sig)
-		b.rings[inv.Method] = r
+		r = buildRing(ps, nodes, argSpec, sig)
+		b.rings[method] = r
 	}
 	b.mu.Unlock()
-	return r.lookup(hashKey(r.args, inv.Args))
+	return r.lookup(hashKey(r.args, cluster.MethodArgs(inv)))
 }
 
-func signature(ps []cluster.ProviderInvoker) string {
+func signature(ps []cluster.ProviderInvoker, nodes int, argSpec string) string {
 	ids := make([]string, len(ps))
 	for i, p := range ps {
 		ids[i] = identity(p)
 	}
 	slices.Sort(ids)
-	return strings.Join(ids, ",")
+	return strconv.Itoa(nodes) + "|" + argSpec + "|" + strings.Join(ids, ",")
 }
 
-func buildRing(ps []cluster.ProviderInvoker, method, sig string) *ring {
-	u := ps[0].URL()
-	nodes := cluster.MethodIntParam(u, method, keyHashNodes, defaultHashNodes)
+func buildRing(ps []cluster.ProviderInvoker, nodes int, argSpec, sig string) *ring {
 	if nodes < 4 {
 		nodes = 4
 	}
 	r := &ring{signature: sig, owners: make(map[uint32]cluster.ProviderInvoker, len(ps)*nodes)}
-	argSpec := cluster.MethodParam(u, method, keyHashArguments)
-	if argSpec == "" {
-		argSpec = defaultHashArgsKey
-	}
 	for _, s := range strings.Split(argSpec, ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 0 {
 			r.args = append(r.args, n)

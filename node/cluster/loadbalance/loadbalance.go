@@ -4,31 +4,72 @@
 //   - random (default): weighted random;
 //   - roundrobin: smooth weighted round robin, state kept per method;
 //   - leastactive: fewest calls in flight, weighted random among the tied;
-//   - shortestresponse: smallest expected wait (average success time times
-//     calls in flight), weighted random among the tied;
+//   - shortestresponse: smallest expected wait (average success time in the
+//     current response window times calls in flight), weighted random
+//     among the tied;
 //   - consistenthash: the same arguments go to the same provider (md5 ring of
 //     hash.nodes virtual nodes, hashed on the hash.arguments arguments);
-//   - p2c: power of two choices, the less loaded of two random providers.
+//   - p2c: power of two choices, the less loaded of two random providers,
+//     with a provider not picked for a while tried again (exploration).
 //
 // Weights come from cluster.Weight, which applies Dubbo's warm-up. The
 // balancers that look at load read the cluster.Stats the cluster invoker
-// records around every call. Build one with [New] (what cluster.Options
-// expects) or [Config.New] to control randomness and time in tests.
+// records around every call; its response window (Dubbo's 30 s
+// shortestresponse.slidePeriod) restarts for every provider at once, so a
+// provider that was slow once gets calls again.
+//
+// The table [balancers] maps each name to its constructor; it drives
+// [Names], [New] and [Check], the start-time check of configured names.
+// To add a load balancer: write one file with a type implementing
+// cluster.LoadBalancer and a constructor taking an env, and add one row to
+// the table.
 package loadbalance
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
 )
 
-// Names lists the load balancer names New accepts.
+// balancers is every load balancer by the name users write in
+// "loadbalance". Read-only.
+var balancers = map[string]func(env) cluster.LoadBalancer{
+	"random":           newRandom,
+	"roundrobin":       newRoundRobin,
+	"leastactive":      newLeastActive,
+	"shortestresponse": newShortestResponse,
+	"consistenthash":   newConsistentHash,
+	"p2c":              newP2C,
+}
+
+// env is what a balancer may depend on.
+type env struct {
+	rand  *randomness
+	now   func() time.Time
+	stats *cluster.Stats
+}
+
+// Names lists the load balancer names New accepts, sorted.
 func Names() []string {
-	return []string{"random", "roundrobin", "leastactive", "shortestresponse", "consistenthash", "p2c"}
+	names := make([]string, 0, len(balancers))
+	for n := range balancers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Check returns nil when name is a load balancer ("" is the default,
+// random), else an error wrapping cluster.ErrUnknownName that lists the
+// known names.
+func Check(name string) error {
+	if _, ok := balancers[name]; ok || name == "" {
+		return nil
+	}
+	return &cluster.UnknownNameError{Kind: "load balancer", Name: name, Known: Names()}
 }
 
 // New makes the load balancer called name; it matches cluster.Options.NewBalancer.
@@ -43,34 +84,27 @@ type Config struct {
 	// Rand is the source of randomness; a goroutine-safe global source when
 	// nil. A *rand.Rand given here is guarded by a mutex.
 	Rand *rand.Rand
-	// Now is the clock for warm-up weights. Default time.Now.
+	// Now is the clock for warm-up weights and p2c's exploration. Default
+	// time.Now.
 	Now func() time.Time
 }
 
 // New makes the load balancer called name ("" means random).
 func (c Config) New(name string) (cluster.LoadBalancer, error) {
-	if c.Stats == nil {
-		c.Stats = cluster.NewStats(c.Now)
+	if name == "" {
+		name = cluster.DefaultLoadBalance
+	}
+	mk, ok := balancers[name]
+	if !ok {
+		return nil, Check(name)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	r := &randomness{r: c.Rand}
-	switch name {
-	case "", "random":
-		return &Random{rand: r, now: c.Now}, nil
-	case "roundrobin":
-		return newRoundRobin(c.Now), nil
-	case "leastactive":
-		return &LeastActive{rand: r, now: c.Now, stats: c.Stats}, nil
-	case "shortestresponse":
-		return &ShortestResponse{rand: r, now: c.Now, stats: c.Stats}, nil
-	case "consistenthash":
-		return newConsistentHash(), nil
-	case "p2c":
-		return &P2C{rand: r, now: c.Now, stats: c.Stats}, nil
+	if c.Stats == nil {
+		c.Stats = cluster.NewStats(c.Now, 0)
 	}
-	return nil, fmt.Errorf("loadbalance %q: %w; use one of %s", name, cluster.ErrUnknownName, strings.Join(Names(), ", "))
+	return mk(env{rand: &randomness{r: c.Rand}, now: c.Now, stats: c.Stats}), nil
 }
 
 // randomness draws integers from a seeded source under a mutex, or from the

@@ -73,7 +73,7 @@ func TestWeightedDistribution(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.balancer+"/"+strings.Join(tt.specs, ","), func(t *testing.T) {
-			got := counts(balancer(t, tt.balancer, cluster.NewStats(nil)), providers(tt.specs...), inv, n)
+			got := counts(balancer(t, tt.balancer, cluster.NewStats(nil, 0)), providers(tt.specs...), inv, n)
 			for host, share := range tt.want {
 				if diff := float64(got[host])/n - share; diff > 0.02 || diff < -0.02 {
 					t.Errorf("%s got %d of %d picks (%.3f), want share %.3f", host, got[host], n, float64(got[host])/n, share)
@@ -114,7 +114,7 @@ func TestLoadAwareBalancersAvoidBusyProvider(t *testing.T) {
 	for _, n := range []string{"leastactive", "shortestresponse", "p2c"} {
 		t.Run(n, func(t *testing.T) {
 			clock := fixedNow
-			stats := cluster.NewStats(func() time.Time { return clock })
+			stats := cluster.NewStats(func() time.Time { return clock }, 0)
 			ps := providers("a:1", "b:1")
 			inv := &rpc.Invocation{Method: "m"}
 			// Both answered in 10ms once, then a gets two calls in flight.
@@ -135,7 +135,7 @@ func TestLoadAwareBalancersAvoidBusyProvider(t *testing.T) {
 
 func TestShortestResponsePrefersFaster(t *testing.T) {
 	clock := fixedNow
-	stats := cluster.NewStats(func() time.Time { return clock })
+	stats := cluster.NewStats(func() time.Time { return clock }, 0)
 	ps := providers("slow:1", "fast:1")
 	for i, d := range []time.Duration{50 * time.Millisecond, 5 * time.Millisecond} {
 		end := stats.Begin(ps[i].URL(), "m")
@@ -218,7 +218,7 @@ func BenchmarkSelect(b *testing.B) {
 	inv := &rpc.Invocation{Method: "sayHello", Args: []any{"bob"}}
 	for _, n := range Names() {
 		b.Run(n, func(b *testing.B) {
-			lb, err := New(n, cluster.NewStats(nil))
+			lb, err := New(n, cluster.NewStats(nil, 0))
 			if err != nil {
 				b.Fatal(err)
 			}

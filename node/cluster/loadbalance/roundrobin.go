@@ -29,26 +29,27 @@ type rrState struct {
 	seen    time.Time
 }
 
-func newRoundRobin(now func() time.Time) *RoundRobin {
-	return &RoundRobin{now: now, methods: make(map[string]map[string]*rrState)}
+func newRoundRobin(e env) cluster.LoadBalancer {
+	return &RoundRobin{now: e.now, methods: make(map[string]map[string]*rrState)}
 }
 
 // Select implements cluster.LoadBalancer.
 func (b *RoundRobin) Select(ps []cluster.ProviderInvoker, inv *rpc.Invocation) cluster.ProviderInvoker {
 	now := b.now()
+	method := cluster.MethodName(inv)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	states := b.methods[inv.Method]
+	states := b.methods[method]
 	if states == nil {
 		states = make(map[string]*rrState)
-		b.methods[inv.Method] = states
+		b.methods[method] = states
 	}
 	total := 0
 	var best cluster.ProviderInvoker
 	var bestState *rrState
 	for _, p := range ps {
 		id := identity(p)
-		w := cluster.Weight(p, inv.Method, now)
+		w := cluster.Weight(p, method, now)
 		s := states[id]
 		if s == nil {
 			s = &rrState{weight: w}

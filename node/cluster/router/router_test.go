@@ -303,6 +303,21 @@ func TestTagRouterFallbackWithUntaggedOutsideGroups(t *testing.T) {
 	}
 }
 
+// A group by match that matches no provider is no group, as in Java's
+// TagRouterRule (its addresses are left unset): the tag goes by static tags,
+// and the rule's force does not apply to it.
+func TestTagRouterMatchGroupWithoutMembers(t *testing.T) {
+	rule, err := ParseTagRule([]byte("force: true\ntags:\n  - name: gray\n    match:\n      - key: env\n        value: {exact: nowhere}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := call("sayHello")
+	inv.SetAttachment(KeyTag, "gray")
+	if got := hosts(NewTagRouter(rule).Route(tagged, shopConsumer, inv)); got != "2" {
+		t.Errorf("routed to %q, want 2 (static dubbo.tag=gray)", got)
+	}
+}
+
 func TestParseTagRuleInvalid(t *testing.T) {
 	for _, y := range []string{
 		"key: p\n",

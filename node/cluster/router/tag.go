@@ -3,6 +3,7 @@ package router
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -167,7 +168,9 @@ func (r *TagRouter) Route(ps []cluster.ProviderInvoker, consumer *url.URL, inv *
 		return staticTags(ps, tag, forceTag(consumer, inv))
 	}
 	if tag != "" {
-		if group := rule.tag(tag); group != nil {
+		// As Java's TagRouterRule: a group by match that matches no provider
+		// is no group, and the tag goes by static tags.
+		if group := rule.tag(tag); group != nil && (len(group.Addresses) > 0 || slices.ContainsFunc(ps, group.has)) {
 			out := filter(ps, group.has)
 			if len(out) > 0 || rule.Force {
 				return out

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/dubbo-lab/dubbo/node/provider/settings"
 )
 
 // Description is what a plugin answers to Describe, as JSON.
@@ -17,6 +19,9 @@ type Service struct {
 	Version   string   `json:"version,omitempty"`
 	Group     string   `json:"group,omitempty"`
 	Methods   []Method `json:"methods"`
+	// Params are the service's settings as Dubbo URL parameters (weight,
+	// dubbo.tag, timeout in ms, ...), for its provider URL.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Method is one method with its Java signature.
@@ -59,6 +64,9 @@ func (d *Description) Validate() error {
 			return fmt.Errorf("service %s is described twice", key)
 		}
 		seen[key] = true
+		if err := settings.CheckParams(s.Params); err != nil {
+			return fmt.Errorf("service %s: %w", key, err)
+		}
 		if len(s.Methods) == 0 {
 			return fmt.Errorf("service %s has no methods", key)
 		}

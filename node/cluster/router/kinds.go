@@ -1,0 +1,117 @@
+package router
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/dubbo-lab/dubbo/node/cluster"
+)
+
+// Kind is one of Dubbo's routers that a consumer runs: where its rule lives
+// in the config center, its place in the Chain, and how it is made from
+// its rule document.
+type Kind struct {
+	// Order is its position in a Chain.
+	Order int
+	// Scope says whose name starts its rule's key, and Suffix ends it:
+	// "<scope name><Suffix>".
+	Scope  Scope
+	Suffix string
+	// New makes the router from its rule document; a nil document makes the
+	// router without a rule (nil when it then does nothing).
+	New func(doc []byte) (cluster.Router, error)
+}
+
+// Scope names whose rule a router follows.
+type Scope int
+
+const (
+	// ScopeService: the service key, <interface>:<version>:<group>.
+	ScopeService Scope = iota
+	// ScopeConsumerApp: the consumer's application.
+	ScopeConsumerApp
+	// ScopeProviderApp: the providers' application.
+	ScopeProviderApp
+)
+
+// kinds is every router by the name Dubbo's "router" key uses for its
+// factory (tag, service and app state routers), all on by default.
+// Read-only. Condition rules from the registry's routers folder are not
+// named, as in Dubbo: they come with the provider list.
+var kinds = map[string]Kind{
+	"tag":     {Order: OrderTag, Scope: ScopeProviderApp, Suffix: ".tag-router", New: newTag},
+	"service": {Order: OrderServiceCondition, Scope: ScopeService, Suffix: ".condition-router", New: newCondition},
+	"app":     {Order: OrderAppCondition, Scope: ScopeConsumerApp, Suffix: ".condition-router", New: newCondition},
+}
+
+func newTag(doc []byte) (cluster.Router, error) {
+	if doc == nil {
+		return NewTagRouter(nil), nil // the providers' static tags still route
+	}
+	rule, err := ParseTagRule(doc)
+	if err != nil {
+		return nil, err
+	}
+	return NewTagRouter(rule), nil
+}
+
+func newCondition(doc []byte) (cluster.Router, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	return ParseConditionRule(doc)
+}
+
+// Names lists the routers a consumer runs, sorted.
+func Names() []string {
+	names := make([]string, 0, len(kinds))
+	for n := range kinds {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Lookup returns the router called name.
+func Lookup(name string) (Kind, bool) {
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// Enabled applies Dubbo's "router" key (a consumer URL parameter) to the
+// routers, which are all on by default: "-tag" turns tag routing off,
+// "-default" every router, and a name without "-" keeps one on. It
+// returns the names that run, sorted, or an error for a name it does not
+// know.
+func Enabled(spec string) ([]string, error) {
+	on := make(map[string]bool, len(kinds))
+	for n := range kinds {
+		on[n] = true
+	}
+	var keep []string
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		name, off := strings.CutPrefix(item, "-")
+		switch {
+		case item == "":
+		case name == "default" && off:
+			clear(on)
+		case kinds[name].New == nil:
+			return nil, &cluster.UnknownNameError{Kind: "router", Name: name, Known: Names(),
+				Hint: "(a leading - turns one off, -default all)"}
+		case off:
+			delete(on, name)
+		default:
+			keep = append(keep, name)
+		}
+	}
+	for _, n := range keep {
+		on[n] = true
+	}
+	names := make([]string, 0, len(on))
+	for n := range on {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, nil
+}

@@ -1,0 +1,56 @@
+package router
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/dubbo-lab/dubbo/node/cluster"
+)
+
+func TestEnabled(t *testing.T) {
+	tests := []struct {
+		spec, want string
+	}{
+		{"", "app,service,tag"},
+		{"-tag", "app,service"},
+		{" -tag , -app ", "service"},
+		{"-default", ""},
+		{"-default,tag", "tag"},
+		{"tag", "app,service,tag"},
+	}
+	for _, tt := range tests {
+		got, err := Enabled(tt.spec)
+		if err != nil || strings.Join(got, ",") != tt.want {
+			t.Errorf("Enabled(%q) = %v, %v; want %s", tt.spec, got, err, tt.want)
+		}
+	}
+	_, err := Enabled("-tga")
+	if !errors.Is(err, cluster.ErrUnknownName) || !strings.Contains(err.Error(), `"tga"`) || !strings.Contains(err.Error(), "app, service, tag") {
+		t.Errorf("Enabled(-tga): %v; want the unknown name and the known ones", err)
+	}
+}
+
+// Every router of the table is made from a rule document, and without one.
+func TestKinds(t *testing.T) {
+	docs := map[string]string{
+		"tag":     "force: false\nkey: greeter-app\ntags:\n  - name: gray\n    addresses: [10.0.0.1:20880]\n",
+		"service": "scope: service\nkey: org.example.Greeter\nconditions:\n  - => host = 10.0.0.1\n",
+		"app":     "scope: application\nkey: shop\nconditions:\n  - => host = 10.0.0.1\n",
+	}
+	for _, n := range Names() {
+		k, ok := Lookup(n)
+		if !ok {
+			t.Fatalf("Lookup(%q) failed", n)
+		}
+		if r, err := k.New([]byte(docs[n])); err != nil || r == nil {
+			t.Errorf("%s: New(rule) = %v, %v", n, r, err)
+		}
+		if _, err := k.New(nil); err != nil {
+			t.Errorf("%s: New(nil): %v", n, err)
+		}
+		if _, err := k.New([]byte("conditions: {")); !errors.Is(err, ErrInvalidRule) {
+			t.Errorf("%s: a broken rule gave %v, want ErrInvalidRule", n, err)
+		}
+	}
+}
