@@ -4,6 +4,7 @@ package scaletest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	neturl "net/url"
 	"path/filepath"
@@ -65,7 +66,7 @@ func seq(from, to int) []int {
 // instances of 50 applications, 10 services each, 20 instances each)
 // across 500 services, and 200 consumers of 50 services each (each of the
 // 500 has 16 or more consumers; the 10 the probes use have all 200).
-var fullFanout = fanout{apps: 50, perApp: 10, instances: 20, consumers: 200, refs: 50, probes: 100, wait: 5 * time.Minute}
+var fullFanout = fanout{apps: 50, perApp: 10, instances: 20, consumers: 200, refs: 50, probes: 30, wait: 5 * time.Minute}
 
 // smallFanout keeps the properties and runs in `make test`.
 var smallFanout = fanout{apps: 4, perApp: 5, instances: 5, consumers: 10, refs: 10, probes: 5, wait: 30 * time.Second}
@@ -93,29 +94,67 @@ func splitHostPort(addr string) (string, int, error) {
 	return u.Host(), u.Port(), nil
 }
 
-// providerSession is one provider instance: a registry session of ours
-// that registers one URL per service of its application.
+// providerSession is one provider instance: a ZooKeeper session that
+// creates the ephemeral node of each service of its application, as our
+// provider's registry client does (node/registry/zookeeper). It is a bare
+// go-zookeeper session with small buffers rather than that client: a
+// go-zookeeper connection holds 3 MB of buffers (1.5 MB each way), which
+// a provider process pays once but a thousand sessions in the test process
+// would pay a thousand times (3 GB) and which would swamp what is measured.
 type providerSession struct {
-	reg  *zookeeper.Registry
+	conn *zk.Conn
 	urls []*url.URL
 }
 
+// sessionBuffer is the buffer each way of a provider session: its largest
+// request is one provider node's create, its largest answer a few bytes.
+const sessionBuffer = 64 << 10
+
 func startProvider(ctx context.Context, zkAddr string, urls []*url.URL) (*providerSession, error) {
-	reg, err := zookeeper.New(url.MustParse("zookeeper://"+zkAddr), zookeeper.Options{Logger: quiet()})
+	conn, events, err := zk.Connect([]string{zkAddr}, 30*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}),
+		zk.WithMaxBufferSize(sessionBuffer), zk.WithMaxConnBufferSize(sessionBuffer))
 	if err != nil {
 		return nil, err
 	}
-	if err := reg.WaitConnected(ctx); err != nil {
-		reg.Close()
-		return nil, err
-	}
-	for _, u := range urls {
-		if err := reg.Register(ctx, u); err != nil {
-			reg.Close()
-			return nil, err
+	for ev := range events {
+		if ev.State == zk.StateHasSession {
+			break
+		}
+		if ctx.Err() != nil {
+			conn.Close()
+			return nil, ctx.Err()
 		}
 	}
-	return &providerSession{reg: reg, urls: urls}, nil
+	go func() {
+		for range events { // drained until the session closes
+		}
+	}()
+	for _, u := range urls {
+		p := providerPath(u)
+		if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("register %s: %w", p, err)
+		}
+	}
+	return &providerSession{conn: conn, urls: urls}, nil
+}
+
+// createFolders creates the persistent providers folder of every service,
+// as the first provider of each would.
+func createFolders(t testing.TB, f fanout, zkAddr string) {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{zkAddr}, 30*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for s := range f.services() {
+		for _, p := range []string{"/dubbo", "/dubbo/" + serviceName(s), "/dubbo/" + serviceName(s) + "/providers"} {
+			if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				t.Fatalf("create %s: %v", p, err)
+			}
+		}
+	}
 }
 
 // startProviders starts the instances of every application in generation
@@ -164,7 +203,7 @@ func closeProviders(ps []*providerSession) {
 			continue
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); p.reg.Close() }()
+		go func() { defer wg.Done(); p.conn.Close() }()
 	}
 	wg.Wait()
 }
@@ -429,6 +468,7 @@ func runFanout(t testing.TB, f fanout, reg registryServer) fanoutResult {
 	var res fanoutResult
 	eps := startEndpoints(t, f.instances+1) // the last one is the probe's
 	obs := newObserver(f)
+	createFolders(t, f, reg.addr)
 	start := time.Now()
 	providers := startProviders(t, f, reg.addr, eps, 1)
 	res.setup = time.Since(start)
@@ -460,8 +500,11 @@ func runFanout(t testing.TB, f fanout, reg registryServer) fanoutResult {
 	defer conn.Close()
 	probeAddr := eps[f.instances].addr
 	for i := range f.probes {
-		s := i % f.perApp // every consumer references these
-		u := providerURL(serviceName(s), "scale-probe", probeAddr, 1)
+		// One more instance of the first application: every consumer
+		// references its services, and watches its rules already (a new
+		// application would add a watch on its tag rule to every consumer).
+		s := i % f.perApp
+		u := providerURL(serviceName(s), "scale-provider-00", probeAddr, 1)
 		p := providerPath(u)
 		pr := obs.startProbe(serviceName(s), probeAddr, true)
 		if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
@@ -560,7 +603,9 @@ func (r fanoutResult) log(t testing.TB, name string, f fanout) {
 // TestRegistryFanout is the reduced fan-out run: every consumer converges
 // after start-up, after one provider registers or leaves, and after every
 // provider restarts at once, with no repeated notification and the
-// registry's watch count unchanged by the storm.
+// registry's watch count unchanged by the storm; then a consumer process
+// referencing every service starts (it would refuse to, with check on, if
+// any reference lacked providers).
 func TestRegistryFanout(t *testing.T) {
 	f := smallFanout
 	reg := startEmbeddedRegistry(t)
@@ -569,10 +614,13 @@ func TestRegistryFanout(t *testing.T) {
 	if res.stormDups != 0 {
 		t.Errorf("%d repeated notifications in the storm", res.stormDups)
 	}
+	runConsumerProc(t, f, reg.addr, f.services()).log(t)
 }
 
-// BenchmarkRegistryFanout is the full-size run against both registries.
-func BenchmarkRegistryFanout(b *testing.B) {
+// BenchmarkScaleRegistry is the full-size run against our registry and
+// Apache ZooKeeper, each its own process, then a consumer process of 50
+// services (as each of the run's consumers) and one of all 500.
+func BenchmarkScaleRegistry(b *testing.B) {
 	for _, name := range []string{"embedded", "apache"} {
 		b.Run(name, func(b *testing.B) {
 			var reg registryServer
@@ -581,12 +629,25 @@ func BenchmarkRegistryFanout(b *testing.B) {
 			} else {
 				reg = startApacheRegistry(b)
 			}
-			res := runFanout(b, fullFanout, reg)
-			res.log(b, name, fullFanout)
-			b.ReportMetric(float64(percentile(res.probeAll, 50).Microseconds()), "reg_all_p50_us")
-			b.ReportMetric(float64(percentile(res.probeAll, 99).Microseconds()), "reg_all_p99_us")
-			b.ReportMetric(res.storm.Seconds(), "storm_s")
-			b.ReportMetric(res.afterStorm.peakMB, "rss_peak_MB")
+			f := fullFanout
+			res := runFanout(b, f, reg)
+			res.log(b, name, f)
+			c50 := runConsumerProc(b, f, reg.addr, f.refs)
+			c50.log(b)
+			c500 := runConsumerProc(b, f, reg.addr, f.services())
+			c500.log(b)
+			b.ReportMetric(float64(percentile(res.probeAll, 50).Microseconds()), "p50_us")
+			b.ReportMetric(float64(percentile(res.probeAll, 99).Microseconds()), "p99_us")
+			b.ReportMetric(float64(percentile(res.removeAll, 99).Microseconds()), "remove_p99_us")
+			b.ReportMetric(float64(res.consumersUp.Milliseconds()), "consumers_up_ms")
+			b.ReportMetric(float64(res.storm.Milliseconds()), "converge_ms")
+			b.ReportMetric(float64(res.stormNotes), "notifications")
+			b.ReportMetric(res.stormCPU.Seconds(), "storm_cpu_s")
+			b.ReportMetric(res.afterStorm.rssMB, "rss_MB")
+			b.ReportMetric(res.afterStorm.peakMB, "peak_rss_MB")
+			b.ReportMetric(c50.stat.rssMB, "consumer_rss_MB")
+			b.ReportMetric(c500.stat.rssMB, "consumer500_rss_MB")
+			b.ReportMetric(float64(c500.start.Milliseconds()), "consumer500_start_ms")
 		})
 	}
 }
