@@ -648,6 +648,7 @@ func BenchmarkScaleRegistry(b *testing.B) {
 			b.ReportMetric(c50.stat.rssMB, "consumer_rss_MB")
 			b.ReportMetric(c500.stat.rssMB, "consumer500_rss_MB")
 			b.ReportMetric(float64(c500.start.Milliseconds()), "consumer500_start_ms")
+			b.ReportMetric(float64(c500.goroutines), "consumer500_goroutines")
 		})
 	}
 }
