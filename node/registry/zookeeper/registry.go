@@ -99,14 +99,21 @@ type ownedNode struct {
 	ownDelete bool
 }
 
+// child is a decoded child of a folder and its URL printed (nil: the node
+// name did not decode).
+type child struct {
+	u       *url.URL
+	printed string
+}
+
 // folder is one watched category folder: /dubbo/<iface>/<category>.
 type folder struct {
 	path, iface, category string
 	subs                  []*subscription // those that want this folder
 	urls                  []*url.URL      // decoded children, sorted
-	// children are the decoded children by node name (nil: undecodable),
-	// so a re-read decodes only the nodes that are new.
-	children map[string]*url.URL
+	// children are the decoded children by node name, so a re-read
+	// decodes and prints only the nodes that are new.
+	children map[string]child
 	loaded   bool // urls came from ZooKeeper at least once
 	dirty    bool // the last read failed: re-read on reconnection
 }
@@ -350,7 +357,7 @@ func (r *Registry) subscribe(consumer *url.URL, l registry.Listener) error {
 		p := r.set.categoryPath(s.iface, cat)
 		f := r.folders[p]
 		if f == nil {
-			f = &folder{path: p, iface: s.iface, category: cat, children: make(map[string]*url.URL)}
+			f = &folder{path: p, iface: s.iface, category: cat, children: make(map[string]child)}
 			r.folders[p] = f
 		}
 		f.subs = append(f.subs, s)
@@ -399,23 +406,29 @@ func (r *Registry) readFolder(f *folder) {
 	}
 	// A folder of n providers changes one node at a time: decoding only
 	// the new names keeps an event's cost from growing with n.
-	kids := make(map[string]*url.URL, len(children))
-	urls := make([]*url.URL, 0, len(children))
+	// Each is printed once too, for the order (registry.SortURLs's).
+	kids := make(map[string]child, len(children))
+	sorted := make([]child, 0, len(children))
 	for _, name := range children {
-		u, known := f.children[name]
+		c, known := f.children[name]
 		if !known {
-			var err error
-			if u, err = url.Decode(name); err != nil {
-				u = nil
+			u, err := url.Decode(name)
+			if err != nil {
 				r.log.Warn("zookeeper: skipping undecodable node", "path", f.path, "node", name, "err", err)
+			} else {
+				c = child{u, u.String()}
 			}
 		}
-		kids[name] = u
-		if u != nil {
-			urls = append(urls, u)
+		kids[name] = c
+		if c.u != nil {
+			sorted = append(sorted, c)
 		}
 	}
-	registry.SortURLs(urls)
+	slices.SortFunc(sorted, func(a, b child) int { return strings.Compare(a.printed, b.printed) })
+	urls := make([]*url.URL, len(sorted))
+	for i, c := range sorted {
+		urls[i] = c.u
+	}
 	f.children, f.urls, f.loaded, f.dirty = kids, urls, true, false
 	for _, s := range f.subs {
 		r.notify(s, f.category, f.urls, false)
