@@ -46,7 +46,7 @@ fuzz:
 # (plugins/benchtest).
 # Console: the services page and a service page over 500 services and
 # 5,000 providers in a real embedded registry (goal: under 50 ms each).
-# Scale (node/scaletest, once each, about 3 minutes): 10,000 provider nodes
+# Scale (node/scaletest, once each, 3-4 minutes): 10,000 provider nodes
 # of 500 services and 200 consumers, on our registry and on Apache
 # ZooKeeper (registration to every consumer p50/p99, 1,000 providers
 # restarting at once, RSS of the registry and of consumer processes of 50
