@@ -11,7 +11,7 @@ BENCHTIME ?= 2s
 STORE_BENCHTIME ?= 1440x
 # Packages that measure behaviour under load with real processes; they run
 # one at a time after the rest so other packages' tests do not skew them.
-SERIAL    := node/faulttest|e2e|node/interop|node/scaletest
+SERIAL    := test/fault|test/e2e|test/interop|node/scaletest
 
 .PHONY: all build up test unit fuzz bench clean
 
@@ -42,7 +42,7 @@ fuzz:
 # RPC: sayHello on our providers vs a stock dubbo-go provider, alternating,
 # from two load generators (our client, and the stock dubbo-go consumer),
 # with calls/s, latency and the providers' CPU time per call, and a raw TCP
-# round trip as the floor (node/interop); the plugin path against its floor
+# round trip as the floor (test/interop); the plugin path against its floor
 # (plugins/benchtest).
 # Console: the services page and a service page over 500 services and
 # 5,000 providers in a real embedded registry (goal: under 50 ms each).
@@ -58,14 +58,14 @@ bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkRegistry|BenchmarkWatchLatency|BenchmarkStartup|BenchmarkMemory100k' \
 		-benchtime $(BENCHTIME) -timeout 30m ./embeddedzk/ | tee bench.out
 	$(GO) test -run '^$$' -bench 'BenchmarkSayHello' \
-		-benchtime $(BENCHTIME) -timeout 30m ./node/interop/ | tee -a bench.out
+		-benchtime $(BENCHTIME) -timeout 30m ./test/interop/ | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'BenchmarkProviderPath' \
 		-benchtime $(BENCHTIME) -timeout 30m ./plugins/benchtest/ | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'BenchmarkStoreDay' \
 		-benchtime $(STORE_BENCHTIME) -timeout 60m ./monitor/store/ | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'BenchmarkScale' \
 		-benchtime 1x -timeout 20m ./node/scaletest/ | tee -a bench.out
-	$(GO) run ./internal/benchratio < bench.out
+	$(GO) run ./tools/benchratio < bench.out
 	$(GO) test -run '^$$' -bench 'BenchmarkServicesPage|BenchmarkServicePage' \
 		-benchtime $(BENCHTIME) -timeout 10m ./console/
 

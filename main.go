@@ -1,7 +1,7 @@
 // Command dubbo runs the Apache Dubbo service architecture from one binary:
 // `dubbo up` starts every role of dubbo.toml in one process, `dubbo run
-// --role=NAME` runs one role. This file only parses the command line, loads
-// the configuration and wires the roles together.
+// --role=NAME` runs one role. This package only parses the command line and
+// loads the configuration; package roles runs the roles.
 package main
 
 import (
@@ -16,10 +16,12 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dubbo-lab/dubbo/config"
+	"github.com/dubbo-lab/dubbo/roles"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -140,7 +142,7 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runRoles(cmd.Context(), cmd.OutOrStdout(), logger, cfg, upRoles(cfg), cfg.Provider.Replicas)
+			return runRoles(cmd, cfg, logger, roles.Up(cfg), cfg.Provider.Replicas)
 		},
 	}
 }
@@ -153,20 +155,46 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if role == "" {
-				return usage(fmt.Errorf("run: --role is required (%s)", strings.Join(knownRoles, ", ")))
+				return usage(fmt.Errorf("run: --role is required (%s)", strings.Join(roles.Known(), ", ")))
 			}
-			if !slices.Contains(knownRoles, role) {
-				return usage(fmt.Errorf("run: unknown role %q (known: %s)", role, strings.Join(knownRoles, ", ")))
+			if !slices.Contains(roles.Known(), role) {
+				return usage(fmt.Errorf("run: unknown role %q (known: %s)", role, strings.Join(roles.Known(), ", ")))
 			}
 			cfg, logger, err := g.load(cmd)
 			if err != nil {
 				return err
 			}
-			return runRoles(cmd.Context(), cmd.OutOrStdout(), logger, cfg, []string{role}, 1)
+			return runRoles(cmd, cfg, logger, []string{role}, 1)
 		},
 	}
-	cmd.Flags().StringVar(&role, "role", "", "the role to run: "+strings.Join(knownRoles, ", "))
+	cmd.Flags().StringVar(&role, "role", "", "the role to run: "+strings.Join(roles.Known(), ", "))
 	return cmd
+}
+
+// runRoles runs the roles until the command's context ends (Ctrl-C, SIGTERM).
+func runRoles(cmd *cobra.Command, cfg *config.File, logger *slog.Logger, which []string, replicas int) error {
+	pluginStart, err := pluginStartTimeout()
+	if err != nil {
+		return err
+	}
+	return roles.Run(cmd.Context(), cfg, which, roles.Options{Out: cmd.OutOrStdout(), Logger: logger,
+		Replicas: replicas, PluginStart: pluginStart, Version: versionString()})
+}
+
+// pluginStartEnv sets how long a plugin may take to launch and complete
+// its handshake (a Go duration; default 10s), mainly for tests.
+const pluginStartEnv = "DUBBO_PLUGIN_START_TIMEOUT"
+
+func pluginStartTimeout() (time.Duration, error) {
+	v := os.Getenv(pluginStartEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 10s", pluginStartEnv, v)
+	}
+	return d, nil
 }
 
 func newVersionCommand() *cobra.Command {

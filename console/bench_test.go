@@ -14,7 +14,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/console"
 	"github.com/dubbo-lab/dubbo/embeddedzk"
-	"github.com/dubbo-lab/dubbo/internal/zktest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 	"github.com/dubbo-lab/dubbo/monitor/store"
 )
 

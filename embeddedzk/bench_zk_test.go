@@ -2,9 +2,9 @@ package embeddedzk_test
 
 // Benchmarks comparing the embedded registry with Apache ZooKeeper 3.8 on
 // the same machine, alternating targets inside each case. Pipe the output
-// through internal/benchratio for side-by-side ratios:
+// through tools/benchratio for side-by-side ratios:
 //
-//	go test -run '^$' -bench . -benchtime 2s ./embeddedzk/ | go run ./internal/benchratio
+//	go test -run '^$' -bench . -benchtime 2s ./embeddedzk/ | go run ./tools/benchratio
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
 )
 
 // benchTick is the tickTime of benchmark servers (Apache's default).

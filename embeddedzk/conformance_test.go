@@ -21,7 +21,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
 )
 
 // confTick is the tickTime of both servers: short, so that session expiry

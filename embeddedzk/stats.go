@@ -89,7 +89,7 @@ func (cs *connStats) noteRequest(h wire.RequestHeader, zxid int64, start time.Ti
 	now := time.Now()
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	cs.lastOp = opTag(h.Type)
+	cs.lastOp = h.Type.Tag()
 	if h.Xid >= 0 {
 		cs.lastCxid = h.Xid
 	}

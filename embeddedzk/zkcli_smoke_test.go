@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
 )
 
 // TestZkCliSmoke drives Apache's Java CLI (zkCli) against the embedded

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -368,11 +369,11 @@ const stopHookTimeout = 1500 * time.Millisecond
 // Generic calls ($invoke) and echo ($echo) are served too.
 func (p *Plugin) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
 	switch inv.Method {
-	case "$echo":
+	case protocol.MethodEcho:
 		if len(inv.Args) == 1 {
 			return &rpc.Result{Value: inv.Args[0]}, nil
 		}
-	case "$invoke", "$invokeAsync":
+	case protocol.MethodInvoke, protocol.MethodInvokeAsync:
 		return p.invokeGeneric(ctx, inv)
 	}
 	type outcome struct {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
-	"github.com/dubbo-lab/dubbo/internal/zktest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 )
 
 // catalogSize is how many services, instances and rules the registry

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/embeddedzk/internal/smallfs"
+	"github.com/dubbo-lab/dubbo/internal/testkit/smallfs"
 )
 
 // TestFullDiskIsRetried fills a real filesystem under an open log: writes

@@ -3,6 +3,13 @@
 // Encode/Decode, the op, error, event and state codes, and length-prefixed
 // frames. It knows nothing about the data tree or sessions.
 //
+// Each op code has one row in the op table (ops.go): its name, the tag the
+// four-letter word cons prints, whether clients send it, its request
+// record, whether the server runs it as a read or a write, and whether it
+// may stand in multi or multiRead. Adding an op is a row there, its records
+// here, and its handling in the server (a read's case in conn.read, a
+// write's in tree.Execute).
+//
 // Decoding never panics: every read is bounds-checked and the first failure
 // sticks in the Decoder, so a record's Decode can read all its fields and the
 // caller checks Err once.

@@ -42,29 +42,6 @@ const (
 	OpError                OpCode = -1
 )
 
-var opNames = map[OpCode]string{
-	OpNotification: "notification", OpCreate: "create", OpDelete: "delete",
-	OpExists: "exists", OpGetData: "getData", OpSetData: "setData",
-	OpGetACL: "getACL", OpSetACL: "setACL", OpGetChildren: "getChildren",
-	OpSync: "sync", OpPing: "ping", OpGetChildren2: "getChildren2",
-	OpCheck: "check", OpMulti: "multi", OpCreate2: "create2",
-	OpReconfig: "reconfig", OpCheckWatches: "checkWatches",
-	OpRemoveWatches: "removeWatches", OpCreateContainer: "createContainer",
-	OpDeleteContainer: "deleteContainer", OpCreateTTL: "createTTL",
-	OpMultiRead: "multiRead", OpAuth: "auth", OpSetWatches: "setWatches",
-	OpSASL: "sasl", OpGetEphemerals: "getEphemerals",
-	OpGetAllChildrenNumber: "getAllChildrenNumber", OpSetWatches2: "setWatches2",
-	OpAddWatch: "addWatch", OpWhoAmI: "whoAmI", OpCreateSession: "createSession",
-	OpCloseSession: "closeSession", OpError: "error",
-}
-
-func (o OpCode) String() string {
-	if s, ok := opNames[o]; ok {
-		return s
-	}
-	return fmt.Sprintf("op(%d)", int32(o))
-}
-
 // ErrCode is a KeeperException.Code as carried in ReplyHeader.err.
 type ErrCode int32
 

@@ -583,22 +583,9 @@ func (r *MultiRequest) Decode(d *Decoder) {
 }
 
 func newMultiOpRecord(op OpCode, read bool) Record {
-	if read {
-		switch op {
-		case OpGetData, OpGetChildren:
-			return &PathWatchRequest{}
-		}
-		return nil
-	}
-	switch op {
-	case OpCreate, OpCreate2, OpCreateContainer:
-		return &CreateRequest{}
-	case OpCreateTTL:
-		return &CreateTTLRequest{}
-	case OpDelete, OpCheck:
-		return &PathVersionRequest{}
-	case OpSetData:
-		return &SetDataRequest{}
+	info := ops[op]
+	if read && info.InMultiRead || !read && info.InMulti {
+		return info.Request()
 	}
 	return nil
 }

@@ -12,43 +12,14 @@ var ErrUnknownOp = errors.New("wire: unknown op code")
 // body (ping, closeSession, whoAmI). ok is false for op codes that are not
 // client requests.
 func NewRequest(op OpCode) (rec Record, ok bool) {
-	switch op {
-	case OpCreate, OpCreate2, OpCreateContainer:
-		return &CreateRequest{}, true
-	case OpCreateTTL:
-		return &CreateTTLRequest{}, true
-	case OpDelete, OpCheck:
-		return &PathVersionRequest{}, true
-	case OpExists, OpGetData, OpGetChildren, OpGetChildren2:
-		return &PathWatchRequest{}, true
-	case OpSetData:
-		return &SetDataRequest{}, true
-	case OpGetACL, OpSync, OpGetEphemerals, OpGetAllChildrenNumber:
-		return &PathRequest{}, true
-	case OpSetACL:
-		return &SetACLRequest{}, true
-	case OpMulti:
-		return &MultiRequest{}, true
-	case OpMultiRead:
-		return &MultiRequest{Read: true}, true
-	case OpReconfig:
-		return &ReconfigRequest{}, true
-	case OpCheckWatches, OpRemoveWatches:
-		return &WatchesRequest{}, true
-	case OpAuth:
-		return &AuthPacket{}, true
-	case OpSetWatches:
-		return &SetWatches{}, true
-	case OpSetWatches2:
-		return &SetWatches{V2: true}, true
-	case OpSASL:
-		return &BufferRecord{}, true
-	case OpAddWatch:
-		return &AddWatchRequest{}, true
-	case OpPing, OpCloseSession, OpWhoAmI:
+	info, known := ops[op]
+	if !known || !info.Client {
+		return nil, false
+	}
+	if info.Request == nil {
 		return nil, true
 	}
-	return nil, false
+	return info.Request(), true
 }
 
 // DecodeRequest decodes the body of a request of type op. It returns

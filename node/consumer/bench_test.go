@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/loadgen"
 	"github.com/dubbo-lab/dubbo/node/provider"
-	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 )
 
 // BenchmarkSayHelloStatistics is sayHello through the real consumer and

@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
-	"github.com/dubbo-lab/dubbo/internal/syncbuf"
-	"github.com/dubbo-lab/dubbo/internal/zktest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 
+	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
-	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"

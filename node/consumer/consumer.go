@@ -33,14 +33,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/registry"
-	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
@@ -172,30 +170,12 @@ type Registry interface {
 	Unsubscribe(ctx context.Context, consumer *url.URL) error
 }
 
-// ConfigCenter delivers rule documents; the ZooKeeper registry implements it.
-type ConfigCenter interface {
-	Watch(ctx context.Context, key string, fn zookeeper.ConfigFunc) (cancel func(), err error)
-}
-
-// MetadataReport gives the service definitions generic calls read their
-// parameter types from; the ZooKeeper registry implements it.
-type MetadataReport interface {
-	GetServiceDefinition(ctx context.Context, iface, version, group string) (*metadata.ServiceDefinition, error)
-}
-
-// ServiceDiscovery is what application-level discovery needs from the
-// registry; the ZooKeeper registry implements it.
-type ServiceDiscovery interface {
-	WatchMapping(ctx context.Context, iface string, fn func(apps []string)) (cancel func(), err error)
-	WatchInstances(ctx context.Context, app string, fn zookeeper.InstancesFunc) (cancel func(), err error)
-	GetAppMetadata(ctx context.Context, app, revision string) (*metadata.Info, error)
-}
-
 // Options are the parts of a consumer that do not come from the config file.
 type Options struct {
 	// Registry, if set, is used instead of connecting to Config.Registry;
-	// the consumer does not close it. If it implements ConfigCenter,
-	// MetadataReport and ServiceDiscovery those are used too.
+	// the consumer does not close it. If it implements
+	// registry.ConfigCenter, MetadataReport and ServiceDiscovery those are
+	// used too.
 	Registry Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -217,10 +197,10 @@ type Options struct {
 type Consumer struct {
 	cfg      Config
 	log      *slog.Logger
-	reg      Registry         // nil: direct urls only
-	config   ConfigCenter     // nil: no dynamic rules
-	meta     MetadataReport   // nil: generic calls need types
-	disc     ServiceDiscovery // nil: interface-level discovery only
+	reg      Registry                  // nil: direct urls only
+	config   registry.ConfigCenter     // nil: no dynamic rules
+	meta     registry.MetadataReport   // nil: generic calls need types
+	disc     registry.ServiceDiscovery // nil: interface-level discovery only
 	infos    *infoCache
 	ownsReg  func() error
 	clients  *clientPool
@@ -268,7 +248,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.OnDemand.Idle = DefaultOnDemandIdle
 	}
 	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
-		host: localIP(), infos: newInfoCache(), regStats: opts.RegistryStats,
+		host: url.LocalIP(), infos: newInfoCache(), regStats: opts.RegistryStats,
 		window: opts.ResponseWindow, failback: opts.FailbackPeriod}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -303,10 +283,10 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		}
 		c.reg, c.ownsReg = zr, zr.Close
 	}
-	c.config, _ = c.reg.(ConfigCenter)
-	c.meta, _ = c.reg.(MetadataReport)
+	c.config, _ = c.reg.(registry.ConfigCenter)
+	c.meta, _ = c.reg.(registry.MetadataReport)
 	if cfg.Migration != MigrationForceInterface {
-		c.disc, _ = c.reg.(ServiceDiscovery)
+		c.disc, _ = c.reg.(registry.ServiceDiscovery)
 	}
 	c.startReleasing()
 	return c, nil
@@ -374,22 +354,37 @@ const checkWait = 3 * time.Second
 // WaitAvailable waits, at most d, until the reference has an available
 // provider and the tag rule of the providers' application has been read,
 // so that a first call is routed as every later one; it reports whether
-// both happened.
+// both happened. Providers that are listed but still connecting get up to
+// checkWait in all, whatever d: a busy machine can take more than d to
+// open a connection, and a first call that finds none fails at once.
 func (r *Reference) WaitAvailable(ctx context.Context, d time.Duration) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
+	start := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for len(r.Providers()) == 0 || !r.tagRuleRead() {
+	for {
+		available := len(r.Providers()) > 0
+		if available && r.tagRuleRead() {
+			return true
+		}
+		waited := time.Since(start)
+		if waited >= d && (available || !r.connecting() || waited >= checkWait) {
+			return false
+		}
 		select {
 		case <-ctx.Done():
-			return false
-		case <-deadline.C:
 			return false
 		case <-tick.C:
 		}
 	}
-	return true
+}
+
+// connecting reports whether the reference lists providers it has no
+// connection to yet.
+func (r *Reference) connecting() bool {
+	if r.dyn != nil {
+		return len(r.dyn.Providers()) > 0
+	}
+	return r.rc.URL != ""
 }
 
 // Reference returns the reference of rc's service, creating it on first
@@ -540,18 +535,4 @@ func (c *Consumer) Close() error {
 		return c.ownsReg()
 	}
 	return nil
-}
-
-// localIP is the first non-loopback IPv4 address, as Java's
-// NetUtils.getLocalHost picks one, else 127.0.0.1.
-func localIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }

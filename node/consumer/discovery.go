@@ -137,7 +137,7 @@ type resolved struct {
 // appDiscovery is the application-level half of one reference.
 type appDiscovery struct {
 	r    *Reference
-	disc ServiceDiscovery
+	disc registry.ServiceDiscovery
 	log  *slog.Logger
 
 	// The work (arming instance watches, fetching metadata) runs on a

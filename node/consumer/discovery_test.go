@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
-	"github.com/dubbo-lab/dubbo/internal/zktest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 
 	"github.com/go-zookeeper/zk"
 

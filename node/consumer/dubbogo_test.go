@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
-	"github.com/dubbo-lab/dubbo/internal/dubbogo"
+	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/dubbogo"
 )
 
 func TestMain(m *testing.M) {

@@ -23,9 +23,6 @@ type GenericCall struct {
 	Attachments map[string]any
 }
 
-// genericTypes is $invoke's own signature.
-var genericTypes = []string{"java.lang.String", "java.lang.String[]", "java.lang.Object[]"}
-
 // Generic calls a method with Dubbo's generic invocation ($invoke, map
 // generalization) and returns the provider's generalized result. A
 // business exception is returned as the error (an *rpc.Exception).
@@ -48,7 +45,7 @@ func (c *Consumer) Generic(ctx context.Context, call GenericCall) (any, error) {
 	inv := &rpc.Invocation{
 		Service: call.Interface, Version: call.Version, Group: call.Group,
 		Method:      protocol.MethodInvoke,
-		ParamTypes:  genericTypes,
+		ParamTypes:  protocol.GenericParamTypes(),
 		Args:        []any{call.Method, append([]string{}, types...), args},
 		Attachments: cloneAttachments(call.Attachments),
 	}

@@ -3,7 +3,7 @@ package consumer_test
 import (
 	"testing"
 
-	"github.com/dubbo-lab/dubbo/internal/zktest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 
 	"github.com/dubbo-lab/dubbo/node/provider"
 )

@@ -432,7 +432,7 @@ func TestErrorKind(t *testing.T) {
 func TestInvocation(t *testing.T) {
 	inv := Invocation("org.example.Greeter", "1.0.0", "g", "add", []string{"int", "int"}, []any{int32(1), int32(2)})
 	if inv.Method != "$invoke" || inv.Attachment("generic") != "true" || inv.Service != "org.example.Greeter" ||
-		inv.Version != "1.0.0" || inv.Group != "g" || !reflect.DeepEqual(inv.ParamTypes, InvokeParamTypes) {
+		inv.Version != "1.0.0" || inv.Group != "g" || !reflect.DeepEqual(inv.ParamTypes, []string{"java.lang.String", "java.lang.String[]", "java.lang.Object[]"}) {
 		t.Fatalf("Invocation = %+v", inv)
 	}
 	// On the wire: "add", a "[string" list and an "[object" list (B.8).

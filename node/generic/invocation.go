@@ -7,9 +7,6 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
-// InvokeParamTypes is the signature of $invoke(String, String[], Object[]).
-var InvokeParamTypes = []string{"java.lang.String", "java.lang.String[]", "java.lang.Object[]"}
-
 // Invocation builds the generic invocation (B.8) of method with Java
 // parameter types and args as FromJSON produced them: $invoke with the
 // attachment generic=true, the types as a String[] and the arguments as an
@@ -24,7 +21,7 @@ func Invocation(service, version, group, method string, types []string, args []a
 	return &rpc.Invocation{
 		Service: service, Version: version, Group: group,
 		Method:      protocol.MethodInvoke,
-		ParamTypes:  InvokeParamTypes,
+		ParamTypes:  protocol.GenericParamTypes(),
 		Args:        []any{method, append([]string{}, types...), objs},
 		Attachments: map[string]any{"generic": "true"},
 	}

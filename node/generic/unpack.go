@@ -34,31 +34,16 @@ func Unpack(args []any) (method string, types []string, values []any, err error)
 // Generalize turns a result into what a generic caller gets, as Java's
 // PojoUtils.generalize: POJOs that hessian left as maps keyed "_class"
 // become maps keyed "class" (B.8), recursively.
-func Generalize(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			if k == hessian.ClassKey {
-				k = ClassKey
-			}
-			m[k] = Generalize(x)
+func Generalize(v any) any { return Walk(v, generalizeMap) }
+
+func generalizeMap(m any) any {
+	if sm, ok := m.(map[string]any); ok {
+		if c, ok := sm[hessian.ClassKey]; ok {
+			delete(sm, hessian.ClassKey)
+			sm[ClassKey] = c
 		}
-		return m
-	case map[any]any:
-		m := make(map[any]any, len(t))
-		for k, x := range t {
-			m[k] = Generalize(x)
-		}
-		return m
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = Generalize(x)
-		}
-		return out
 	}
-	return v
+	return m
 }
 
 // stringList reads a String[]: []string, or []any of strings.

@@ -45,3 +45,27 @@ func TestGeneralize(t *testing.T) {
 		t.Errorf("Generalize = %v, want %v", got, want)
 	}
 }
+
+// TestWalk: fix sees every map bottom-up, as Walk's own copy, and what it
+// returns takes the map's place; the input is left as it was.
+func TestWalk(t *testing.T) {
+	in := map[any]any{"a": []any{map[string]any{"x": int32(1)}}, int32(7): map[any]any{"k": "v"}}
+	var seen int
+	got := Walk(in, func(m any) any {
+		seen++
+		if sm, ok := m.(map[string]any); ok {
+			sm["walked"] = true
+			return sm
+		}
+		return len(m.(map[any]any))
+	})
+	if seen != 3 {
+		t.Errorf("fix saw %d maps, want 3", seen)
+	}
+	if got != 2 {
+		t.Errorf("Walk = %v, want the outer map's replacement 2", got)
+	}
+	if _, changed := in["a"].([]any)[0].(map[string]any)["walked"]; changed {
+		t.Error("Walk changed its input")
+	}
+}

@@ -219,13 +219,22 @@ func (b *BodyDecoder) string(f Frame, what string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch s := v.(type) {
-	case string:
+	if s, ok := StringValue(v); ok {
 		return s, nil
-	case nil:
-		return "", nil
 	}
 	return "", fmt.Errorf("%w: frame %d: %s: want string, got %T", ErrMalformedBody, f.ID, what, v)
+}
+
+// StringValue is a decoded hessian string field: a string, or "" for null
+// (a Java String field may be null). ok is false for any other type.
+func StringValue(v any) (s string, ok bool) {
+	switch s := v.(type) {
+	case string:
+		return s, true
+	case nil:
+		return "", true
+	}
+	return "", false
 }
 
 func (b *BodyDecoder) attachments(f Frame) (map[string]any, error) {

@@ -16,6 +16,12 @@ const (
 	EchoDescriptor = "Ljava/lang/Object;"
 )
 
+// GenericParamTypes is $invoke's own signature (GenericDescriptor) as Java
+// type names; a new slice each time, for an Invocation to own.
+func GenericParamTypes() []string {
+	return []string{"java.lang.String", "java.lang.String[]", "java.lang.Object[]"}
+}
+
 var primitiveNames = map[byte]string{
 	'Z': "boolean", 'B': "byte", 'C': "char", 'D': "double",
 	'F': "float", 'I': "int", 'J': "long", 'S': "short", 'V': "void",

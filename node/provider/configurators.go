@@ -12,7 +12,6 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
 	"github.com/dubbo-lab/dubbo/node/registry"
-	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -62,17 +61,11 @@ type Subscriber interface {
 	Unsubscribe(ctx context.Context, u *url.URL) error
 }
 
-// ConfigCenter delivers the .configurators documents; the ZooKeeper registry
-// implements it.
-type ConfigCenter interface {
-	Watch(ctx context.Context, key string, fn zookeeper.ConfigFunc) (cancel func(), err error)
-}
-
 // configurators holds the override rules of one provider and runs its
 // configurator goroutine.
 type configurators struct {
-	sub    Subscriber   // nil: no registry configurators
-	config ConfigCenter // nil: no config-center rules
+	sub    Subscriber            // nil: no registry configurators
+	config registry.ConfigCenter // nil: no config-center rules
 
 	signal chan struct{} // capacity 1: "some rule changed"
 	cancel context.CancelFunc
@@ -97,7 +90,7 @@ type serviceRules struct {
 // center leaves p.conf nil.
 func (p *Provider) startConfigurators(ctx context.Context) error {
 	sub, _ := p.reg.(Subscriber)
-	cc, _ := p.reg.(ConfigCenter)
+	cc, _ := p.reg.(registry.ConfigCenter)
 	if sub == nil && cc == nil {
 		return nil
 	}
@@ -127,7 +120,7 @@ func (c *configurators) poke() {
 
 // onRule handles one .configurators document: set receives the parsed
 // rules (nil when the document was deleted) under c.mu.
-func (p *Provider) onRule(c *configurators, key string, set func(configurator.Rules)) zookeeper.ConfigFunc {
+func (p *Provider) onRule(c *configurators, key string, set func(configurator.Rules)) registry.ConfigFunc {
 	return func(content string, deleted bool) {
 		var rules configurator.Rules
 		if !deleted && content != "" {

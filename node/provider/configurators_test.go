@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
-	"github.com/dubbo-lab/dubbo/internal/syncbuf"
-	"github.com/dubbo-lab/dubbo/internal/zktest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/node/provider"
-	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/url"
 )

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/zktest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 	"github.com/dubbo-lab/dubbo/node/provider"
-	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 )
 
 // TestOfflineOnline takes a provider's services out of the registry and

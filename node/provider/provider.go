@@ -43,6 +43,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/stats"
@@ -247,20 +248,11 @@ type Registry interface {
 	Unregister(ctx context.Context, u *url.URL) error
 }
 
-// InstanceRegistry is what the provider needs for application-level
-// discovery; the ZooKeeper registry implements it.
-type InstanceRegistry interface {
-	RegisterInstance(ctx context.Context, in *metadata.Instance) error
-	UnregisterInstance(ctx context.Context, app, id string) error
-	AddMapping(ctx context.Context, iface, app string) error
-	PublishServiceDefinition(ctx context.Context, iface, version, group, app string, def *metadata.ServiceDefinition) error
-}
-
 // Options are the parts of a provider that do not come from the config file.
 type Options struct {
 	// Registry, if set, is used instead of connecting to Config.Registry;
 	// the provider does not close it. If it also implements
-	// InstanceRegistry, instances are registered too.
+	// registry.InstanceRegistry, instances are registered too.
 	Registry Registry
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -288,8 +280,8 @@ type Provider struct {
 	peers    peerIPs
 	regStats *stats.RegistryStats // nil: not counted
 	reg      Registry
-	instReg  InstanceRegistry // nil: no application-level registration
-	ownsReg  func() error     // closes a registry we created
+	instReg  registry.InstanceRegistry // nil: no application-level registration
+	ownsReg  func() error              // closes a registry we created
 	metadata *metadataService
 	conf     *configurators // nil: the registry offers no override rules
 
@@ -421,7 +413,7 @@ func (p *Provider) connectRegistry(ctx context.Context, opts Options) error {
 		}
 		p.reg, p.ownsReg = zr, zr.Close
 	}
-	if ir, ok := p.reg.(InstanceRegistry); ok && p.cfg.RegisterMode != RegisterInterface {
+	if ir, ok := p.reg.(registry.InstanceRegistry); ok && p.cfg.RegisterMode != RegisterInterface {
 		p.instReg = ir
 	}
 	return nil
@@ -431,26 +423,12 @@ func (p *Provider) connectRegistry(ctx context.Context, opts Options) error {
 func hosts(configured string) (bind, register string, anyhost bool) {
 	switch configured {
 	case "":
-		h := localIP()
+		h := url.LocalIP()
 		return h, h, false
 	case "0.0.0.0", "::":
-		return configured, localIP(), true
+		return configured, url.LocalIP(), true
 	}
 	return configured, configured, false
-}
-
-// localIP is the first non-loopback IPv4 address, as Java's
-// NetUtils.getLocalHost picks one, else 127.0.0.1.
-func localIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }
 
 // register registers u, counting the attempt.

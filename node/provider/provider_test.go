@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/zktest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/node/provider"
-	"github.com/dubbo-lab/dubbo/node/provider/providertest"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/transport"

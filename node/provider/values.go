@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/dubbo-lab/dubbo/node/generic"
 )
 
 // Values arrive as dubbo-go-hessian2 decodes them (int32 for Java int,
@@ -83,32 +85,24 @@ func zeroOf(javaType string) any {
 // plain turns decoded maps whose keys are all strings into map[string]any
 // (recursively), which is what Go services and JSON expect; generic POJOs
 // keep their "class" key.
-func plain(v any) any {
-	switch t := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			s, ok := k.(string)
-			if !ok {
-				return t
-			}
-			m[s] = plain(x)
-		}
+func plain(v any) any { return generic.Walk(v, stringKeys) }
+
+// stringKeys makes a map[any]any whose keys are all strings a
+// map[string]any.
+func stringKeys(m any) any {
+	am, ok := m.(map[any]any)
+	if !ok {
 		return m
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = plain(x)
-		}
-		return m
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = plain(x)
-		}
-		return out
 	}
-	return v
+	sm := make(map[string]any, len(am))
+	for k, x := range am {
+		s, ok := k.(string)
+		if !ok {
+			return am
+		}
+		sm[s] = x
+	}
+	return sm
 }
 
 // returnValue converts a service's return value to its declared Java type,

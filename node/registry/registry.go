@@ -17,6 +17,11 @@
 //     from one goroutine; a listener must return quickly.
 //   - Registrations and subscriptions survive reconnects and session loss:
 //     the implementation re-creates them.
+//
+// The registry's other services that the roles use when an implementation
+// has them ([ConfigCenter], [MetadataReport], [ServiceDiscovery],
+// [InstanceRegistry]) are defined here too, once for the provider and the
+// consumer.
 package registry
 
 import (

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
-	"github.com/dubbo-lab/dubbo/internal/syncbuf"
+	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/transport"
 )

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/syncbuf"
-	"github.com/dubbo-lab/dubbo/node/provider/providertest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"
 )

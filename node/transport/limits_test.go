@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/syncbuf"
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 )
 
 // header is a request header (two-way, hessian2) announcing bodyLen bytes.

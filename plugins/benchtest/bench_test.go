@@ -10,7 +10,7 @@ import (
 	"runtime/pprof"
 	"testing"
 
-	"github.com/dubbo-lab/dubbo/internal/benchcalls"
+	"github.com/dubbo-lab/dubbo/internal/testkit/benchcalls"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"

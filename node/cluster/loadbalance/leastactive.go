@@ -5,6 +5,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // LeastActive picks the provider with the fewest calls of the method in
@@ -25,19 +26,7 @@ func (b *LeastActive) Select(ps []cluster.ProviderInvoker, inv *rpc.Invocation) 
 		return ps[0]
 	}
 	method := cluster.MethodName(inv)
-	least := -1
-	var tied []int
-	for i, p := range ps {
-		a := b.stats.Active(p.URL(), method)
-		switch {
-		case least < 0 || a < least:
-			least, tied = a, append(tied[:0], i)
-		case a == least:
-			tied = append(tied, i)
-		}
-	}
-	if len(tied) == 1 {
-		return ps[tied[0]]
-	}
-	return b.rand.weighted(ps, tied, weightsOf(ps, method, b.now()))
+	return b.rand.cheapest(ps, method, b.now(), func(u *url.URL) int64 {
+		return int64(b.stats.Active(u, method))
+	})
 }

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // balancers is every load balancer by the name users write in
@@ -143,6 +144,26 @@ func (r *randomness) weighted(ps []cluster.ProviderInvoker, candidates []int, we
 		}
 	}
 	return ps[candidates[r.intN(len(candidates))]]
+}
+
+// cheapest picks the provider of least cost (never negative); among
+// several, at random by weight (leastactive, shortestresponse).
+func (r *randomness) cheapest(ps []cluster.ProviderInvoker, method string, now time.Time, cost func(*url.URL) int64) cluster.ProviderInvoker {
+	least := int64(-1)
+	var tied []int
+	for i, p := range ps {
+		c := cost(p.URL())
+		switch {
+		case least < 0 || c < least:
+			least, tied = c, append(tied[:0], i)
+		case c == least:
+			tied = append(tied, i)
+		}
+	}
+	if len(tied) == 1 {
+		return ps[tied[0]]
+	}
+	return r.weighted(ps, tied, weightsOf(ps, method, now))
 }
 
 func weightsOf(ps []cluster.ProviderInvoker, method string, now time.Time) []int {

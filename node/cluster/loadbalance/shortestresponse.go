@@ -5,6 +5,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // ShortestResponse picks the provider expected to answer first: average
@@ -29,20 +30,7 @@ func (b *ShortestResponse) Select(ps []cluster.ProviderInvoker, inv *rpc.Invocat
 		return ps[0]
 	}
 	method := cluster.MethodName(inv)
-	var shortest time.Duration = -1
-	var tied []int
-	for i, p := range ps {
-		u := p.URL()
-		est := b.stats.AverageElapsed(u, method) * time.Duration(b.stats.Active(u, method)+1)
-		switch {
-		case shortest < 0 || est < shortest:
-			shortest, tied = est, append(tied[:0], i)
-		case est == shortest:
-			tied = append(tied, i)
-		}
-	}
-	if len(tied) == 1 {
-		return ps[tied[0]]
-	}
-	return b.rand.weighted(ps, tied, weightsOf(ps, method, b.now()))
+	return b.rand.cheapest(ps, method, b.now(), func(u *url.URL) int64 {
+		return int64(b.stats.AverageElapsed(u, method) * time.Duration(b.stats.Active(u, method)+1))
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbo-lab/dubbo/node/registry"
 )
 
 // Config-center rule documents (PROTOCOLS.md C.4) live as node data under
@@ -16,9 +18,8 @@ import (
 // DefaultConfigGroup is Dubbo's config-center group.
 const DefaultConfigGroup = "dubbo"
 
-// ConfigFunc receives a rule document: its content, or deleted=true when the
-// key does not exist (any more).
-type ConfigFunc func(content string, deleted bool)
+// ConfigFunc is registry.ConfigFunc.
+type ConfigFunc = registry.ConfigFunc
 
 // configWatch is one watched node (a config key or a mapping); only the
 // loop touches it.

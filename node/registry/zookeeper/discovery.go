@@ -68,14 +68,8 @@ func (r *Registry) RegisterInstance(ctx context.Context, in *metadata.Instance) 
 // UnregisterInstance deletes the instance node.
 func (r *Registry) UnregisterInstance(ctx context.Context, app, id string) error {
 	p := r.InstancePath(app, id)
-	r.mu.Lock()
-	delete(r.owned, p)
-	r.mu.Unlock()
-	if err := r.ready(ctx); err != nil {
-		return err
-	}
-	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("unregister instance %s: %w", p, classify(err))
+	if err := r.unregister(ctx, p); err != nil {
+		return fmt.Errorf("unregister instance %s: %w", p, err)
 	}
 	return nil
 }
@@ -295,9 +289,8 @@ func (r *Registry) GetServiceDefinition(ctx context.Context, iface, version, gro
 	return nil, fmt.Errorf("service definition %s: %w", dir, errors.Join(errs...))
 }
 
-// InstancesFunc receives the full current instance list of one application,
-// sorted by id; empty means none.
-type InstancesFunc func(app string, instances []*metadata.Instance)
+// InstancesFunc is registry.InstancesFunc.
+type InstancesFunc = registry.InstancesFunc
 
 // instanceWatch is one watched /services/<app>; only the loop touches it.
 type instanceWatch struct {

@@ -268,15 +268,23 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 
 // Unregister deletes the URL's leaf node.
 func (r *Registry) Unregister(ctx context.Context, u *url.URL) error {
-	p := r.urlPath(u)
+	if err := r.unregister(ctx, r.urlPath(u)); err != nil {
+		return fmt.Errorf("unregister %s: %w", u, err)
+	}
+	return nil
+}
+
+// unregister stops keeping the node at p and deletes it; one already gone
+// is fine.
+func (r *Registry) unregister(ctx context.Context, p string) error {
 	r.mu.Lock()
 	delete(r.owned, p)
 	r.mu.Unlock()
 	if err := r.ready(ctx); err != nil {
-		return fmt.Errorf("unregister %s: %w", u, err)
+		return err
 	}
 	if err := r.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("unregister %s: %w", u, classify(err))
+		return classify(err)
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/internal/apachezk"
-	"github.com/dubbo-lab/dubbo/internal/syncbuf"
+	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/url"

@@ -495,11 +495,8 @@ func readString(d *hessian.Decoder) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch s := v.(type) {
-	case string:
+	if s, ok := protocol.StringValue(v); ok {
 		return s, nil
-	case nil:
-		return "", nil
 	}
 	return "", fmt.Errorf("expected a string, got %T", v)
 }

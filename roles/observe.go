@@ -1,0 +1,302 @@
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dubbo-lab/dubbo/config"
+	"github.com/dubbo-lab/dubbo/console"
+	"github.com/dubbo-lab/dubbo/monitor"
+	"github.com/dubbo-lab/dubbo/node/consumer"
+	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/qos"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats"
+)
+
+// startObserving makes the process's metrics and opens its QoS port. A
+// port another process holds is a warning (two processes on one machine
+// are normal, as in Java).
+func (n *node) startObserving(cfg *config.File) {
+	host, _ := os.Hostname()
+	n.metrics = stats.NewMetrics(stats.MetricsConfig{IP: cfg.Protocol.Host, Hostname: host})
+	n.regStats = &stats.RegistryStats{}
+	n.metrics.AddRegistry(cfg.Application.Name, n.regStats)
+	n.gatherer = prometheus.NewRegistry()
+	n.gatherer.MustRegister(n.metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.QoS.Listen == "" {
+		return
+	}
+	srv, err := qos.Start(cfg.QoS, n.qosNode(), n.log)
+	if err != nil {
+		n.log.Warn("no QoS port for this process", "err", err)
+		return
+	}
+	n.qos = srv
+	n.onStop("qos", func(context.Context) error { return srv.Close() })
+	fmt.Fprintf(n.out, "qos        %s   (http or telnet; GET /metrics)\n", srv.Addr())
+}
+
+// metricsHandler serves the process's metrics in Prometheus's text format.
+func (n *node) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(n.gatherer, promhttp.HandlerOpts{})
+}
+
+// count exports rec's statistics and reports them to the monitor.
+func (n *node) count(rec *stats.Recorder) {
+	if rec == nil {
+		return
+	}
+	n.metrics.AddRecorder(rec)
+	if n.reporter != nil {
+		n.reporter.Add(rec)
+	}
+}
+
+// addProvider counts a provider's calls and exports its thread pool.
+func (n *node) addProvider(p *provider.Provider, app string) {
+	n.mu.Lock()
+	n.providers = append(n.providers, p)
+	n.mu.Unlock()
+	n.count(p.Stats())
+	srv := p.Server()
+	n.metrics.AddPool(stats.Pool{Application: app, Name: "DubboServerHandler-" + p.Addr(), Stats: func() stats.PoolStats {
+		s := srv.Stats().Pool
+		return stats.PoolStats{Core: s.Core, Max: s.Max, Largest: s.Largest, Active: s.Active,
+			Threads: s.Workers, Queued: s.Queued, Rejected: s.Rejected}
+	}})
+}
+
+// startReporting sends the statistics of this process's providers and
+// consumer to the monitor every monitor.interval, through the node's
+// consumer (made on the first report in a process without one) or to
+// monitor.address; the last, partial interval goes out when the node
+// stops.
+func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
+	if cfg.Registry.Address == "" && cfg.Monitor.Address == "" {
+		n.log.Debug("statistics are not reported: no registry to find the monitor in, and no monitor.address")
+		return nil
+	}
+	toMonitor := rpc.InvokerFunc(func(callCtx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+		// Making the consumer waits for the registry (5 s at most); a send
+		// waits no longer than it may, and the making goes on for the next.
+		var cons *consumer.Consumer
+		var err error
+		made := make(chan struct{})
+		go func() {
+			c, e := n.consumer(ctx, cfg)
+			cons, err = c, e
+			close(made)
+		}()
+		select {
+		case <-made:
+		case <-callCtx.Done():
+			return nil, &rpc.CallError{Kind: rpc.ErrConnection, Service: inv.Service, Method: inv.Method,
+				Detail: "the node's consumer is still connecting to the registry"}
+		}
+		if err != nil {
+			return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
+				Detail: "the node's consumer is not available: " + err.Error()}
+		}
+		return cons.Invoke(callCtx, inv)
+	})
+	rep, err := monitor.NewReporter(cfg.Monitor, monitor.ReporterOptions{Consumer: toMonitor, Logger: n.log})
+	if err != nil || rep == nil {
+		return err
+	}
+	n.reporter = rep
+	n.gatherer.MustRegister(rep)
+	rep.Start()
+	n.onStop("statistics reporter", func(stopCtx context.Context) error {
+		cctx, cancel := context.WithTimeout(stopCtx, monitor.CloseTimeout)
+		defer cancel()
+		if err := rep.Close(cctx); errors.Is(err, monitor.ErrNoMonitor) {
+			n.log.Info("the last statistics were not sent: no monitor", "err", err)
+		} else if err != nil {
+			return fmt.Errorf("statistics: %w", err)
+		}
+		return nil
+	})
+	return nil
+}
+
+// startMonitor runs the monitor role: the MonitorService, its store, and
+// the HTTP server on console.listen with the web console, the stats API
+// and the process's metrics.
+func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
+	log := n.log.With("role", Monitor)
+	st, err := monitor.OpenStore(cfg.Monitor.Server, nil, log)
+	if err != nil {
+		return err
+	}
+	n.onStop("monitor store", func(context.Context) error { return st.Close() }) // after the console and the monitor
+	var consoleHandler http.Handler
+	if cfg.Console.Listen != "" && cfg.Registry.Address != "" {
+		c, err := console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token,
+			Registry: cfg.Registry.Address, Stats: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
+		if err != nil {
+			return err
+		}
+		n.onStop("console", c.Shutdown)
+		consoleHandler = c.Handler()
+	} else if cfg.Console.Listen != "" {
+		log.Warn("no web console without a registry (registry.address is empty); the stats API and /metrics are served")
+	}
+	m, err := monitor.Start(ctx, monitor.Options{
+		Config:      cfg.Monitor.Server,
+		Store:       st,
+		Application: cfg.Application.Name,
+		Registry:    cfg.Registry.Address,
+		Protocol:    cfg.Protocol,
+		Listen:      cfg.Console.Listen,
+		Console:     consoleHandler,
+		Metrics:     n.metricsHandler(),
+		Logger:      log,
+	})
+	if err != nil {
+		return monitorInUse(err, cfg)
+	}
+	n.mu.Lock()
+	n.mon = m // the QoS port may be asked meanwhile
+	n.mu.Unlock()
+	n.gatherer.MustRegister(m.Collector())
+	n.onStop(Monitor, m.Shutdown)
+	fmt.Fprintf(n.out, "monitor    dubbo://%s   db %s\n", m.Addr(), cfg.Monitor.Server.DB)
+	if a := m.HTTPAddr(); a != "" {
+		if consoleHandler != nil {
+			fmt.Fprintf(n.out, "console    http://%s/\n", a)
+		}
+		fmt.Fprintf(n.out, "stats      http://%s/api/v1/stats?interface=<interface>   /metrics\n", a)
+	}
+	return nil
+}
+
+// monitorInUse names which of the monitor's two addresses is taken: its
+// MonitorService's port or the console's HTTP address.
+func monitorInUse(err error, cfg *config.File) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Addr == nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(op.Addr.String())
+	if _, consolePort, _ := net.SplitHostPort(cfg.Console.Listen); cfg.Console.Listen != "" && port == consolePort {
+		return inUse(err, "console", cfg.Console.Listen, `set console.listen to a free address, or "" to run no console`)
+	}
+	return inUse(err, Monitor, op.Addr.String(), "set monitor.server.port to a free port (or monitor.enabled = false: no monitor, and no statistics reported)")
+}
+
+// qosNode is what the QoS commands act on: every provider of the process
+// (replicas and the monitor's), its consumer, its plugins.
+func (n *node) qosNode() qos.Node {
+	return qos.Node{
+		Provided: func() []qos.ProvidedService {
+			byKey := map[string]bool{} // key -> published by every provider that exports it
+			var keys []string
+			for _, p := range n.allProviders() {
+				for _, s := range p.Services() {
+					pub, seen := byKey[s.Key]
+					if !seen {
+						keys = append(keys, s.Key)
+						pub = true
+					}
+					byKey[s.Key] = pub && s.Published
+				}
+			}
+			out := make([]qos.ProvidedService, len(keys))
+			for i, k := range keys {
+				out[i] = qos.ProvidedService{Key: k, Registered: byKey[k]}
+			}
+			return out
+		},
+		Consumed: func() []qos.ConsumedService {
+			cons := n.made.Load()
+			if cons == nil {
+				return nil
+			}
+			var out []qos.ConsumedService
+			for _, s := range cons.Services() {
+				out = append(out, qos.ConsumedService{Key: s.Key, Providers: s.Providers})
+			}
+			return out
+		},
+		Online:  n.qosChange(false),
+		Offline: n.qosChange(true),
+		Ready:   n.ready,
+		Started: n.started.Load,
+		Metrics: n.metricsHandler(),
+		Version: n.version,
+	}
+}
+
+func (n *node) allProviders() []*provider.Provider {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ps := append([]*provider.Provider(nil), n.providers...)
+	if n.mon != nil {
+		ps = append(ps, n.mon.Provider())
+	}
+	return ps
+}
+
+// qosChange takes the matching services of every provider offline (or
+// online again).
+func (n *node) qosChange(offline bool) func(ctx context.Context, pattern *regexp.Regexp) (bool, error) {
+	return func(ctx context.Context, pattern *regexp.Regexp) (bool, error) {
+		found := false
+		var errs []error
+		for _, p := range n.allProviders() {
+			change := p.Online
+			if offline {
+				change = p.Offline
+			}
+			ok, err := change(ctx, pattern.MatchString)
+			found = found || ok
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return found, errors.Join(errs...)
+	}
+}
+
+// ready is the readiness probe: start-up finished, every plugin up, every
+// exported service registered (not offline, not withdrawn by a rule).
+func (n *node) ready() (bool, string) {
+	if !n.started.Load() {
+		return false, "starting"
+	}
+	var why []string
+	for _, s := range n.pluginStates() {
+		if !s.Up {
+			reason := "not started yet"
+			if s.Err != nil {
+				reason, _, _ = strings.Cut(s.Err.Error(), "\n")
+			}
+			why = append(why, fmt.Sprintf("plugin %s (%s) is down: %s", s.Name, s.Where, reason))
+		}
+	}
+	for _, p := range n.allProviders() {
+		for _, s := range p.Services() {
+			switch {
+			case !s.DelayedUntil.IsZero():
+				why = append(why, fmt.Sprintf("service %s on %s is exported after its delay, at %s", s.Key, p.Addr(), s.DelayedUntil.Format(time.RFC3339)))
+			case s.Offline:
+				why = append(why, fmt.Sprintf("service %s on %s is offline", s.Key, p.Addr()))
+			case !s.Published:
+				why = append(why, fmt.Sprintf("service %s on %s is not registered (an override rule disables it)", s.Key, p.Addr()))
+			}
+		}
+	}
+	return len(why) == 0, strings.Join(why, "\n")
+}

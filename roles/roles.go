@@ -1,0 +1,555 @@
+// Package roles runs a node's roles in one process: the embedded registry,
+// the monitor (with the console), providers whose services come from
+// handler plugins, and the consumer (references, the gateway, consumer
+// plugins). It starts them in a fixed order and stops them in reverse, so a
+// stopping node serves its last calls, sends their statistics to a monitor
+// still up, through a consumer still open, to a registry still there.
+//
+// The node's consumer is made on first need: by the consumer role, by a
+// provider plugin's call to another service, or by the first statistics
+// report; a process that needs none connects none. A provider exports a
+// plugin's services while the plugin is up and unexports them while it is
+// down (the supervisor restarts it). Each process also has its metrics, its
+// QoS port and its reporter to the monitor (observe.go).
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbo-lab/dubbo/config"
+	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/monitor"
+	"github.com/dubbo-lab/dubbo/node/consumer"
+	"github.com/dubbo-lab/dubbo/node/gateway"
+	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/qos"
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats"
+	"github.com/dubbo-lab/dubbo/plugins"
+)
+
+// Roles a node can run; `dubbo up` runs those its config describes.
+const (
+	Registry = "registry"
+	Monitor  = "monitor"
+	Provider = "provider"
+	Consumer = "consumer"
+)
+
+// Known lists the roles in the order they start.
+func Known() []string { return []string{Registry, Monitor, Provider, Consumer} }
+
+// Up lists the roles `dubbo up` starts for cfg: the registry (unless
+// registry.server.listen = "": the nodes use the one at registry.address),
+// the monitor (unless monitor.enabled = false), the providers when plugins
+// are configured, and a consumer when references or consumer plugins are.
+func Up(cfg *config.File) []string {
+	var roles []string
+	if cfg.Registry.Server.Listen != "" {
+		roles = append(roles, Registry)
+	}
+	if cfg.Monitor.IsEnabled() {
+		roles = append(roles, Monitor)
+	}
+	if len(cfg.Provider.Plugins) > 0 {
+		roles = append(roles, Provider)
+	}
+	if len(cfg.Consumer.References) > 0 || len(cfg.Consumer.Plugins) > 0 {
+		roles = append(roles, Consumer)
+	}
+	return roles
+}
+
+// node is the set of running roles and how to stop them, in reverse order.
+type node struct {
+	log     *slog.Logger
+	out     io.Writer
+	errc    chan error
+	plugins sync.WaitGroup
+	// together: every role runs in this process (dubbo up), so a
+	// reference without a provider is the user's work in progress.
+	together bool
+
+	mu    sync.Mutex // guards stops, sups, providers and mon
+	stops []stopStep
+	// sups are the plugin supervisors, for the ready line and readiness.
+	sups []supervised
+
+	// pluginStart bounds each plugin's launch and handshake; 0 is the
+	// plugins package's default.
+	pluginStart time.Duration
+	version     string // for the QoS port
+
+	// The node's consumer serves the consumer role, the calls that
+	// provider plugins make to other services and the statistics' way to
+	// the monitor; it is created on first need, and closed by closeConsumer.
+	consOnce sync.Once
+	cons     *consumer.Consumer
+	consErr  error
+	made     atomic.Pointer[consumer.Consumer] // cons, once made: for readers that must not make it
+
+	// The process's observability: its metrics (every provider's and the
+	// consumer's statistics, pools, the roles' own), the reporter of its
+	// statistics to the monitor (nil when off, or nothing counts here),
+	// its QoS port, the providers and monitor that port acts on.
+	metrics   *stats.Metrics
+	regStats  *stats.RegistryStats
+	gatherer  *prometheus.Registry
+	reporter  *monitor.Reporter
+	qos       *qos.Server
+	started   atomic.Bool
+	providers []*provider.Provider // under mu
+	mon       *monitor.Monitor     // under mu
+}
+
+// consumer returns the node's consumer, connecting it on first use.
+func (n *node) consumer(ctx context.Context, cfg *config.File) (*consumer.Consumer, error) {
+	n.consOnce.Do(func() {
+		n.cons, n.consErr = consumer.New(ctx, cfg.Consumer.Config, consumer.Options{Logger: n.log.With("role", Consumer), RegistryStats: n.regStats})
+		if n.consErr == nil {
+			n.count(n.cons.Stats())
+			n.made.Store(n.cons)
+		}
+	})
+	return n.cons, n.consErr
+}
+
+// closeConsumer closes the node's consumer if it was made. It runs after
+// the roles that call through it, and after the last statistics went out.
+func (n *node) closeConsumer(context.Context) error {
+	n.consOnce.Do(func() { n.consErr = errors.New("the node is stopping") }) // none from now on
+	if n.cons != nil {
+		return n.cons.Close()
+	}
+	return nil
+}
+
+// hostInvoker answers provider plugins' calls to other services through the
+// node's consumer, connected on the first such call.
+func (n *node) hostInvoker(ctx context.Context, cfg *config.File) rpc.Invoker {
+	return rpc.InvokerFunc(func(callCtx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+		cons, err := n.consumer(ctx, cfg)
+		if err != nil {
+			return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
+				Detail: "the node's consumer is not available: " + err.Error()}
+		}
+		return cons.Invoke(callCtx, inv)
+	})
+}
+
+// supervised is one plugin supervisor and the role it serves.
+type supervised struct {
+	where string // "provider 1", "consumer"
+	sup   *plugins.Supervisor
+}
+
+// pluginState is how one of the node's plugins is doing.
+type pluginState struct {
+	Where string // the role it serves: "provider 1", "consumer"
+	plugins.State
+}
+
+// pluginStates says how each of the node's plugins is doing; the node is
+// fully up when every one is Up.
+func (n *node) pluginStates() []pluginState {
+	n.mu.Lock()
+	sups := n.sups
+	n.mu.Unlock()
+	states := make([]pluginState, len(sups))
+	for i, s := range sups {
+		states[i] = pluginState{Where: s.where, State: s.sup.State()}
+	}
+	return states
+}
+
+// supervise runs sup until ctx ends, and counts it among the node's
+// plugins; done is closed when it has stopped its plugin.
+func (n *node) supervise(ctx context.Context, where string, sup *plugins.Supervisor, log *slog.Logger) (done <-chan struct{}) {
+	n.mu.Lock()
+	n.sups = append(n.sups, supervised{where: where, sup: sup})
+	n.mu.Unlock()
+	stopped := make(chan struct{})
+	n.plugins.Add(1)
+	go func() {
+		defer n.plugins.Done()
+		defer close(stopped)
+		if err := sup.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("plugin supervisor stopped", "plugin", sup.State().Name, "err", err)
+		}
+	}()
+	return stopped
+}
+
+// awaitPlugins waits until every plugin's first start attempt has ended (a
+// plugin that never answers is given up after its start timeout), or ctx.
+func (n *node) awaitPlugins(ctx context.Context) {
+	n.mu.Lock()
+	sups := n.sups
+	n.mu.Unlock()
+	for _, s := range sups {
+		select {
+		case <-s.sup.Tried():
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sayReady prints the ready line, and before it a warning for each plugin
+// that is down, so that nobody reads "ready" as "serving everything".
+func (n *node) sayReady() {
+	var down int
+	states := n.pluginStates()
+	for _, s := range states {
+		if s.Up {
+			continue
+		}
+		down++
+		why := "not started yet"
+		if s.Err != nil {
+			why, _, _ = strings.Cut(s.Err.Error(), "\n")
+		}
+		fmt.Fprintf(n.out, "warning: plugin %s (%s) is down: %s; retrying with backoff\n", s.Name, s.Where, why)
+	}
+	if down == 0 {
+		fmt.Fprintln(n.out, "ready; Ctrl-C stops everything")
+		return
+	}
+	fmt.Fprintf(n.out, "ready with %d of %d plugins down; Ctrl-C stops everything\n", down, len(states))
+}
+
+// checkPlugins refuses plugin paths that cannot be launched, naming the
+// config key, before anything starts.
+func checkPlugins(cfg *config.File, roles []string) error {
+	for _, role := range roles {
+		key, paths := "", []string(nil)
+		switch role {
+		case Provider:
+			key, paths = "provider.plugins", cfg.Provider.Plugins
+		case Consumer:
+			key, paths = "consumer.plugins", cfg.Consumer.Plugins
+		}
+		for _, path := range paths {
+			if err := plugins.CheckPath(path); err != nil {
+				return fmt.Errorf("key %s: %w", key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// inUse turns err, when a role's listener found its address taken, into
+// what to do about it: the role, its address and the key to change (fix).
+// Other errors are returned as they are.
+func inUse(err error, role, addr, fix string) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	return fmt.Errorf("%s: %s is already in use; %s", role, addr, fix)
+}
+
+// stopStep is one thing the node stops, named for the logs.
+type stopStep struct {
+	what string
+	stop func(context.Context) error
+}
+
+// onStop adds a stop step; what names it in the logs ("stopped", at debug
+// level, and a failure's warning).
+func (n *node) onStop(what string, f func(context.Context) error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.stops = append(n.stops, stopStep{what, f})
+}
+
+// stop runs the stop steps last-started first; each gets what is left of
+// ctx.
+func (n *node) stop(ctx context.Context) {
+	n.mu.Lock()
+	stops := n.stops
+	n.stops = nil
+	n.mu.Unlock()
+	for i := len(stops) - 1; i >= 0; i-- {
+		if err := stops[i].stop(ctx); err != nil {
+			n.log.Warn("shutdown", "what", stops[i].what, "err", err)
+			continue
+		}
+		n.log.Debug("stopped", "what", stops[i].what)
+	}
+}
+
+// Options are what the command line gives Run besides the config file.
+type Options struct {
+	// Out gets the lines a user reads: where each role listens, warnings
+	// for plugins that are down, the ready line.
+	Out    io.Writer
+	Logger *slog.Logger
+	// Replicas is how many providers the provider role starts, on
+	// consecutive ports; 0 is 1.
+	Replicas int
+	// PluginStart bounds each plugin's launch and handshake; 0 is the
+	// plugins package's default.
+	PluginStart time.Duration
+	// Version is what the QoS port's version command says.
+	Version string
+}
+
+// Run starts the roles, prints where each listens, and blocks until ctx
+// ends (Ctrl-C, SIGTERM) or a role fails; then stops them all.
+//
+// The roles start in one order whatever roles lists, and stop in reverse:
+// the QoS port, the registry, (the consumer's close), the monitor, (the
+// reporter's close), the providers, the consumer role. So a stopping node
+// serves its last calls, then sends their statistics to a monitor still
+// up, through a consumer still open, to a registry still there.
+func Run(ctx context.Context, cfg *config.File, roles []string, opts Options) error {
+	if err := checkPlugins(cfg, roles); err != nil {
+		return err
+	}
+	replicas := max(opts.Replicas, 1)
+	logger := opts.Logger
+	// dubbo up runs the registry with the other roles; dubbo run one role.
+	n := &node{log: logger, out: opts.Out, errc: make(chan error, 8), pluginStart: opts.PluginStart,
+		version: opts.Version, together: len(roles) > 1}
+	// Plugins and background loops live until the node stops.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	has := func(role string) bool { return slices.Contains(roles, role) }
+	n.startObserving(cfg)
+	steps := []struct {
+		run  bool
+		step func() error
+	}{
+		{has(Registry), func() error { return n.startRegistry(runCtx, cfg) }},
+		{true, func() error { n.onStop("node consumer", n.closeConsumer); return nil }},
+		{has(Monitor), func() error { return n.startMonitor(runCtx, cfg) }},
+		{has(Provider) || has(Consumer), func() error { return n.startReporting(runCtx, cfg) }},
+		{has(Provider), func() error { return n.startProviders(runCtx, cfg, replicas) }},
+		{has(Consumer), func() error { return n.startConsumer(runCtx, cfg) }},
+	}
+	var startErr error
+	for _, s := range steps {
+		if s.run {
+			if startErr = s.step(); startErr != nil {
+				break
+			}
+		}
+	}
+	if startErr == nil {
+		n.awaitPlugins(ctx)
+		if ctx.Err() == nil {
+			n.started.Store(true)
+			n.sayReady()
+		}
+		select {
+		case <-ctx.Done():
+			logger.Info("shutting down")
+		case startErr = <-n.errc:
+		}
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.Provider.ShutdownTimeout+monitor.CloseTimeout+5*time.Second)
+	defer cancel()
+	n.stop(stopCtx)
+	cancelRun()
+	n.plugins.Wait()
+	return startErr
+}
+
+func (n *node) startRegistry(ctx context.Context, cfg *config.File) error {
+	listen := cfg.Registry.Server.Listen
+	if listen == "" {
+		return errors.New(`registry: registry.server.listen is "" (no embedded registry); give it an address to run the registry role`)
+	}
+	srv, err := embeddedzk.New(cfg.Registry.Server, n.log.With("role", Registry))
+	if err != nil {
+		return inUse(fmt.Errorf("registry: %w", err), Registry, listen,
+			fmt.Sprintf(`set registry.server.listen to a free address; or, if a ZooKeeper already runs there, use it: registry.address = "zookeeper://%s" and registry.server.listen = "" (dubbo up then starts no registry of its own)`, listen))
+	}
+	n.gatherer.MustRegister(srv.Collector())
+	go func() {
+		if err := srv.Serve(ctx); err != nil {
+			n.errc <- fmt.Errorf("registry: %w", err)
+		}
+	}()
+	n.onStop(Registry, func(context.Context) error { return srv.Close() })
+	fmt.Fprintf(n.out, "registry   zookeeper://%s   data %s\n", srv.Addr(), cfg.Registry.Server.DataDir)
+	return nil
+}
+
+// startProviders starts replicas providers on consecutive ports, each with
+// its own process of every configured plugin, exporting what the plugin
+// says it serves for as long as the plugin is up.
+func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas int) error {
+	if len(cfg.Provider.Plugins) == 0 {
+		return errors.New("provider: no plugins configured (provider.plugins = [\"path/to/handler\"])")
+	}
+	for _, w := range cfg.Warnings {
+		n.log.Warn(w)
+	}
+	for i := 0; i < replicas; i++ {
+		pc := cfg.Provider.Config
+		if pc.Protocol.Port > 0 {
+			pc.Protocol.Port += i
+		}
+		if pc.Protocol.RegistryPort > 0 {
+			pc.Protocol.RegistryPort += i // each replica's port is mapped as the first one's
+		}
+		log := n.log.With("role", Provider, "replica", i+1)
+		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats})
+		if err != nil {
+			return inUse(fmt.Errorf("provider %d: %w", i+1, err), fmt.Sprintf("provider %d", i+1),
+				net.JoinHostPort(pc.Protocol.Host, strconv.Itoa(pc.Protocol.Port)),
+				"set protocol.port to a free port (replicas take the ports after it), or -1 for any free port")
+		}
+		n.onStop(fmt.Sprintf("provider %d", i+1), func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
+		n.addProvider(p, cfg.Application.Name)
+		bound := ""
+		if b := p.BindAddr().String(); b != p.Addr() {
+			bound = "   bound " + b
+		}
+		fmt.Fprintf(n.out, "provider   dubbo://%s%s   plugins %v\n", p.Addr(), bound, cfg.Provider.Plugins)
+		for _, path := range cfg.Provider.Plugins {
+			n.superviseProviderPlugin(ctx, p, fmt.Sprintf("provider %d", i+1), path, log, n.hostInvoker(ctx, cfg))
+		}
+	}
+	return nil
+}
+
+func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider, where, path string, log *slog.Logger, host rpc.Invoker) {
+	name := filepath.Base(path)
+	var sup *plugins.Supervisor // set before Run, so before OnUp can fire
+	ex := &pluginExports{ctx: ctx, p: p, log: log, plugin: name}
+	cfg := plugins.SupervisorConfig{
+		Config: plugins.Config{Path: path, Name: name, Logger: log, Host: host, StartTimeout: n.pluginStart},
+		OnUp:   func(_ *plugins.Plugin, services []plugins.ServiceDesc) { ex.up(services, sup) },
+		OnDown: func(_ *plugins.Plugin, err error) { ex.down(err) },
+	}
+	sup = plugins.NewSupervisor(cfg)
+	n.supervise(ctx, where, sup, log)
+}
+
+// exporter is the provider as a plugin's services see it.
+type exporter interface {
+	Export(ctx context.Context, svc provider.Service) error
+	Unexport(ctx context.Context, iface, version, group string) error
+}
+
+// pluginExports keeps a provider's exports in step with one plugin: what
+// the plugin says it serves is exported while it is up, and unexported
+// (so unregistered) while it is down.
+type pluginExports struct {
+	ctx    context.Context // the node's run context: it ends when the node stops
+	p      exporter
+	log    *slog.Logger
+	plugin string
+
+	mu       sync.Mutex
+	exported []plugins.ServiceDesc
+}
+
+// up exports services, whose calls go to inv (the plugin's supervisor).
+// One that fails is logged and left out; the others are served.
+func (e *pluginExports) up(services []plugins.ServiceDesc, inv rpc.Invoker) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sd := range services {
+		if err := e.p.Export(e.ctx, serviceOf(sd, inv)); err != nil {
+			e.log.Error("export plugin service", "plugin", e.plugin, "service", sd.Key(), "err", err)
+			continue
+		}
+		e.exported = append(e.exported, sd)
+	}
+}
+
+// down unexports what up exported. When the node is stopping it does
+// nothing: the provider's Shutdown unregisters everything in its order.
+func (e *pluginExports) down(err error) {
+	if e.ctx.Err() != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sd := range e.exported {
+		if uerr := e.p.Unexport(context.WithoutCancel(e.ctx), sd.Interface, sd.Version, sd.Group); uerr != nil {
+			e.log.Warn("unexport plugin service", "plugin", e.plugin, "service", sd.Key(), "err", uerr)
+		}
+	}
+	e.exported = nil
+	e.log.Warn("plugin down; its services are unregistered until it is back", "plugin", e.plugin, "err", err)
+}
+
+// serviceOf turns what a plugin described into a provider service whose
+// calls go to the plugin, with the settings the plugin gave it (a
+// [[provider.services]] table wins over them in the provider).
+func serviceOf(sd plugins.ServiceDesc, inv rpc.Invoker) provider.Service {
+	methods := make([]provider.Method, len(sd.Methods))
+	for i, m := range sd.Methods {
+		methods[i] = provider.Method{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType}
+	}
+	return provider.Service{Interface: sd.Interface, Version: sd.Version, Group: sd.Group, Methods: methods, Invoker: inv, Params: sd.Params}
+}
+
+// startConsumer starts the consumer with its references, the HTTP/JSON
+// gateway and the consumer-side plugins, whose calls go through it. A
+// reference with check = true and no provider stops a consumer of its own,
+// as in Dubbo; in dubbo up it is a warning, so that the environment keeps
+// running while its providers change (a new handler serving something
+// else, a plugin being rebuilt).
+func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
+	log := n.log.With("role", Consumer)
+	cons, err := n.consumer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	if err := cons.Start(ctx); err != nil {
+		var missing *consumer.CheckError
+		if !n.together || !errors.As(err, &missing) {
+			return fmt.Errorf("consumer: %w", err)
+		}
+		log.Warn("no provider for these references yet; their calls fail with no_provider until one registers",
+			"references", missing.Services)
+	}
+	if gcfg := cfg.Consumer.Gateway; gcfg.Listen != "" {
+		gw := gateway.New(gateway.Options{Listen: gcfg.Listen, Token: gcfg.Token, Hosts: gcfg.Hosts,
+			Invoker: cons, Types: cons, Logger: log})
+		if err := gw.Start(); err != nil {
+			return inUse(fmt.Errorf("consumer gateway: %w", err), "consumer gateway", gcfg.Listen,
+				`set consumer.gateway.listen to a free address, or "" to run no gateway`)
+		}
+		n.onStop("gateway", gw.Shutdown)
+		fmt.Fprintf(n.out, "gateway    http://%s/invoke/<interface>/<method>\n", gw.Addr())
+	}
+	for _, path := range cfg.Consumer.Plugins {
+		name := filepath.Base(path)
+		sup := plugins.NewSupervisor(plugins.SupervisorConfig{Config: plugins.Config{Path: path, Name: name, Logger: log, Host: cons, StartTimeout: n.pluginStart}})
+		// Consumer plugins stop before the consumer closes, so their last
+		// calls still have somewhere to go.
+		pctx, cancel := context.WithCancel(ctx)
+		done := n.supervise(pctx, Consumer, sup, log)
+		n.onStop("consumer plugin "+name, func(stopCtx context.Context) error {
+			cancel()
+			select {
+			case <-done:
+			case <-stopCtx.Done():
+			}
+			return nil
+		})
+		fmt.Fprintf(n.out, "consumer   plugin %s\n", name)
+	}
+	return nil
+}

@@ -1,0 +1,27 @@
+// Package interop proves, with real processes, that our provider, consumer,
+// registry and CLI work with stock dubbo-go v3.3.0, and measures our
+// provider against dubbo-go's. It holds tests and benchmarks only.
+//
+// The dubbo-go side is examples/interop's dgprovider, dgconsumer and dgbench, built
+// and run by internal/testkit/dubbogo; ours is node/provider serving
+// providertest.Greeter (in this test process, or in a copy of the test
+// binary for the benchmark), and the built `dubbo` binary running
+// `run --role=provider` with the examples/greeter handler plugin. The
+// registries are our embedded ZooKeeper-compatible server and a real Apache
+// ZooKeeper (internal/testkit/apachezk); every pair is also tried by direct URL.
+//
+//	go test ./test/interop/                                  # interop tests
+//	go test -run '^$' -bench BenchmarkSayHello ./test/interop/ | go run ./tools/benchratio
+//
+// BenchmarkSayHello calls sayHello("world") on our providers and on
+// dgprovider from two load generators, our client (node/transport.Client,
+// one connection as in Dubbo) and dubbo-go's consumer (dgbench), at
+// concurrency 1 and 32, each provider in its own process, and a raw TCP
+// echo of a frame of the same size as the floor. It reports qps, p50_us,
+// p99_us and cpu_us, the CPU time of the provider's processes per call;
+// allocs/op and B/op are those of our client in the test process, not of
+// the providers.
+//
+// Missing peers (dubbo-go's modules, Apache ZooKeeper) skip a test, or fail
+// it when CI=true.
+package interop
