@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -72,6 +73,13 @@ type Catalog struct {
 	queue  queue
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// Only the loop touches these: the children of each followed folder
+	// that were read (so their watches are armed and an event of the
+	// folder reads only what is new), and the decoded nodes of each
+	// category folder (so a re-read decodes only new names).
+	known   map[string]map[string]bool
+	decoded map[string]map[string]*url.URL
 
 	mu    sync.RWMutex
 	state state
@@ -124,6 +132,7 @@ func New(registryURL string, opts Options) (*Catalog, error) {
 	c := &Catalog{
 		p: pathsOf(u), addrs: addrs, log: opts.Logger.With("component", "console-catalog"),
 		done: make(chan struct{}), loaded: make(chan struct{}), since: time.Now(),
+		known: map[string]map[string]bool{}, decoded: map[string]map[string]*url.URL{},
 		state: state{ifaces: map[string]*ifaceNode{}, apps: map[string]map[string]*appInstance{},
 			mapping: map[string][]string{}, rules: map[string]string{}},
 	}
@@ -275,8 +284,10 @@ func (c *Catalog) setConnected(v bool) {
 	c.mu.Unlock()
 }
 
-// readAll reads every followed folder and document, arming their watches.
+// readAll reads every followed folder and document, arming their watches
+// (after a new session, whose watches are all gone).
 func (c *Catalog) readAll() error {
+	clear(c.known)
 	var errs []error
 	for _, p := range []string{c.p.root, c.p.services, c.p.mapping, c.p.config} {
 		if err := c.reread(p); err != nil {
@@ -286,18 +297,22 @@ func (c *Catalog) readAll() error {
 	return errors.Join(errs...)
 }
 
-// reread reads path again according to what it is, and what lies below it
-// when its children changed.
+// reread reads path again according to what it is: a folder reads its
+// children that are new and forgets those that went (each child it knows
+// has its own watch), a document or category folder reads itself.
 func (c *Catalog) reread(p string) error {
 	switch {
 	case p == c.p.root:
 		return c.readRoot()
 	case p == c.p.services:
-		return c.readApps()
+		_, err := c.readFolder(p, true, c.readApp, c.forgetApp)
+		return err
 	case p == c.p.mapping:
-		return c.readFolder(p, c.readMapping, c.forgetMapping)
+		_, err := c.readFolder(p, true, c.readMapping, c.forgetMapping)
+		return err
 	case p == c.p.config:
-		return c.readFolder(p, c.readRule, c.forgetRule)
+		_, err := c.readFolder(p, true, c.readRule, c.forgetRule)
+		return err
 	case strings.HasPrefix(p, c.p.config+"/"):
 		return c.readRule(strings.TrimPrefix(p, c.p.config+"/"))
 	case strings.HasPrefix(p, c.p.mapping+"/"):
@@ -318,14 +333,18 @@ func (c *Catalog) reread(p string) error {
 	return nil
 }
 
-// children reads the children of p with a watch; a missing p is watched
-// for creation and has none.
-func (c *Catalog) children(p string) ([]string, bool, error) {
+// children reads the children of p with a watch. A missing p has none; it
+// is watched for creation only when watchMissing (the roots: a missing
+// child of a followed folder is seen through its parent's watch).
+func (c *Catalog) children(p string, watchMissing bool) ([]string, bool, error) {
 	kids, _, _, err := c.conn.ChildrenW(p)
 	if errors.Is(err, zk.ErrNoNode) {
+		if !watchMissing {
+			return nil, false, nil
+		}
 		ok, _, _, err := c.conn.ExistsW(p)
 		if err == nil && ok {
-			return c.children(p) // created between the two calls
+			return c.children(p, watchMissing) // created between the two calls
 		}
 		return nil, false, err
 	}
@@ -335,15 +354,12 @@ func (c *Catalog) children(p string) ([]string, bool, error) {
 	return kids, true, nil
 }
 
-// data reads p with a watch; ok is false when it does not exist.
+// data reads p with a watch; ok is false when it does not exist (its
+// parent's watch tells when it comes back).
 func (c *Catalog) data(p string) ([]byte, bool, error) {
 	b, _, _, err := c.conn.GetW(p)
 	if errors.Is(err, zk.ErrNoNode) {
-		ok, _, _, err := c.conn.ExistsW(p)
-		if err == nil && ok {
-			return c.data(p)
-		}
-		return nil, false, err
+		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", p, err)
@@ -351,56 +367,66 @@ func (c *Catalog) data(p string) ([]byte, bool, error) {
 	return b, true, nil
 }
 
-// readFolder reads a folder of documents: each child is read with read,
-// children that went away are dropped with forget.
-func (c *Catalog) readFolder(p string, read func(name string) error, forget func(keep map[string]bool)) error {
-	kids, _, err := c.children(p)
+// readFolder reads the children of folder p: each one it has not read
+// yet is read with read, those that went away are dropped with forget.
+// ok is false when p does not exist.
+func (c *Catalog) readFolder(p string, watchMissing bool, read func(name string) error, forget func(name string)) (ok bool, err error) {
+	kids, ok, err := c.children(p, watchMissing)
 	if err != nil {
-		return err
+		return false, err
 	}
-	keep := make(map[string]bool, len(kids))
+	known := c.known[p]
+	now := make(map[string]bool, len(kids))
 	var errs []error
 	for _, k := range kids {
-		keep[k] = true
+		now[k] = true
+		if known[k] {
+			continue
+		}
 		if err := read(k); err != nil {
 			errs = append(errs, err)
+			delete(now, k) // read again next time
 		}
 	}
-	forget(keep)
-	return errors.Join(errs...)
+	for k := range known {
+		if !now[k] {
+			forget(k)
+		}
+	}
+	c.known[p] = now
+	return ok, errors.Join(errs...)
+}
+
+// forgetFolder drops what the loop knows of the folder p and below it.
+func (c *Catalog) forgetFolder(p string) {
+	for k := range c.known {
+		if k == p || strings.HasPrefix(k, p+"/") {
+			delete(c.known, k)
+		}
+	}
+	for k := range c.decoded {
+		if k == p || strings.HasPrefix(k, p+"/") {
+			delete(c.decoded, k)
+		}
+	}
 }
 
 // notServices are the children of the root that are not interfaces.
 var notServices = []string{"config", "mapping", "metadata"}
 
 func (c *Catalog) readRoot() error {
-	kids, _, err := c.children(c.p.root)
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
-	var errs []error
-	for _, enc := range kids {
+	_, err := c.readFolder(c.p.root, true, func(enc string) error {
 		if slices.Contains(notServices, enc) {
-			continue
+			return nil
 		}
-		iface, err := neturl.QueryUnescape(enc)
-		if err != nil {
-			continue
-		}
-		keep[iface] = true
-		if err := c.readInterface(enc); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.update(func(s *state) {
-		for iface := range s.ifaces {
-			if !keep[iface] {
-				delete(s.ifaces, iface)
-			}
+		return c.readInterface(enc)
+	}, func(enc string) {
+		c.forgetFolder(c.p.root + "/" + enc)
+		if iface, err := neturl.QueryUnescape(enc); err == nil {
+			c.update(func(s *state) { delete(s.ifaces, iface) })
 		}
 	})
-	return errors.Join(errs...)
+	return err
 }
 
 func (c *Catalog) readInterface(enc string) error {
@@ -408,22 +434,23 @@ func (c *Catalog) readInterface(enc string) error {
 	if err != nil {
 		return nil
 	}
-	kids, ok, err := c.children(c.p.root + "/" + enc)
-	if err != nil || !ok {
-		if err == nil {
-			c.update(func(s *state) { delete(s.ifaces, iface) })
-		}
-		return err
-	}
-	var errs []error
-	for _, cat := range kids {
-		if slices.Contains(categories, cat) {
-			if err := c.readCategory(enc, cat); err != nil {
-				errs = append(errs, err)
+	p := c.p.root + "/" + enc
+	ok, err := c.readFolder(p, false, func(cat string) error {
+		return c.readCategory(enc, cat)
+	}, func(cat string) {
+		c.forgetFolder(p + "/" + cat)
+		c.update(func(s *state) {
+			if n := s.ifaces[iface]; n != nil {
+				delete(n.cats, cat)
 			}
-		}
+		})
+	})
+	if err == nil && !ok { // gone; the root's watch tells when it is back
+		c.forgetFolder(p)
+		delete(c.known[c.p.root], enc)
+		c.update(func(s *state) { delete(s.ifaces, iface) })
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 func (c *Catalog) readCategory(enc, cat string) error {
@@ -434,17 +461,39 @@ func (c *Catalog) readCategory(enc, cat string) error {
 	if err != nil {
 		return nil
 	}
-	kids, _, err := c.children(c.p.root + "/" + enc + "/" + cat)
+	p := c.p.root + "/" + enc + "/" + cat
+	kids, ok, err := c.children(p, false)
 	if err != nil {
 		return err
 	}
+	if !ok { // gone; the interface's watch tells when it is back
+		c.forgetFolder(p)
+		delete(c.known[c.p.root+"/"+enc], cat)
+		c.update(func(s *state) {
+			if n := s.ifaces[iface]; n != nil {
+				delete(n.cats, cat)
+			}
+		})
+		return nil
+	}
+	// A category changes one node at a time: decode only new names.
+	old := c.decoded[p]
+	now := make(map[string]*url.URL, len(kids))
 	urls := make([]*url.URL, 0, len(kids))
 	for _, k := range kids {
-		if u, err := url.Decode(k); err == nil {
+		u, known := old[k]
+		if !known {
+			if u, err = url.Decode(k); err != nil {
+				u = nil
+			}
+		}
+		now[k] = u
+		if u != nil {
 			urls = append(urls, u)
 		}
 	}
-	slices.SortFunc(urls, func(a, b *url.URL) int { return strings.Compare(a.String(), b.String()) })
+	c.decoded[p] = now
+	registry.SortURLs(urls)
 	c.update(func(s *state) {
 		n := s.ifaces[iface]
 		if n == nil {
@@ -456,65 +505,43 @@ func (c *Catalog) readCategory(enc, cat string) error {
 	return nil
 }
 
-func (c *Catalog) readApps() error {
-	kids, _, err := c.children(c.p.services)
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
-	var errs []error
-	for _, app := range kids {
-		keep[app] = true
-		if err := c.readApp(app); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.update(func(s *state) {
-		for app := range s.apps {
-			if !keep[app] {
-				delete(s.apps, app)
-			}
-		}
-	})
-	return errors.Join(errs...)
+func (c *Catalog) forgetApp(app string) {
+	c.forgetFolder(c.p.services + "/" + app)
+	c.update(func(s *state) { delete(s.apps, app) })
 }
 
 func (c *Catalog) readApp(app string) error {
-	kids, ok, err := c.children(c.p.services + "/" + app)
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
-	var errs []error
-	for _, id := range kids {
-		keep[id] = true
-		if err := c.readInstance(app, id); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.update(func(s *state) {
-		insts := s.apps[app]
-		if !ok {
-			delete(s.apps, app)
-			return
-		}
-		if insts == nil {
-			s.apps[app] = map[string]*appInstance{}
-			return
-		}
-		for id := range insts {
-			if !keep[id] {
+	p := c.p.services + "/" + app
+	ok, err := c.readFolder(p, false, func(id string) error {
+		return c.readInstance(app, id)
+	}, func(id string) {
+		c.update(func(s *state) {
+			if insts := s.apps[app]; insts != nil {
 				delete(insts, id)
 			}
-		}
+		})
 	})
-	return errors.Join(errs...)
+	switch {
+	case err == nil && !ok: // gone; the services root's watch tells when it is back
+		delete(c.known[c.p.services], app)
+		c.forgetApp(app)
+	case ok:
+		c.update(func(s *state) {
+			if s.apps[app] == nil {
+				s.apps[app] = map[string]*appInstance{} // an application without instances
+			}
+		})
+	}
+	return err
 }
 
 func (c *Catalog) readInstance(app, id string) error {
 	b, ok, err := c.data(c.p.services + "/" + app + "/" + id)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		delete(c.known[c.p.services+"/"+app], id) // its parent's watch tells when it is back
 	}
 	c.update(func(s *state) {
 		insts := s.apps[app]
@@ -546,6 +573,9 @@ func (c *Catalog) readMapping(enc string) error {
 	if err != nil {
 		return err
 	}
+	if !ok {
+		delete(c.known[c.p.mapping], enc)
+	}
 	var apps []string
 	for _, a := range strings.Split(string(b), ",") {
 		if a = strings.TrimSpace(a); a != "" && !slices.Contains(apps, a) {
@@ -563,20 +593,19 @@ func (c *Catalog) readMapping(enc string) error {
 	return nil
 }
 
-func (c *Catalog) forgetMapping(keep map[string]bool) {
-	c.update(func(s *state) {
-		for iface := range s.mapping {
-			if !keep[neturl.QueryEscape(iface)] && !keep[iface] {
-				delete(s.mapping, iface)
-			}
-		}
-	})
+func (c *Catalog) forgetMapping(enc string) {
+	if iface, err := neturl.QueryUnescape(enc); err == nil {
+		c.update(func(s *state) { delete(s.mapping, iface) })
+	}
 }
 
 func (c *Catalog) readRule(key string) error {
 	b, ok, err := c.data(c.p.config + "/" + key)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		delete(c.known[c.p.config], key)
 	}
 	c.update(func(s *state) {
 		if !ok {
@@ -588,14 +617,8 @@ func (c *Catalog) readRule(key string) error {
 	return nil
 }
 
-func (c *Catalog) forgetRule(keep map[string]bool) {
-	c.update(func(s *state) {
-		for k := range s.rules {
-			if !keep[k] {
-				delete(s.rules, k)
-			}
-		}
-	})
+func (c *Catalog) forgetRule(key string) {
+	c.update(func(s *state) { delete(s.rules, key) })
 }
 
 func (c *Catalog) update(f func(s *state)) {

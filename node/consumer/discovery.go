@@ -140,9 +140,19 @@ type appDiscovery struct {
 	disc registry.ServiceDiscovery
 	log  *slog.Logger
 
-	signal chan struct{} // capacity 1: "something changed"
+	// The work (arming instance watches, fetching metadata) runs on a
+	// goroutine started when something changes and gone once it is done,
+	// not one per reference for its whole life: a consumer of 500
+	// services had 500 goroutines waiting.
+	ctx    context.Context // ends when the reference closes
 	cancel context.CancelFunc
-	done   chan struct{}
+	runMu  sync.Mutex
+	wg     sync.WaitGroup
+	// running: a goroutine works; again: something changed since it
+	// started; closed: start none.
+	running, again, closed bool
+	retry                  *time.Timer // a failed round tried again
+	delay                  time.Duration
 
 	cache discoveryCache // nil: no cache file
 
@@ -162,8 +172,7 @@ func (r *Reference) startAppDiscovery(ctx context.Context) error {
 		r:         r,
 		disc:      r.c.disc,
 		log:       r.log,
-		signal:    make(chan struct{}, 1),
-		done:      make(chan struct{}),
+		delay:     metadataRetryMin,
 		apps:      make(map[string]bool),
 		instances: make(map[string][]*metadata.Instance),
 		resolved:  make(map[string]resolved),
@@ -182,24 +191,31 @@ func (r *Reference) startAppDiscovery(ctx context.Context) error {
 			d.mu.Unlock()
 		}
 	}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
 	cancel, err := d.disc.WatchMapping(ctx, r.rc.Interface, d.onMapping)
 	if err != nil {
+		d.close()
 		return fmt.Errorf("reference %s: %w", r.key, err)
 	}
 	d.mu.Lock()
 	d.mappingCancel = cancel
 	d.mu.Unlock()
-	runCtx, stop := context.WithCancel(context.Background())
-	d.cancel = stop
 	r.apps = d
-	go d.run(runCtx)
 	return nil
 }
 
+// poke has the work done: by a new goroutine, or by the one running.
 func (d *appDiscovery) poke() {
-	select {
-	case d.signal <- struct{}{}:
+	d.runMu.Lock()
+	defer d.runMu.Unlock()
+	switch {
+	case d.closed:
+	case d.running:
+		d.again = true
 	default:
+		d.running = true
+		d.wg.Add(1)
+		go d.run()
 	}
 }
 
@@ -239,31 +255,34 @@ func (d *appDiscovery) onInstances(app string, list []*metadata.Instance) {
 }
 
 // run arms the instance watches of new applications and resolves instance
-// revisions until the reference closes, retrying failed fetches with
-// backoff.
-func (d *appDiscovery) run(ctx context.Context) {
-	defer close(d.done)
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	delay := metadataRetryMin
+// revisions until nothing changed since it began, and has a failed round
+// tried again after a backoff.
+func (d *appDiscovery) run() {
+	defer d.wg.Done()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-d.signal:
-		case <-retry.C:
+		ok := d.watchApps(d.ctx)
+		ok = d.resolve(d.ctx) && ok
+		d.runMu.Lock()
+		if d.retry != nil {
+			d.retry.Stop()
+			d.retry = nil
 		}
-		ok := d.watchApps(ctx)
-		ok = d.resolve(ctx) && ok
-		if ok {
-			delay = metadataRetryMin
+		switch {
+		case d.closed:
+		case ok:
+			d.delay = metadataRetryMin
+		default:
+			d.retry = time.AfterFunc(d.delay, d.poke)
+			d.delay = min(2*d.delay, metadataRetryMax)
+		}
+		if d.again && !d.closed {
+			d.again = false
+			d.runMu.Unlock()
 			continue
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		retry.Reset(delay)
-		delay = min(2*delay, metadataRetryMax)
+		d.running = false
+		d.runMu.Unlock()
+		return
 	}
 }
 
@@ -403,10 +422,16 @@ func instancePort(in *metadata.Instance) int {
 	return cmp.Or(endpointPort(eps, "dubbo"), in.Port)
 }
 
-// close stops the goroutine and the watches.
+// close stops the work and the watches.
 func (d *appDiscovery) close() {
+	d.runMu.Lock()
+	d.closed = true
+	if d.retry != nil {
+		d.retry.Stop()
+	}
+	d.runMu.Unlock()
 	d.cancel()
-	<-d.done
+	d.wg.Wait()
 	d.mu.Lock()
 	cancels := append(d.watchCancels, d.mappingCancel)
 	d.watchCancels, d.mappingCancel = nil, nil

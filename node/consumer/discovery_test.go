@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -236,4 +237,38 @@ func writeInstance(t *testing.T, zc *zk.Conn, app string, port int, revision str
 	if err != nil {
 		t.Fatalf("write %s: %v", p, err)
 	}
+}
+
+// Application-level discovery of a reference runs a goroutine only while
+// it has work: a consumer of 100 services does not hold 100 goroutines
+// waiting (it did: one per reference for its whole life), and still finds
+// an instance-only provider, and one that appears later.
+func TestAppDiscoveryHoldsNoGoroutinePerReference(t *testing.T) {
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	var calls counter
+	startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
+	before := runtime.NumGoroutine()
+	no := false
+	refs := []consumer.ReferenceConfig{greeterRef()}
+	for i := range 100 {
+		refs = append(refs, consumer.ReferenceConfig{Interface: fmt.Sprintf("org.example.Idle%03d", i), Version: "1.0.0"})
+	}
+	c, err := consumer.New(testCtx(t), consumer.Config{Application: "many-refs", Registry: "zookeeper://" + zkAddr,
+		References: refs, Defaults: consumer.Settings{Check: &no}}, consumer.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitProviders(t, c, greeterRef(), 1)
+	var now int
+	waitFor(t, "the consumer's goroutines to settle below one per reference", func() bool {
+		now = runtime.NumGoroutine()
+		return now-before < len(refs)/2
+	})
+	t.Logf("a consumer of %d services: %d goroutines more than before it", len(refs), now-before)
+	startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
+	waitProviders(t, c, greeterRef(), 2)
 }

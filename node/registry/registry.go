@@ -153,11 +153,23 @@ func MatchService(consumer, u *url.URL) bool {
 }
 
 // SortURLs sorts urls by their string form, so notifications are stable.
+// Each URL is printed once, not once per comparison.
 func SortURLs(urls []*url.URL) {
-	slices.SortFunc(urls, func(a, b *url.URL) int { return strings.Compare(a.String(), b.String()) })
+	type keyed struct {
+		s string
+		u *url.URL
+	}
+	ks := make([]keyed, len(urls))
+	for i, u := range urls {
+		ks[i] = keyed{u.String(), u}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.s, b.s) })
+	for i, k := range ks {
+		urls[i] = k.u
+	}
 }
 
 // SameURLs reports whether two sorted lists hold equal URLs.
 func SameURLs(a, b []*url.URL) bool {
-	return slices.EqualFunc(a, b, func(x, y *url.URL) bool { return x.Equal(y) })
+	return slices.EqualFunc(a, b, func(x, y *url.URL) bool { return x == y || x.Equal(y) })
 }

@@ -2,9 +2,11 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -58,6 +60,9 @@ func TestFileCacheRoundTrip(t *testing.T) {
 	if err := c.Put("org.example.Greeter:1.0.0", CategoryRouters, nil); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	again, err := OpenFileCache(path)
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +73,22 @@ func TestFileCacheRoundTrip(t *testing.T) {
 	}
 	if _, ok := again.Get("other"); ok {
 		t.Error("unknown key found")
+	}
+	// Another key changes: the file keeps the first as it was.
+	q := url.MustParse("dubbo://10.0.0.3:20880/org.example.Other?interface=org.example.Other")
+	for _, u := range [][]*url.URL{{q}, {p, q}} {
+		if err := c.Put("org.example.Other", CategoryProviders, u); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again = mustOpen(t, path)
+	lists, _ = again.Get("org.example.Greeter:1.0.0")
+	other, _ := again.Get("org.example.Other")
+	if len(lists[CategoryProviders]) != 1 || !lists[CategoryProviders][0].Equal(p) || len(other[CategoryProviders]) != 2 {
+		t.Fatalf("after changing another key: %v and %v", lists, other)
 	}
 	// A corrupt file is reported and ignored.
 	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
@@ -80,6 +101,93 @@ func TestFileCacheRoundTrip(t *testing.T) {
 	if _, ok := bad.Get("org.example.Greeter:1.0.0"); ok {
 		t.Error("corrupt cache gave entries")
 	}
+}
+
+// A burst of changes is written together: the first change after a quiet
+// interval goes to the file at once, the ones that follow within the
+// interval wait for it (or for Flush), so a consumer of many services does
+// not rewrite the whole file on every notification.
+func TestFileCacheWritesBurstsTogether(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.json")
+	c, err := OpenFileCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.every = time.Hour
+	key := "org.example.Greeter:1.0.0"
+	provider := func(port int) []*url.URL {
+		return []*url.URL{url.MustParse(fmt.Sprintf("dubbo://10.0.0.2:%d/org.example.Greeter?interface=org.example.Greeter", port))}
+	}
+	cachedPort := func() int {
+		t.Helper()
+		lists, ok := mustOpen(t, path).Get(key)
+		if !ok || len(lists[CategoryProviders]) != 1 {
+			return 0
+		}
+		return lists[CategoryProviders][0].Port()
+	}
+	if err := c.Put(key, CategoryProviders, provider(1)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for cachedPort() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first change was not written within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for port := 2; port <= 1000; port++ {
+		if err := c.Put(key, CategoryProviders, provider(port)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cachedPort(); got != 1 {
+		t.Fatalf("the file holds port %d right after the burst, want the list before it (1): written per change", got)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cachedPort(); got != 1000 {
+		t.Fatalf("the file holds port %d after Flush, want 1000", got)
+	}
+}
+
+// A write that fails is reported by the next Put, and written again.
+func TestFileCacheReportsWriteErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "cache.json")
+	c, err := OpenFileCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub"), nil, 0o644); err != nil { // a file where the directory goes
+		t.Fatal(err)
+	}
+	p := []*url.URL{url.MustParse("dubbo://10.0.0.2:20880/org.example.Greeter?interface=org.example.Greeter")}
+	if err := c.Put("k", CategoryProviders, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err == nil {
+		t.Fatal("Flush into a path under a file succeeded")
+	}
+	if err := os.Remove(filepath.Join(dir, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatalf("Flush after the path was fixed: %v", err)
+	}
+	if _, ok := mustOpen(t, path).Get("k"); !ok {
+		t.Fatal("the failed change was not written again")
+	}
+}
+
+func mustOpen(t *testing.T, path string) *FileCache {
+	t.Helper()
+	c, err := OpenFileCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestMemoryFullLists(t *testing.T) {

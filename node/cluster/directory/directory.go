@@ -126,7 +126,17 @@ func (s *Static) List(inv *rpc.Invocation) []cluster.ProviderInvoker {
 }
 
 func sortByAddress(ps []cluster.ProviderInvoker) {
-	slices.SortStableFunc(ps, func(a, b cluster.ProviderInvoker) int {
-		return strings.Compare(a.URL().Address(), b.URL().Address())
-	})
+	// Each address is printed once, not once per comparison.
+	type keyed struct {
+		addr string
+		p    cluster.ProviderInvoker
+	}
+	ks := make([]keyed, len(ps))
+	for i, p := range ps {
+		ks[i] = keyed{p.URL().Address(), p}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return strings.Compare(a.addr, b.addr) })
+	for i := range ks {
+		ps[i] = ks[i].p
+	}
 }

@@ -258,3 +258,33 @@ func TestStatic(t *testing.T) {
 		t.Errorf("listed %q (%v); want only the enabled, available one with the consumer's retries", addresses(ps), ps)
 	}
 }
+
+// BenchmarkDynamicUpdate is one registration event of a service with 1,000
+// providers: the registry notifies the whole list, one provider more or
+// one fewer than the last time, with the URL objects it notified before.
+func BenchmarkDynamicUpdate(b *testing.B) {
+	h := &harness{providers: map[string]*fakeProvider{}, refuse: map[string]bool{}}
+	d, err := NewDynamic(Options{
+		Consumer: consumer,
+		Connect:  func(u *url.URL) (cluster.ProviderInvoker, error) { return &fakeProvider{u: u}, nil },
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.Dynamic = d
+	var all []*url.URL
+	for i := range 1001 {
+		all = append(all, provider(fmt.Sprintf("10.0.%d.%d:20880", i/250, i%250), "application=greeter-app&timestamp=1&methods=sayHello,add"))
+	}
+	lists := [][]*url.URL{all[:1000], all}
+	h.Update(lists[0])
+	b.ResetTimer()
+	for i := range b.N {
+		h.Update(lists[(i+1)%2])
+	}
+	b.StopTimer()
+	if n := len(h.Providers()); n != len(lists[b.N%2]) {
+		b.Fatalf("%d providers listed, want %d", n, len(lists[b.N%2]))
+	}
+}

@@ -41,7 +41,12 @@ type Dynamic struct {
 	// that only changes timestamp or pid keeps its connection.
 	entries       map[string]*entry
 	configurators []configSlot
+	configGen     uint64 // bumped by every change of configurators
 	closed        bool
+	// keys of the URLs of the last Update: a registry notifies the same
+	// URL objects again (never changed), so an update computes the keys
+	// of new ones only, not of the whole list.
+	keys map[*url.URL]string
 
 	router atomic.Pointer[routerBox]
 	view   atomic.Pointer[[]cluster.ProviderInvoker]
@@ -50,6 +55,12 @@ type Dynamic struct {
 type entry struct {
 	raw *url.URL
 	inv cluster.ProviderInvoker
+	// view is the consumer's view of raw under the configurators of
+	// generation gen (nil: disabled); viewOf nil: not computed yet. A
+	// rebuild recomputes only what changed.
+	view   cluster.ProviderInvoker
+	viewOf *url.URL
+	gen    uint64
 }
 
 type configSlot struct {
@@ -86,11 +97,18 @@ func (d *Dynamic) Update(providers []*url.URL) {
 	defer d.update.Unlock()
 
 	wanted := make(map[string]*url.URL, len(providers))
+	keys := make(map[*url.URL]string, len(providers))
 	for _, u := range providers {
 		if u.Protocol() != "empty" {
-			wanted[identityKey(u)] = u
+			k, ok := d.keys[u]
+			if !ok {
+				k = identityKey(u)
+			}
+			keys[u] = k
+			wanted[k] = u
 		}
 	}
+	d.keys = keys // only Update, serialised by d.update, uses it
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -155,6 +173,7 @@ func (d *Dynamic) SetConfigurator(name string, order int, c Configurator) {
 		slices.SortStableFunc(cs, func(a, b configSlot) int { return a.order - b.order })
 	}
 	d.configurators = cs
+	d.configGen++
 	d.rebuild()
 }
 
@@ -166,8 +185,12 @@ func (d *Dynamic) rebuild() {
 	}
 	view := make([]cluster.ProviderInvoker, 0, len(d.entries))
 	for _, e := range d.entries {
-		if p := effective(e.inv, e.raw, d.opts.Consumer, cs); p != nil {
-			view = append(view, p)
+		if e.viewOf != e.raw || e.gen != d.configGen {
+			e.view = effective(e.inv, e.raw, d.opts.Consumer, cs)
+			e.viewOf, e.gen = e.raw, d.configGen
+		}
+		if e.view != nil {
+			view = append(view, e.view)
 		}
 	}
 	// A stable order keeps round robin and "available" predictable.

@@ -59,7 +59,7 @@ func (r *Registry) RegisterInstance(ctx context.Context, in *metadata.Instance) 
 		r.mu.Unlock()
 		return fmt.Errorf("register instance %s: %w", p, classify(err))
 	}
-	if _, err := r.ensureOwned(n); err != nil {
+	if _, err := r.ensureOwned(n, true); err != nil {
 		return fmt.Errorf("register instance %s: %w", p, err)
 	}
 	return nil

@@ -167,7 +167,7 @@ func (r *Registry) retry(all bool) (nodes, watches int) {
 	}
 	r.mu.Unlock()
 	for _, n := range todo {
-		if _, err := r.ensureOwned(n); err != nil {
+		if _, err := r.ensureOwned(n, true); err != nil {
 			r.log.Warn("zookeeper: re-register failed, will retry on reconnection", "path", n.path, "err", err)
 			continue
 		}

@@ -99,12 +99,23 @@ type ownedNode struct {
 	ownDelete bool
 }
 
+// child is a decoded child of a folder and its URL printed (nil: the node
+// name did not decode).
+type child struct {
+	u       *url.URL
+	printed string
+}
+
 // folder is one watched category folder: /dubbo/<iface>/<category>.
 type folder struct {
 	path, iface, category string
-	urls                  []*url.URL // decoded children, sorted
-	loaded                bool       // urls came from ZooKeeper at least once
-	dirty                 bool       // the last read failed: re-read on reconnection
+	subs                  []*subscription // those that want this folder
+	urls                  []*url.URL      // decoded children, sorted
+	// children are the decoded children by node name, so a re-read
+	// decodes and prints only the nodes that are new.
+	children map[string]child
+	loaded   bool // urls came from ZooKeeper at least once
+	dirty    bool // the last read failed: re-read on reconnection
 }
 
 // subscription is one consumer's interest.
@@ -227,11 +238,14 @@ func (r *Registry) ready(ctx context.Context) error {
 
 // Close stops the loop and closes the session, which removes every
 // ephemeral node at once. Persistent registrations (dynamic=false) stay,
-// as in Java Dubbo.
+// as in Java Dubbo. The cache file gets the lists not written yet.
 func (r *Registry) Close() error {
 	r.cancel()
 	<-r.done
 	r.conn.Close()
+	if err := r.cache.Flush(); err != nil {
+		r.log.Warn("registry cache not written", "err", err)
+	}
 	return nil
 }
 
@@ -246,7 +260,7 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := r.ensureOwned(n); err != nil {
+	if _, err := r.ensureOwned(n, true); err != nil {
 		return fmt.Errorf("register %s: %w", u, err)
 	}
 	return nil
@@ -311,17 +325,22 @@ func (r *Registry) Unsubscribe(ctx context.Context, consumer *url.URL) error {
 		for _, s := range r.subs {
 			if !s.consumer.Equal(consumer) {
 				kept = append(kept, s)
+				continue
+			}
+			// Folders nobody subscribes to any more are forgotten; their
+			// watch fires once more and is then ignored.
+			for _, cat := range s.categories {
+				p := r.set.categoryPath(s.iface, cat)
+				if f := r.folders[p]; f != nil {
+					f.subs = slices.DeleteFunc(f.subs, func(x *subscription) bool { return x == s })
+					if len(f.subs) == 0 {
+						delete(r.folders, p)
+					}
+				}
 			}
 		}
 		clear(r.subs[len(kept):])
 		r.subs = kept
-		// Folders nobody subscribes to any more are forgotten; their watch
-		// fires once more and is then ignored.
-		for p, f := range r.folders {
-			if !r.folderWanted(f) {
-				delete(r.folders, p)
-			}
-		}
 	})
 }
 
@@ -346,9 +365,10 @@ func (r *Registry) subscribe(consumer *url.URL, l registry.Listener) error {
 		p := r.set.categoryPath(s.iface, cat)
 		f := r.folders[p]
 		if f == nil {
-			f = &folder{path: p, iface: s.iface, category: cat}
+			f = &folder{path: p, iface: s.iface, category: cat, children: make(map[string]child)}
 			r.folders[p] = f
 		}
+		f.subs = append(f.subs, s)
 		if !f.loaded {
 			if r.conn.State() == zk.StateHasSession {
 				r.readFolder(f)
@@ -377,15 +397,6 @@ func (r *Registry) subscribe(consumer *url.URL, l registry.Listener) error {
 	return nil
 }
 
-func (r *Registry) folderWanted(f *folder) bool {
-	for _, s := range r.subs {
-		if s.iface == f.iface && slices.Contains(s.categories, f.category) {
-			return true
-		}
-	}
-	return false
-}
-
 // readFolder lists a category folder with a child watch, creating it when
 // missing as Java consumers do, then notifies the subscribers whose view
 // changed. On failure the previous list stays.
@@ -401,21 +412,34 @@ func (r *Registry) readFolder(f *folder) {
 		r.log.Warn("zookeeper: cannot read folder, keeping last list", "path", f.path, "err", err)
 		return
 	}
-	urls := make([]*url.URL, 0, len(children))
+	// A folder of n providers changes one node at a time: decoding only
+	// the new names keeps an event's cost from growing with n.
+	// Each is printed once too, for the order (registry.SortURLs's).
+	kids := make(map[string]child, len(children))
+	sorted := make([]child, 0, len(children))
 	for _, name := range children {
-		u, err := url.Decode(name)
-		if err != nil {
-			r.log.Warn("zookeeper: skipping undecodable node", "path", f.path, "node", name, "err", err)
-			continue
+		c, known := f.children[name]
+		if !known {
+			u, err := url.Decode(name)
+			if err != nil {
+				r.log.Warn("zookeeper: skipping undecodable node", "path", f.path, "node", name, "err", err)
+			} else {
+				c = child{u, u.String()}
+			}
 		}
-		urls = append(urls, u)
+		kids[name] = c
+		if c.u != nil {
+			sorted = append(sorted, c)
+		}
 	}
-	registry.SortURLs(urls)
-	f.urls, f.loaded, f.dirty = urls, true, false
-	for _, s := range r.subs {
-		if s.iface == f.iface && slices.Contains(s.categories, f.category) {
-			r.notify(s, f.category, f.urls, false)
-		}
+	slices.SortFunc(sorted, func(a, b child) int { return strings.Compare(a.printed, b.printed) })
+	urls := make([]*url.URL, len(sorted))
+	for i, c := range sorted {
+		urls[i] = c.u
+	}
+	f.children, f.urls, f.loaded, f.dirty = kids, urls, true, false
+	for _, s := range f.subs {
+		r.notify(s, f.category, f.urls, false)
 	}
 }
 
@@ -446,9 +470,11 @@ func (r *Registry) notify(s *subscription, category string, all []*url.URL, stal
 
 // ensureOwned creates n (and its parents) unless it exists and is ours, and
 // arms its exists watch. An existing ephemeral node of another session is
-// replaced. created reports whether n was missing.
-func (r *Registry) ensureOwned(n *ownedNode) (created bool, err error) {
-	created, err = r.createOwned(n)
+// replaced when takeOver is set (a registration: the node is a leftover of
+// an older session of ours), else left to that session (see ownedEvent).
+// created reports whether n was missing.
+func (r *Registry) ensureOwned(n *ownedNode, takeOver bool) (created bool, err error) {
+	created, err = r.createOwned(n, takeOver)
 	r.mu.Lock()
 	if cur := r.owned[n.path]; cur == n {
 		n.pending = err != nil
@@ -457,7 +483,7 @@ func (r *Registry) ensureOwned(n *ownedNode) (created bool, err error) {
 	return created, err
 }
 
-func (r *Registry) createOwned(n *ownedNode) (created bool, err error) {
+func (r *Registry) createOwned(n *ownedNode, takeOver bool) (created bool, err error) {
 	if err := r.reachable(); err != nil {
 		return false, err
 	}
@@ -496,16 +522,47 @@ func (r *Registry) createOwned(n *ownedNode) (created bool, err error) {
 		if !ok {
 			continue // deleted meanwhile: create again
 		}
-		if stat.EphemeralOwner == r.conn.SessionID() {
+		if stat.EphemeralOwner == r.conn.SessionID() || !takeOver {
 			return created, nil
 		}
 		// Left by an older session that has not expired yet: take it over
-		// so that it disappears with us, as Java and dubbo-go do.
-		if err := r.deleteOwned(n); err != nil {
+		// so that it disappears with us, as Java and dubbo-go do. Delete
+		// and create are one transaction: with a gap between them, the
+		// other session (if alive) re-creates the node it lost (see
+		// ownedEvent) and each takes it from the other until we give up.
+		switch err := r.replaceOwned(n, stat.Version, flags); {
+		case err == nil:
+			created = true // the next round arms the watch on our node
+		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+			// changed meanwhile: look again
+		default:
 			return false, classify(err)
 		}
 	}
 	return false, fmt.Errorf("%s kept reappearing while being re-created", n.path)
+}
+
+// replaceOwned deletes the node at n's path, if still at version, and
+// creates ours in one transaction, marking the deletion as ours for
+// ownedEvent.
+func (r *Registry) replaceOwned(n *ownedNode, version, flags int32) error {
+	r.mu.Lock()
+	n.ownDelete = true
+	r.mu.Unlock()
+	res, err := r.conn.Multi(
+		&zk.DeleteRequest{Path: n.path, Version: version},
+		&zk.CreateRequest{Path: n.path, Data: n.data, Acl: r.set.acl(), Flags: flags})
+	for _, op := range res {
+		if err == nil {
+			err = op.Error // the failed operation, if the header does not say
+		}
+	}
+	if err != nil {
+		r.mu.Lock()
+		n.ownDelete = false // nothing was deleted: no event will come
+		r.mu.Unlock()
+	}
+	return err
 }
 
 // deleteOwned deletes whatever node is at n's path, for n to replace it,
@@ -533,8 +590,12 @@ func (r *Registry) deleteOwned(n *ownedNode) error {
 // ownedEvent runs in the loop on an event of a watched node. An ephemeral
 // node of ours that someone else deleted while our session lives (an
 // operator, a buggy tool) is registered again at once; Java Dubbo would
-// stay unregistered until its session ends. Any other event of such a node
-// only re-arms its watch.
+// stay unregistered until its session ends. If another live session has
+// registered the same path meanwhile (the same URL registered twice, e.g.
+// by two consumers of one application in one process), the node is left
+// to it and watched: taking it back would delete it under that session,
+// which would take it back in turn, for ever. Any other event of such a
+// node only re-arms its watch.
 func (r *Registry) ownedEvent(ev zk.Event) {
 	r.mu.Lock()
 	n := r.owned[ev.Path]
@@ -546,12 +607,14 @@ func (r *Registry) ownedEvent(ev zk.Event) {
 	if n == nil || !n.ephemeral {
 		return
 	}
-	created, err := r.ensureOwned(n)
+	created, err := r.ensureOwned(n, false)
 	switch {
 	case err != nil:
 		r.log.Warn("zookeeper: cannot re-create our node; will retry on reconnection", "path", n.path, "event", ev.Type.String(), "err", err)
 	case created && !ours:
 		r.log.Warn("zookeeper: our node was deleted by someone else while our session lives; registered it again", "path", n.path)
+	case !created && !ours && ev.Type == zk.EventNodeDeleted:
+		r.log.Warn("zookeeper: our node was replaced by another session's registration of the same path; leaving it to that session", "path", n.path)
 	}
 }
 

@@ -30,7 +30,9 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("RegisterLayout", func(t *testing.T) { testRegisterLayout(t, addr) })
 		t.Run("RegisterTakesOverLeftoverLeaf", func(t *testing.T) { testRegisterTakesOverLeftoverLeaf(t, addr) })
 		t.Run("SubscribeFullLists", func(t *testing.T) { testSubscribeFullLists(t, addr) })
+		t.Run("SubscriptionsShareFolders", func(t *testing.T) { testSubscriptionsShareFolders(t, addr) })
 		t.Run("SessionExpiryRecovery", func(t *testing.T) { testSessionExpiryRecovery(t, addr) })
+		t.Run("SameURLTwoSessions", func(t *testing.T) { testSameURLTwoSessions(t, addr) })
 		t.Run("DeletedNodeRecreated", func(t *testing.T) { testDeletedNodeRecreated(t, addr) })
 		t.Run("CacheFileWhenZooKeeperDown", func(t *testing.T) { testCacheFileWhenZooKeeperDown(t, addr) })
 		t.Run("DigestAuth", func(t *testing.T) { testDigestAuth(t, addr) })
@@ -236,6 +238,107 @@ func testSubscribeFullLists(t *testing.T, addr string) {
 	case n := <-rec.ch:
 		t.Errorf("notification after Unsubscribe: %s %v", n.Category, urlStrings(n.URLs))
 	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// Subscriptions of one session share a folder's watch and its decoded
+// nodes: each gets the lists it matches, an undecodable node is skipped,
+// and one that unsubscribes leaves the others served.
+func testSubscriptionsShareFolders(t *testing.T, addr string) {
+	ctx := context.Background()
+	prov := newRegistry(t, addr, "group=share", Options{})
+	cons := newRegistry(t, addr, "group=share", Options{})
+	raw := rawConn(t, addr)
+
+	v1, v2, all := newRecorder(), newRecorder(), newRecorder()
+	subAll := subscribeURL(greeter, "*")
+	subAll.SetParam("application", "other-consumer")
+	for _, s := range []struct {
+		u   *url.URL
+		rec *recorder
+	}{{subscribeURL(greeter, "1.0.0"), v1}, {subscribeURL(greeter, "2.0.0"), v2}, {subAll, all}} {
+		if err := cons.Subscribe(ctx, s.u, s.rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := providerURL(20880, greeter, "1.0.0"), providerURL(20881, greeter, "2.0.0")
+	for _, u := range []*url.URL{a, b} {
+		if err := prov.Register(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.Create("/share/"+greeter+"/providers/not%zza+url", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	v1.waitFor(t, "providers", 5*time.Second, hasExactly(a))
+	v2.waitFor(t, "providers", 5*time.Second, hasExactly(b))
+	all.waitFor(t, "providers", 5*time.Second, hasExactly(a, b))
+
+	if err := cons.Unsubscribe(ctx, subscribeURL(greeter, "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	v1.drain()
+	c := providerURL(20882, greeter, "1.0.0")
+	if err := prov.Register(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	all.waitFor(t, "providers", 5*time.Second, hasExactly(a, b, c))
+	if err := prov.Unregister(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	v2.waitFor(t, "providers", 5*time.Second, hasExactly())
+	all.waitFor(t, "providers", 5*time.Second, hasExactly(a, c))
+	select {
+	case n := <-v1.ch:
+		t.Errorf("notification after Unsubscribe: %s %v", n.Category, urlStrings(n.URLs))
+	default:
+	}
+}
+
+// Two live sessions registering the same URL (two consumers of one
+// application in one process) leave it to the later one instead of
+// deleting it under each other for ever; when that one goes, the other
+// registers it again.
+func testSameURLTwoSessions(t *testing.T, addr string) {
+	ctx := context.Background()
+	first := newRegistry(t, addr, "group=twice", Options{})
+	second := newRegistry(t, addr, "group=twice", Options{})
+	raw := rawConn(t, addr)
+	c := consumerURL(greeter, "1.0.0")
+	if err := first.Register(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Register(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	p := "/twice/" + greeter + "/consumers/" + c.Encode()
+	owner := func() (session, czxid int64) {
+		t.Helper()
+		ok, st, err := raw.Exists(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return 0, 0
+		}
+		return st.EphemeralOwner, st.Czxid
+	}
+	_, czxid := owner()
+	time.Sleep(500 * time.Millisecond)
+	if s, z := owner(); s != second.conn.SessionID() || z != czxid {
+		t.Fatalf("the node changed hands while both sessions live: owner %#x czxid %#x, was created at %#x; second session %#x",
+			s, z, czxid, second.conn.SessionID())
+	}
+	second.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if s, _ := owner(); s == first.conn.SessionID() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first session did not register the URL again after the second closed")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
