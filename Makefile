@@ -11,7 +11,7 @@ BENCHTIME ?= 2s
 STORE_BENCHTIME ?= 1440x
 # Packages that measure behaviour under load with real processes; they run
 # one at a time after the rest so other packages' tests do not skew them.
-SERIAL    := test/fault|test/e2e|test/interop|node/scaletest
+SERIAL    := test/fault|test/e2e|test/interop|test/scale
 
 .PHONY: all build up test unit fuzz bench clean
 
@@ -46,7 +46,7 @@ fuzz:
 # (plugins/benchtest).
 # Console: the services page and a service page over 500 services and
 # 5,000 providers in a real embedded registry (goal: under 50 ms each).
-# Scale (node/scaletest, once each, 3-4 minutes): 10,000 provider nodes
+# Scale (test/scale, once each, 3-4 minutes): 10,000 provider nodes
 # of 500 services and 200 consumers, on our registry and on Apache
 # ZooKeeper (registration to every consumer p50/p99, 1,000 providers
 # restarting at once, RSS of the registry and of consumer processes of 50
@@ -64,7 +64,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkStoreDay' \
 		-benchtime $(STORE_BENCHTIME) -timeout 60m ./monitor/store/ | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'BenchmarkScale' \
-		-benchtime 1x -timeout 20m ./node/scaletest/ | tee -a bench.out
+		-benchtime 1x -timeout 20m ./test/scale/ | tee -a bench.out
 	$(GO) run ./tools/benchratio < bench.out
 	$(GO) test -run '^$$' -bench 'BenchmarkServicesPage|BenchmarkServicePage' \
 		-benchtime $(BENCHTIME) -timeout 10m ./console/

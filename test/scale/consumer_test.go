@@ -1,6 +1,6 @@
 //go:build unix
 
-package scaletest
+package scale
 
 import (
 	"fmt"
