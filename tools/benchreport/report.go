@@ -116,7 +116,9 @@ type chartSpec struct {
 
 func family(name string) func(string) bool { return func(f string) bool { return f == name } }
 
-func prefix(p string) func(string) bool { return func(f string) bool { return strings.HasPrefix(f, p) } }
+func prefix(p string) func(string) bool {
+	return func(f string) bool { return strings.HasPrefix(f, p) }
+}
 
 var sections = []section{
 	{
