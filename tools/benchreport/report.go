@@ -61,7 +61,6 @@ var headlines = []headline{
 	{"registry set, 16 clients (fsync)", "BenchmarkRegistry/set/clients=16", "ns/op", pair{"embedded", "apache"}},
 	{"registry create, 16 clients (fsync)", "BenchmarkRegistry/create/clients=16", "ns/op", pair{"embedded", "apache"}},
 	{"watch notification p99", "BenchmarkWatchLatency", "p99_us", pair{"embedded", "apache"}},
-	{"provider re-creates its deleted node", "BenchmarkFaultNodeDeleted", "reregister_ms", pair{"embedded", "apache"}},
 }
 
 // names people read for the targets.
