@@ -10,7 +10,9 @@
 // is drawn from the list: a provider killed with -9 and started again, a
 // provider stopped with SIGTERM and started again, a provider frozen with
 // SIGSTOP for 5 s, a provider's plugin killed with -9, a provider's node
-// deleted from the registry, the consumer (the bench process) restarted.
+// deleted from the registry, `dubbo up` itself (registry, monitor and
+// console) killed with -9 and started again on its data, the consumer
+// (the bench process) restarted.
 //
 // At the end it prints and checks: the calls made and failed (none may
 // fail), the calls stored in the monitor (GET /api/v1/stats: the

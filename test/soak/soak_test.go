@@ -414,6 +414,15 @@ var faults = []fault{
 		}
 		return fmt.Sprintf("%s's node deleted, back %v later", p.name, time.Since(start).Round(time.Millisecond))
 	}},
+	{"kill -9 dubbo up (registry, monitor, console) and start it again", func(t *testing.T, e *env, _ int) string {
+		e.up.signal(t, syscall.SIGKILL)
+		e.up.wait(10 * time.Second)
+		time.Sleep(5 * time.Second)
+		e.up.start(t)
+		ready := e.up.ready(t, 30*time.Second)
+		waitHTTP(t, "http://"+e.console+"/api/v1/stats?interface="+greeter, 30*time.Second)
+		return fmt.Sprintf("dubbo up down 5 s, ready %v after its start", ready.Round(time.Millisecond))
+	}},
 	{"restart the consumer", func(t *testing.T, e *env, _ int) string {
 		start := time.Now()
 		e.bench.signal(t, syscall.SIGINT)

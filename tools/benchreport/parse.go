@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -104,6 +105,9 @@ func (in *Input) Parse(r io.Reader) error {
 			v, err := strconv.ParseFloat(fields[j], 64)
 			if err != nil {
 				return fmt.Errorf("%s: value %q: %w", fields[0], fields[j], err)
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s: value %q is not a number a benchmark reports", fields[0], fields[j])
 			}
 			unit := fields[j+1]
 			if res.counts[unit] == 0 {
