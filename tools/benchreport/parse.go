@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -175,7 +176,18 @@ func (in *Input) Families() []*Family {
 		}
 		f.results[[2]string{r.Base, r.Target}] = r
 	}
+	for _, f := range out {
+		sort.SliceStable(f.Targets, func(i, j int) bool { return targetRank[f.Targets[i]] < targetRank[f.Targets[j]] })
+	}
 	return out
+}
+
+// targetRank orders a family's targets: ours, ours through a plugin, the
+// peer, the floor.
+var targetRank = map[string]int{
+	"ours-plugin": 1, "plugin": 1,
+	"dubbogo": 2, "apache": 2,
+	"rawtcp": 3, "floor": 3,
 }
 
 func contains(list []string, s string) bool {
