@@ -147,7 +147,7 @@ func TestSigtermUnderLoad(t *testing.T) {
 
 // sigterm sends SIGTERM to p and returns how long its provider node took
 // to leave the registry, as seen by a ZooKeeper watch.
-func sigterm(t *testing.T, zc *zk.Conn, p *providerProc) time.Duration {
+func sigterm(t testing.TB, zc *zk.Conn, p *providerProc) time.Duration {
 	t.Helper()
 	path, err := providerNode(zc, p.addr)
 	if err != nil || path == "" {

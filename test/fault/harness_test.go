@@ -37,7 +37,7 @@ type nopLogger struct{}
 func (nopLogger) Printf(string, ...any) {}
 
 // zkConn is a plain go-zookeeper session, what an operator's tool uses.
-func zkConn(t *testing.T, addr string) *zk.Conn {
+func zkConn(t testing.TB, addr string) *zk.Conn {
 	t.Helper()
 	c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
 	if err != nil {
@@ -79,7 +79,7 @@ type providerProc struct {
 
 // startProvider starts a provider process registered at zkAddr and waits
 // for it to serve. It is killed (and reaped) in t.Cleanup.
-func startProvider(t *testing.T, zkAddr string) *providerProc {
+func startProvider(t testing.TB, zkAddr string) *providerProc {
 	t.Helper()
 	p := launchProvider(t, providerOpts{registry: "zookeeper://" + zkAddr})
 	p.waitReady(t, 20*time.Second)
@@ -97,7 +97,7 @@ type providerOpts struct {
 
 // launchProvider starts a provider process without waiting for it to
 // serve (see waitReady). It is killed (and reaped) in t.Cleanup.
-func launchProvider(t *testing.T, o providerOpts) *providerProc {
+func launchProvider(t testing.TB, o providerOpts) *providerProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRole+"=provider", envRegistry+"="+o.registry,
@@ -157,7 +157,7 @@ func launchProvider(t *testing.T, o providerOpts) *providerProc {
 
 // waitReady waits until the provider process serves and has exported
 // Greeter (it printed READY), and sets p.addr.
-func (p *providerProc) waitReady(t *testing.T, d time.Duration) {
+func (p *providerProc) waitReady(t testing.TB, d time.Duration) {
 	t.Helper()
 	select {
 	case p.addr = <-p.ready:
@@ -168,7 +168,7 @@ func (p *providerProc) waitReady(t *testing.T, d time.Duration) {
 	}
 }
 
-func (p *providerProc) signal(t *testing.T, sig syscall.Signal) {
+func (p *providerProc) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal %v to provider %s: %v", sig, p.addr, err)
@@ -176,7 +176,7 @@ func (p *providerProc) signal(t *testing.T, sig syscall.Signal) {
 }
 
 // wait waits for the process to exit.
-func (p *providerProc) wait(t *testing.T, d time.Duration) {
+func (p *providerProc) wait(t testing.TB, d time.Duration) {
 	t.Helper()
 	select {
 	case <-p.exited:
@@ -198,7 +198,7 @@ func (p *providerProc) line(prefix string) (string, bool) {
 }
 
 // port is the provider's dubbo port.
-func (p *providerProc) port(t *testing.T) int {
+func (p *providerProc) port(t testing.TB) int {
 	t.Helper()
 	_, ps, _ := strings.Cut(p.addr, ":")
 	n, err := strconv.Atoi(ps)
@@ -210,7 +210,7 @@ func (p *providerProc) port(t *testing.T) int {
 
 // newConsumer starts a consumer of Greeter with Dubbo's defaults (and the
 // load balancer lb, when not "") and waits until it sees want providers.
-func newConsumer(t *testing.T, zkAddr string, want int, lb string) (*consumer.Consumer, *consumer.Reference) {
+func newConsumer(t testing.TB, zkAddr string, want int, lb string) (*consumer.Consumer, *consumer.Reference) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -235,7 +235,7 @@ func newConsumer(t *testing.T, zkAddr string, want int, lb string) (*consumer.Co
 	return c, r
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -268,14 +268,14 @@ type load struct {
 const maxCallsPerWorker = 100_000
 
 // startLoad starts workers calling sayHello(arg(worker, i)) through c.
-func startLoad(t *testing.T, c *consumer.Consumer, workers int, maxDur time.Duration, arg func(worker, i int) string) *load {
+func startLoad(t testing.TB, c *consumer.Consumer, workers int, maxDur time.Duration, arg func(worker, i int) string) *load {
 	t.Helper()
 	return startPacedLoad(t, c, workers, maxDur, 0, arg)
 }
 
 // startPacedLoad is startLoad with a pause after each call, for long runs
 // that must leave CPU to the processes under test.
-func startPacedLoad(t *testing.T, c *consumer.Consumer, workers int, maxDur, pause time.Duration, arg func(worker, i int) string) *load {
+func startPacedLoad(t testing.TB, c *consumer.Consumer, workers int, maxDur, pause time.Duration, arg func(worker, i int) string) *load {
 	t.Helper()
 	ctx, stop := context.WithTimeout(context.Background(), maxDur)
 	l := &load{start: time.Now(), stop: stop, recs: make([][]callRec, workers)}

@@ -52,7 +52,7 @@ type dubboProc struct {
 
 // startDubbo runs `dubbo args...` in dir, with the test's environment minus
 // DUBBO_* overrides. The process is killed (and reaped) in t.Cleanup.
-func startDubbo(t *testing.T, name, dir string, args ...string) *dubboProc {
+func startDubbo(t testing.TB, name, dir string, args ...string) *dubboProc {
 	t.Helper()
 	bin, err := dubboBinary()
 	if err != nil {
@@ -93,7 +93,7 @@ func (p *dubboProc) running() bool {
 }
 
 // kill sends SIGKILL, as a crash, and waits until the process is reaped.
-func (p *dubboProc) kill(t *testing.T) {
+func (p *dubboProc) kill(t testing.TB) {
 	t.Helper()
 	if !p.running() {
 		return
@@ -107,7 +107,7 @@ func (p *dubboProc) kill(t *testing.T) {
 }
 
 // stop sends SIGINT (Ctrl-C) and waits for the process to exit.
-func (p *dubboProc) stop(t *testing.T) {
+func (p *dubboProc) stop(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatalf("SIGINT to %s: %v", p.name, err)
@@ -131,7 +131,7 @@ type registryProc struct {
 
 // startRegistryProc starts the registry process on a free port and waits
 // until it answers ruok.
-func startRegistryProc(t *testing.T) *registryProc {
+func startRegistryProc(t testing.TB) *registryProc {
 	t.Helper()
 	r := &registryProc{addr: freeAddr(t), dir: t.TempDir()}
 	r.start(t)
@@ -139,7 +139,7 @@ func startRegistryProc(t *testing.T) *registryProc {
 }
 
 // start launches the process (again) and waits until it answers ruok.
-func (r *registryProc) start(t *testing.T) {
+func (r *registryProc) start(t testing.TB) {
 	t.Helper()
 	r.proc = startDubbo(t, "registry", r.dir, "run", "--role=registry",
 		"--set", "registry.server.listen="+r.addr, "--set", "registry.server.data-dir="+filepath.Join(r.dir, "data"))
@@ -154,10 +154,10 @@ func (r *registryProc) start(t *testing.T) {
 }
 
 // kill kills the registry process with SIGKILL.
-func (r *registryProc) kill(t *testing.T) { r.proc.kill(t) }
+func (r *registryProc) kill(t testing.TB) { r.proc.kill(t) }
 
 // freeAddr is a loopback address nobody listens on now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -184,7 +184,7 @@ type proxy struct {
 
 // startProxy listens on a free loopback port and forwards to target until
 // the test ends.
-func startProxy(t *testing.T, target string) *proxy {
+func startProxy(t testing.TB, target string) *proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

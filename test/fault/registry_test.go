@@ -101,7 +101,7 @@ func TestRegistryProcessKilled(t *testing.T) {
 }
 
 // leafOwner is the session owning the provider node of addr (0: none).
-func leafOwner(t *testing.T, zc *zk.Conn, addr string) int64 {
+func leafOwner(t testing.TB, zc *zk.Conn, addr string) int64 {
 	t.Helper()
 	path, err := providerNode(zc, addr)
 	if err != nil || path == "" {
@@ -204,7 +204,7 @@ func TestOwnNodeDeleted(t *testing.T) {
 
 // deleteAndWait deletes path as an operator would and returns how long
 // its owner took to create it again, seen by an exists watch.
-func deleteAndWait(t *testing.T, zc *zk.Conn, path string) time.Duration {
+func deleteAndWait(t testing.TB, zc *zk.Conn, path string) time.Duration {
 	t.Helper()
 	_, before, err := zc.Get(path)
 	if err != nil {
