@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +45,12 @@ func TestAsyncInvoker(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, p.Addr())
+	// The connect event runs on a worker (dispatcher all) and holds one of
+	// the 8 threads until it ends; the 8 calls need all of them.
+	waitFor(t, "the connect event", func() (bool, string) {
+		st := p.Server().Stats().Pool
+		return st.Completed >= 1 && st.Active == 0, fmt.Sprintf("%+v", st)
+	})
 	call := func(name string) (*rpc.Result, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
