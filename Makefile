@@ -57,7 +57,8 @@ fuzz:
 # Monitor store: a day of 50 services x 10 methods x 20 nodes x 2 sides
 # (rows/s, DB size, the console's heaviest query).
 # Console: the services page and a service page over 500 services and
-# 5,000 providers in a real embedded registry (goal: under 50 ms each).
+# 10,000 providers and 10,000 consumers in a real embedded registry (goal:
+# under 50 ms each).
 BENCH_OUT       := bench/out
 FAULT_BENCHTIME ?= 3x
 SCALE_BENCHTIME ?= 1x

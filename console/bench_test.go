@@ -18,14 +18,16 @@ import (
 	"github.com/dubbo-lab/dubbo/monitor/store"
 )
 
-// Benchmark scale: the 500 services and 5,000 providers.
+// Benchmark scale: the scale suite's registry (test/scale): 500 services,
+// 10,000 providers and 10,000 consumer nodes (200 consumers of 50 services).
 const (
 	benchServices  = 500
-	benchProviders = 10 // per service
+	benchProviders = 20 // per service
+	benchConsumers = 20 // per service
 )
 
 // bigRegistry fills a real embedded registry with benchServices services
-// of benchProviders providers and one consumer each, registered as Dubbo
+// of benchProviders providers and benchConsumers consumers each, registered as Dubbo
 // nodes write them, and returns a console over it (and a store) once the
 // console's copy holds them all.
 func bigRegistry(b *testing.B) *console.Console {
@@ -56,8 +58,12 @@ func bigRegistry(b *testing.B) *console.Console {
 				s%250, p+1, iface, s%50, iface, 1000+p)
 			ops = append(ops, &zk.CreateRequest{Path: base + "/providers/" + url.QueryEscape(u), Acl: acl, Flags: 0})
 		}
-		cu := fmt.Sprintf("consumer://10.2.0.1/%s?application=web&category=consumers&check=false&dubbo=2.0.2&interface=%s&side=consumer&version=1.0.0", iface, iface)
-		ops = append(ops, &zk.CreateRequest{Path: base + "/consumers/" + url.QueryEscape(cu), Acl: acl, Flags: 0})
+		for c := 0; c < benchConsumers; c++ {
+			n := (s/50*benchConsumers + c) % 200 // consumer n references 50 services
+			cu := fmt.Sprintf("consumer://10.2.%d.%d/%s?application=web-%d&category=consumers&check=false&dubbo=2.0.2&interface=%s&side=consumer&version=1.0.0",
+				n/250, n%250+1, iface, n, iface)
+			ops = append(ops, &zk.CreateRequest{Path: base + "/consumers/" + url.QueryEscape(cu), Acl: acl, Flags: 0})
+		}
 		if _, err := conn.Multi(ops...); err != nil {
 			b.Fatalf("register %s: %v", iface, err)
 		}
@@ -103,8 +109,8 @@ func benchPage(b *testing.B, c *console.Console, path, must string) {
 	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N)/1000, "ms/page")
 }
 
-// BenchmarkServicesPage renders /services over 500 services and 5,000
-// providers (goal: under 50 ms).
+// BenchmarkServicesPage renders /services over 500 services, 10,000
+// providers and 10,000 consumers (goal: under 50 ms).
 func BenchmarkServicesPage(b *testing.B) {
 	c := bigRegistry(b)
 	benchPage(b, c, "/services", "com.example.shop.Service499")
