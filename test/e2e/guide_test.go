@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 )
 
 // guide is the README's "Write your first handler", as a user reads it.
@@ -97,7 +99,7 @@ func TestFirstHandlerGuide(t *testing.T) {
 	}
 
 	p := freePorts(t, 2) // dubbo.toml runs 2 replicas
-	env := append(environ(),
+	env := append(child.Env(),
 		fmt.Sprintf("DUBBO_REGISTRY_SERVER_LISTEN=127.0.0.1:%d", p.registry),
 		"DUBBO_REGISTRY_ADDRESS="+p.registryURL(),
 		fmt.Sprintf("DUBBO_PROTOCOL_PORT=%d", p.provider),
@@ -163,7 +165,7 @@ func shell(dir string, env []string, line string) (string, error) {
 	cmd.Dir = dir
 	cmd.Env = env
 	if env == nil {
-		cmd.Env = environ()
+		cmd.Env = child.Env()
 	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err

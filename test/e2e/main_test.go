@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 )
 
@@ -29,38 +30,19 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "dubbo-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
 	// One go build for all: the module root is the dubbo command; the
 	// plugins of testdata serve only tests.
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"../..", "../../examples/greeter", "../../examples/chain", "../../examples/greeter-caller", "./testdata/tagrelay")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	dir, err := child.Build("../..", "../../examples/greeter", "../../examples/chain", "../../examples/greeter-caller", "./testdata/tagrelay")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building dubbo and the example plugins:", err)
 		return 1
 	}
+	defer os.RemoveAll(dir)
 	bin = dir
 	return m.Run()
 }
 
 func binary(name string) string { return filepath.Join(bin, name) }
-
-// environ is the test's environment without DUBBO_* overrides a developer
-// may have set, which would change what the config files say.
-func environ() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DUBBO_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
 
 // ports are the addresses of one test environment, all on 127.0.0.1.
 type ports struct {
@@ -205,7 +187,7 @@ func startNode(t *testing.T, name, dir string, args ...string) *node {
 	t.Helper()
 	cmd := exec.Command(binary("dubbo"), args...)
 	cmd.Dir = dir
-	cmd.Env = environ()
+	cmd.Env = child.Env()
 	return startCmd(t, name, cmd)
 }
 
@@ -367,7 +349,7 @@ func runDubbo(dir string, args ...string) (result, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary("dubbo"), args...)
 	cmd.Dir = dir
-	cmd.Env = environ()
+	cmd.Env = child.Env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 )
 
 // TestGreeterPluginKilled kills the greeter plugin process of one of two
@@ -120,7 +122,7 @@ func startBench(t *testing.T, dir string, flags ...string) *runningBench {
 	args := append([]string{"bench"}, flags...)
 	args = append(args, "--version", "1.0.0", "org.example.Greeter", "sayHello", `"world"`)
 	b := &runningBench{cmd: exec.Command(binary("dubbo"), args...)}
-	b.cmd.Dir, b.cmd.Env = dir, environ()
+	b.cmd.Dir, b.cmd.Env = dir, child.Env()
 	b.cmd.Stdout, b.cmd.Stderr = &b.stdout, &b.stderr
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 )
 
 // Plugins that never come up: a path that cannot be launched is refused
@@ -76,7 +78,7 @@ func startNodeEnv(t *testing.T, name, dir string, env []string, args ...string) 
 	n := &node{name: name, done: make(chan struct{})}
 	n.cmd = exec.Command(binary("dubbo"), args...)
 	n.cmd.Dir = dir
-	n.cmd.Env = append(environ(), env...)
+	n.cmd.Env = append(child.Env(), env...)
 	n.cmd.Stdout, n.cmd.Stderr = &n.stdout, &n.stderr
 	if err := n.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -43,7 +44,7 @@ func runProvider(t *testing.T, name, dir, cfg string, env []string, flags ...str
 	t.Helper()
 	cmd := exec.Command(binary("dubbo"), append([]string{"run", "--role=provider", "-c", cfg}, flags...)...)
 	cmd.Dir = dir
-	cmd.Env = append(environ(), env...)
+	cmd.Env = append(child.Env(), env...)
 	n := startCmd(t, name, cmd)
 	if _, ok := waitFor(20*time.Second, func() bool {
 		return strings.Contains(n.stdout.String(), "ready") || n.exited()

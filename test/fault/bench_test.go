@@ -6,14 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 )
@@ -47,12 +46,7 @@ func TestFrozenProviderBench(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin, "bench", "-c", "8", "-d", "7s",
 		"--registry", "zookeeper://"+zkAddr, "--version", providertest.GreeterVersion,
 		providertest.GreeterInterface, "sayHello", `"faulttest"`)
-	cmd.Dir = t.TempDir() // no dubbo.toml
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DUBBO_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Dir, cmd.Env = t.TempDir(), child.Env() // no dubbo.toml
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

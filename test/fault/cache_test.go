@@ -133,8 +133,8 @@ func waitGateway(t *testing.T, cons *dubboProc, gateway string, groups []string,
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		if !cons.running() {
-			t.Fatalf("%s exited: %v", cons.name, cons.exitErr)
+		if !cons.Running() {
+			t.Fatalf("%s exited: %v", cons.name, cons.Err())
 		}
 		var err error
 		for _, g := range groups {

@@ -3,51 +3,28 @@
 package fault
 
 import (
-	"bytes"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
-	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 )
 
 // dubboBinary builds the dubbo command once for the tests that run it.
 var dubboBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "dubbo-faulttest-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "dubbo")
-	cmd := exec.Command("go", "build", "-o", bin, "../..")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", &buildError{err: err, out: out.String()}
-	}
-	return bin, nil
+	dir, err := child.Build("../..")
+	return filepath.Join(dir, "dubbo"), err
 })
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "go build dubbo: " + e.err.Error() + "\n" + e.out }
 
 // dubboProc is one process of the built dubbo command.
 type dubboProc struct {
-	name    string
-	cmd     *exec.Cmd
-	out     *syncbuf.Buffer // stdout and stderr
-	exited  chan struct{}
-	exitErr error
+	name string
+	*child.Proc
 }
 
 // startDubbo runs `dubbo args...` in dir, with the test's environment minus
@@ -59,61 +36,43 @@ func startDubbo(t testing.TB, name, dir string, args ...string) *dubboProc {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DUBBO_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	p := &dubboProc{name: name, cmd: cmd, out: &syncbuf.Buffer{Limit: 1 << 20}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
+	cmd.Dir, cmd.Env = dir, child.Env()
+	c, err := child.Start(cmd, 1<<20)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		p.exitErr = cmd.Wait()
-		close(p.exited)
-	}()
+	p := &dubboProc{name: name, Proc: c}
 	t.Cleanup(func() {
 		p.kill(t)
 		if t.Failed() {
-			t.Logf("%s (pid %d) output:\n%s", name, cmd.Process.Pid, p.out.String())
+			t.Logf("%s (pid %d) output:\n%s", name, p.Pid(), p.Out.String())
 		}
 	})
 	return p
 }
 
-func (p *dubboProc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // kill sends SIGKILL, as a crash, and waits until the process is reaped.
 func (p *dubboProc) kill(t testing.TB) {
 	t.Helper()
-	if !p.running() {
+	if !p.Running() {
 		return
 	}
-	_ = p.cmd.Process.Kill()
+	_ = p.Cmd.Process.Kill()
 	select {
-	case <-p.exited:
+	case <-p.Done():
 	case <-time.After(10 * time.Second):
-		t.Errorf("%s (pid %d) not reaped 10s after SIGKILL", p.name, p.cmd.Process.Pid)
+		t.Errorf("%s (pid %d) not reaped 10s after SIGKILL", p.name, p.Pid())
 	}
 }
 
 // stop sends SIGINT (Ctrl-C) and waits for the process to exit.
 func (p *dubboProc) stop(t testing.TB) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatalf("SIGINT to %s: %v", p.name, err)
 	}
 	select {
-	case <-p.exited:
+	case <-p.Done():
 	case <-time.After(15 * time.Second):
 		t.Fatalf("%s still running 15s after SIGINT", p.name)
 	}
@@ -145,8 +104,8 @@ func (r *registryProc) start(t testing.TB) {
 		"--set", "registry.server.listen="+r.addr, "--set", "registry.server.data-dir="+filepath.Join(r.dir, "data"))
 	r.started = time.Now()
 	waitFor(t, "the registry process to answer ruok", 15*time.Second, func() bool {
-		if !r.proc.running() {
-			t.Fatalf("registry process exited: %v\n%s", r.proc.exitErr, r.proc.out.String())
+		if !r.proc.Running() {
+			t.Fatalf("registry process exited: %v\n%s", r.proc.Err(), r.proc.Out.String())
 		}
 		out, err := apachezk.FourLetter(r.addr, "ruok", time.Second)
 		return err == nil && out == "imok"

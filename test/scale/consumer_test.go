@@ -42,8 +42,8 @@ func runConsumerProc(t testing.TB, f fanout, zkAddr string, refs int) consumerPr
 	p := startDubbo(t, fmt.Sprintf("consumer of %d services", refs), dir, "run", "--role=consumer")
 	c := http.Client{Timeout: 5 * time.Second}
 	waitFor(t, fmt.Sprintf("the consumer of %d services to start", refs), 2*time.Minute, func() bool {
-		if !p.running() {
-			t.Fatalf("the consumer of %d services exited:\n%s", refs, p.out.String())
+		if !p.Running() {
+			t.Fatalf("the consumer of %d services exited:\n%s", refs, p.Out.String())
 		}
 		resp, err := c.Get("http://" + qos + "/startup")
 		if err != nil {
@@ -53,7 +53,7 @@ func runConsumerProc(t testing.TB, f fanout, zkAddr string, refs int) consumerPr
 		return resp.StatusCode == http.StatusOK
 	})
 	res := consumerProcResult{refs: refs, start: time.Since(start)}
-	res.stat = statOf(t, p.pid())
+	res.stat = statOf(t, p.Pid())
 	res.goroutines = goroutines(t, qos)
 	return res
 }

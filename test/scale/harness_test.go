@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
-	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/transport"
 )
@@ -29,25 +29,15 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // dubboBinary builds the dubbo command once for the tests that run it.
 var dubboBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "dubbo-scaletest-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "dubbo")
-	cmd := exec.Command("go", "build", "-o", bin, "../..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build dubbo: %w\n%s", err, out)
-	}
-	return bin, nil
+	dir, err := child.Build("../..")
+	return filepath.Join(dir, "dubbo"), err
 })
 
 // proc is one process of the built dubbo command, killed (and reaped) when
 // the test ends.
 type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	out    *syncbuf.Buffer
-	exited chan struct{}
+	name string
+	*child.Proc
 }
 
 // startDubbo runs `dubbo args...` in dir with the test's environment minus
@@ -59,40 +49,20 @@ func startDubbo(t testing.TB, name, dir string, args ...string) *proc {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DUBBO_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	p := &proc{name: name, cmd: cmd, out: &syncbuf.Buffer{Limit: 1 << 20}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
+	cmd.Dir, cmd.Env = dir, child.Env()
+	c, err := child.Start(cmd, 1<<20)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
+	p := &proc{name: name, Proc: c}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill() // a no-op once reaped
-		<-p.exited
+		<-p.Done()
 		if t.Failed() {
-			t.Logf("%s (pid %d) output:\n%s", name, cmd.Process.Pid, p.out.String())
+			t.Logf("%s (pid %d) output:\n%s", name, p.Pid(), p.Out.String())
 		}
 	})
 	return p
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-func (p *proc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
 }
 
 // registryServer is the registry a scale run uses: `dubbo run
@@ -118,13 +88,13 @@ func startEmbeddedRegistry(t testing.TB) registryServer {
 		"--set", "registry.server.4lw-whitelist=*",
 		"--set", "qos.listen="+qos)
 	waitFor(t, "the registry process to answer ruok", 20*time.Second, func() bool {
-		if !p.running() {
-			t.Fatalf("registry process exited:\n%s", p.out.String())
+		if !p.Running() {
+			t.Fatalf("registry process exited:\n%s", p.Out.String())
 		}
 		out, err := apachezk.FourLetter(addr, "ruok", time.Second)
 		return err == nil && out == "imok"
 	})
-	return registryServer{name: "embedded", addr: addr, pid: p.pid(), qos: qos}
+	return registryServer{name: "embedded", addr: addr, pid: p.Pid(), qos: qos}
 }
 
 // startApacheRegistry runs Apache ZooKeeper 3.8 (fsync on, its default).

@@ -17,23 +17,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 )
 
 // bin holds the binaries TestMain builds: dubbo and the greeter plugin.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dubbo-soak-bin-")
+	dir, err := child.Build("../..", "../../examples/greeter")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(1)
-	}
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../..", "../../examples/greeter")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "soak: building dubbo and the greeter plugin:", err)
-		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	bin = dir
@@ -51,10 +44,7 @@ type proc struct {
 	qos  string // host:port of its QoS port, "" for none
 	addr string // a provider's dubbo address
 
-	cmd  *exec.Cmd
-	out  *syncbuf.Buffer
-	done chan struct{}
-	err  error
+	c *child.Proc // the latest start
 
 	starts int
 }
@@ -62,33 +52,21 @@ type proc struct {
 // start launches the process (again).
 func (p *proc) start(t *testing.T) {
 	t.Helper()
-	p.cmd = exec.Command(filepath.Join(bin, "dubbo"), p.args...)
-	p.cmd.Dir = p.dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DUBBO_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
-		}
-	}
-	p.out = &syncbuf.Buffer{Limit: 4 << 20}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
+	cmd := exec.Command(filepath.Join(bin, "dubbo"), p.args...)
+	cmd.Dir, cmd.Env = p.dir, child.Env()
+	c, err := child.Start(cmd, 4<<20)
+	if err != nil {
 		t.Fatalf("start %s: %v", p.name, err)
 	}
+	p.c = c
 	p.starts++
-	done := make(chan struct{})
-	p.done = done
-	cmd := p.cmd
-	go func() {
-		p.err = cmd.Wait()
-		close(done)
-	}()
 }
 
-func (p *proc) pid() int { return p.cmd.Process.Pid }
+func (p *proc) pid() int { return p.c.Cmd.Process.Pid }
 
 func (p *proc) running() bool {
 	select {
-	case <-p.done:
+	case <-p.c.Done():
 		return false
 	default:
 		return true
@@ -97,7 +75,7 @@ func (p *proc) running() bool {
 
 func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.c.Cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("%v to %s (pid %d): %v", sig, p.name, p.pid(), err)
 	}
 }
@@ -105,7 +83,7 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 // wait waits up to d for the process to exit.
 func (p *proc) wait(d time.Duration) bool {
 	select {
-	case <-p.done:
+	case <-p.c.Done():
 		return true
 	case <-time.After(d):
 		return false
@@ -118,11 +96,11 @@ func (p *proc) stop(t *testing.T, sig syscall.Signal) {
 	if !p.running() {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Signal(sig)
+	_ = p.c.Cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.c.Cmd.Process.Signal(sig)
 	if !p.wait(20 * time.Second) {
 		t.Errorf("%s (pid %d) still running 20s after %v; killed", p.name, p.pid(), sig)
-		_ = p.cmd.Process.Kill()
+		_ = p.c.Cmd.Process.Kill()
 		p.wait(10 * time.Second)
 	}
 }
@@ -134,7 +112,7 @@ func (p *proc) ready(t *testing.T, d time.Duration) time.Duration {
 	client := &http.Client{Timeout: time.Second}
 	for {
 		if !p.running() {
-			t.Fatalf("%s exited before it was ready: %v\n%s", p.name, p.err, tail(p.out.String(), 40))
+			t.Fatalf("%s exited before it was ready: %v\n%s", p.name, p.c.Err(), tail(p.c.Out.String(), 40))
 		}
 		resp, err := client.Get("http://" + p.qos + "/ready")
 		if err == nil {
@@ -145,7 +123,7 @@ func (p *proc) ready(t *testing.T, d time.Duration) time.Duration {
 			}
 		}
 		if time.Since(start) > d {
-			t.Fatalf("%s not ready after %v\n%s", p.name, d, tail(p.out.String(), 40))
+			t.Fatalf("%s not ready after %v\n%s", p.name, d, tail(p.c.Out.String(), 40))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -246,7 +246,7 @@ func (e *env) startRound(t *testing.T) {
 // endRound reads the summary of the bench process that exited.
 func (e *env) endRound(t *testing.T) {
 	t.Helper()
-	for _, line := range strings.Split(e.bench.out.String(), "\n") {
+	for _, line := range strings.Split(e.bench.c.Out.String(), "\n") {
 		if strings.HasPrefix(line, `{"calls"`) {
 			var s benchSummary
 			if err := json.Unmarshal([]byte(line), &s); err != nil {
@@ -256,7 +256,7 @@ func (e *env) endRound(t *testing.T) {
 			return
 		}
 	}
-	t.Fatalf("dubbo bench (exit %v) printed no summary:\n%s", e.bench.err, tail(e.bench.out.String(), 40))
+	t.Fatalf("dubbo bench (exit %v) printed no summary:\n%s", e.bench.c.Err(), tail(e.bench.c.Out.String(), 40))
 }
 
 // usage measures every process: dubbo up, each provider and its plugin,
@@ -353,7 +353,7 @@ var faults = []fault{
 		time.Sleep(3 * time.Second)
 		p.start(t)
 		return fmt.Sprintf("%s stopped %v after SIGTERM (exit %v), ready %v after its start", p.name,
-			stopped.Round(time.Millisecond), p.err, p.ready(t, 30*time.Second).Round(time.Millisecond))
+			stopped.Round(time.Millisecond), p.c.Err(), p.ready(t, 30*time.Second).Round(time.Millisecond))
 	}},
 	{"SIGSTOP a provider for 5 s", func(t *testing.T, e *env, v int) string {
 		p := e.provs[v]

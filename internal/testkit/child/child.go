@@ -1,0 +1,84 @@
+// Package child builds the dubbo binaries and runs them as a test's child
+// processes, for the suites in test/ that kill, stop and read them.
+package child
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
+)
+
+// Build compiles pkgs (as `go build` takes them, relative to the test's
+// package) into a new temporary directory and returns the directory; each
+// binary is named for its package's folder.
+func Build(pkgs ...string) (string, error) {
+	dir, err := os.MkdirTemp("", "dubbo-test-bin-")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	return dir, nil
+}
+
+// Env is the test's environment without DUBBO_* variables, so that a
+// developer's overrides do not reach the processes under test.
+func Env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DUBBO_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// Proc is one started child process. Out holds its stdout and stderr.
+type Proc struct {
+	Cmd  *exec.Cmd
+	Out  *syncbuf.Buffer
+	done chan struct{}
+	err  error
+}
+
+// Start starts cmd with its output kept in a buffer of at most limit bytes
+// (0: unbounded), and reaps it when it exits.
+func Start(cmd *exec.Cmd, limit int) (*Proc, error) {
+	p := &Proc{Cmd: cmd, Out: &syncbuf.Buffer{Limit: limit}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.Out, p.Out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the process's id.
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Err is how the process ended (cmd.Wait's error); valid once Done is
+// closed.
+func (p *Proc) Err() error { return p.err }
+
+// Running reports whether the process has not exited yet.
+func (p *Proc) Running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
