@@ -158,7 +158,9 @@ func TestRunDurationFinishesInFlight(t *testing.T) {
 			return "p", ctx.Err()
 		}
 	})
-	if started.Load() == 0 || s.Calls != started.Load() || s.Errors != 0 || s.P50us < 80000 {
+	// Each call lasts at least 80 ms; the histogram reports a bucket's
+	// middle, within 0.4 %, so 80.1 ms may read 79.8.
+	if started.Load() == 0 || s.Calls != started.Load() || s.Errors != 0 || s.P50us < 79600 {
 		t.Fatalf("summary %+v after %d calls started, want them all counted as successes", s, started.Load())
 	}
 }
