@@ -214,21 +214,9 @@ func fastMap(b []byte, pos int, in *interner) (map[string]any, int, bool) {
 		return nil, pos, false
 	}
 	// Check and count first, so the map is allocated once at its size.
-	n := 0
-	for p := pos + 1; ; n++ {
-		if p >= len(b) {
-			return nil, pos, false
-		}
-		if b[p] == 'Z' {
-			break
-		}
-		var ok bool
-		if _, p, ok = fastString(b, p); !ok {
-			return nil, pos, false
-		}
-		if p, ok = fastEnd(b, p); !ok {
-			return nil, pos, false
-		}
+	n, _, ok := fastMapEnd(b, pos)
+	if !ok {
+		return nil, pos, false
 	}
 	m := make(map[string]any, n)
 	p := pos + 1
@@ -243,6 +231,36 @@ func fastMap(b []byte, pos int, in *interner) (map[string]any, int, bool) {
 		p = next
 	}
 	return m, p + 1, true
+}
+
+// fastMapEnd checks the map at b[pos:] as fastMap reads it, without
+// reading it: its number of entries and the position after it.
+func fastMapEnd(b []byte, pos int) (n, next int, ok bool) {
+	if pos >= len(b) || b[pos] != 'H' {
+		return 0, pos, false
+	}
+	for p := pos + 1; ; n++ {
+		if p >= len(b) {
+			return 0, pos, false
+		}
+		if b[p] == 'Z' {
+			return n, p + 1, true
+		}
+		if _, p, ok = fastString(b, p); !ok {
+			return 0, pos, false
+		}
+		if p, ok = fastEnd(b, p); !ok {
+			return 0, pos, false
+		}
+	}
+}
+
+// SkipShortMap says where the map at b[pos:] that ReadShortMap would read
+// ends, and whether it would, without reading it: for a decoder that
+// reads the map later, if ever.
+func SkipShortMap(b []byte, pos int) (next int, ok bool) {
+	_, next, ok = fastMapEnd(b, pos)
+	return next, ok
 }
 
 // ReadShortValue reads the value at b[pos:] if it has a short form: null,

@@ -127,7 +127,11 @@ func checkFastDecode(t *testing.T, data []byte) {
 			t.Fatalf("fastEnd %d %v, fastValue ends at %d", e, ok, end)
 		}
 	}
-	if m, end, ok := fastMap(data, 0, &interner{}); ok {
+	m, end, ok := fastMap(data, 0, &interner{})
+	if next, skipOK := SkipShortMap(data, 0); skipOK != ok || ok && next != end {
+		t.Fatalf("SkipShortMap to %d %v; fastMap to %d %v", next, skipOK, end, ok)
+	}
+	if ok {
 		want, n, err := libDecode(data)
 		lm, isMap := want.(map[any]any)
 		if err != nil || !isMap || len(lm) != len(m) || n != end {

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -13,9 +14,25 @@ type callKey struct{}
 
 // callInfo is what Serve puts in the context of each handler call.
 type callInfo struct {
-	caller      *Caller
+	caller    *Caller
+	calledOut atomic.Bool // the handler called through the node
+
+	// The caller's attachments: decoded from raw (wire.DecodeCallDeferred)
+	// when the handler first asks, as most never do.
+	raw         []byte
+	decode      sync.Once
 	attachments map[string]any
-	calledOut   atomic.Bool // the handler called through the node
+}
+
+// attachmentMap returns the call's attachments, decoding them first if
+// need be.
+func (ci *callInfo) attachmentMap() map[string]any {
+	ci.decode.Do(func() {
+		if ci.raw != nil {
+			ci.attachments = wire.DecodeAttachments(ci.raw)
+		}
+	})
+	return ci.attachments
 }
 
 // Attachments returns the attachments the caller sent with this call (nil
@@ -25,7 +42,7 @@ func Attachments(ctx context.Context) map[string]any {
 	if ci == nil {
 		return nil
 	}
-	return ci.attachments
+	return ci.attachmentMap()
 }
 
 // Client returns the Caller that reaches other Dubbo services through the
@@ -45,7 +62,7 @@ func Client(ctx context.Context) *Caller {
 func WithClient(ctx context.Context, inv rpc.Invoker) context.Context {
 	ci := &callInfo{caller: &Caller{invoker: inv}}
 	if old, _ := ctx.Value(callKey{}).(*callInfo); old != nil {
-		ci.attachments = old.attachments
+		ci.attachments = old.attachmentMap()
 	}
 	return context.WithValue(ctx, callKey{}, ci)
 }

@@ -198,6 +198,50 @@ func TestErrorsBecomeExceptions(t *testing.T) {
 	}
 }
 
+// Strs has the string-to-string shape the dispatcher calls without reflect.
+type Strs struct{}
+
+func (Strs) Echo(_ context.Context, s string) (string, error) {
+	switch s {
+	case "fail":
+		return "", java_exception.NewIllegalArgumentException("bad")
+	case "panic":
+		panic("oops")
+	}
+	return "echo " + s, nil
+}
+
+// TestStringShape checks that a string-to-string method behaves as every
+// other: result, error, panic, and an argument of another type.
+func TestStringShape(t *testing.T) {
+	d, err := sdk.NewDispatcher(sdk.Service{Interface: "a.S", Handler: Strs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args       []any
+		value      any
+		class, msg string
+	}{
+		{[]any{"x"}, "echo x", "", ""},
+		{[]any{"fail"}, nil, "java.lang.IllegalArgumentException", "bad"},
+		{[]any{"panic"}, nil, "java.lang.RuntimeException", "panic in a.S.echo: oops"},
+		{[]any{int32(1)}, nil, "java.lang.IllegalArgumentException", "argument 1 of echo"},
+		{[]any{"a", "b"}, nil, "java.lang.IllegalArgumentException", "takes 1 arguments, got 2"},
+	}
+	for _, tt := range tests {
+		res, err := d.Invoke(context.Background(), &rpc.Invocation{Service: "a.S", Method: "echo", Args: tt.args})
+		switch {
+		case err != nil:
+			t.Errorf("%v: %v", tt.args, err)
+		case tt.class == "" && (res.Exception != nil || res.Value != tt.value):
+			t.Errorf("%v: %+v, want %v", tt.args, res, tt.value)
+		case tt.class != "" && (res.Exception == nil || res.Exception.Class != tt.class || !strings.Contains(res.Exception.Message, tt.msg)):
+			t.Errorf("%v: %+v, want %s with %q", tt.args, res, tt.class, tt.msg)
+		}
+	}
+}
+
 // Callback uses the node client.
 type Callback struct{}
 

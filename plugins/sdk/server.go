@@ -143,7 +143,7 @@ func (s *server) wait(d time.Duration) error {
 // Prepare decodes a call from the node; methods that have always been
 // quick run on the link's reader (wire.Invoker).
 func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline bool) {
-	inv, err := wire.DecodeCallWith(call, &s.strs)
+	inv, attachments, err := wire.DecodeCallDeferred(call, &s.strs)
 	if err != nil {
 		b := wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
 		return func(context.Context) []byte { return b }, true
@@ -151,7 +151,7 @@ func (s *server) Prepare(call []byte) (run func(context.Context) []byte, inline 
 	svc, m := s.d.lookup(inv)
 	inline = m != nil && m.inline.Load()
 	run = func(ctx context.Context) []byte {
-		ci := &callInfo{caller: s.caller, attachments: inv.Attachments}
+		ci := &callInfo{caller: s.caller, raw: attachments, attachments: inv.Attachments}
 		ctx = context.WithValue(ctx, callKey{}, ci)
 		start := time.Now()
 		res, callErr := s.d.invoke(ctx, inv, svc, m)

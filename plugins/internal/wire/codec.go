@@ -209,6 +209,27 @@ func DecodeCallWith(b []byte, t *protocol.StringTable) (*rpc.Invocation, error) 
 	return decodeLibraryCall(b)
 }
 
+// DecodeCallDeferred is DecodeCallWith that leaves a short call's
+// attachments, which most handlers never read, undecoded: building their
+// map was a third of decoding a call. Then inv.Attachments is nil and
+// attachments holds their bytes, checked, for DecodeAttachments; it
+// shares b, which must not change. Otherwise attachments is nil and inv
+// is as DecodeCallWith returns it.
+func DecodeCallDeferred(b []byte, t *protocol.StringTable) (inv *rpc.Invocation, attachments []byte, err error) {
+	if inv, attachments, ok := decodeShortCallDeferred(b, t); ok {
+		return inv, attachments, nil
+	}
+	inv, err = decodeLibraryCall(b)
+	return inv, nil, err
+}
+
+// DecodeAttachments decodes the attachments DecodeCallDeferred left; nil
+// for none.
+func DecodeAttachments(b []byte) map[string]any {
+	m, _, _ := protocol.ReadShortMap(b, 0) // checked by DecodeCallDeferred
+	return m
+}
+
 // decodeLibraryCall decodes any call with the library.
 func decodeLibraryCall(b []byte) (*rpc.Invocation, error) {
 	inv := &rpc.Invocation{}
@@ -257,15 +278,30 @@ func decodeLibraryCall(b []byte) (*rpc.Invocation, error) {
 // most calls, without the library, which takes about five times as long;
 // ok is false for any other call.
 func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) {
-	str, val, mp := protocol.ReadShortString, protocol.ReadShortValue, protocol.ReadShortMap
+	inv, attachments, ok := decodeShortCallDeferred(b, t)
+	if !ok || attachments == nil {
+		return inv, ok
+	}
+	mp := protocol.ReadShortMap
 	if t != nil {
-		str, val, mp = t.String, t.Value, t.Map
+		mp = t.Map
+	}
+	inv.Attachments, _, _ = mp(attachments, 0)
+	return inv, true
+}
+
+// decodeShortCallDeferred is decodeShortCall with the attachments checked
+// but left in their bytes (nil for none).
+func decodeShortCallDeferred(b []byte, t *protocol.StringTable) (_ *rpc.Invocation, attachments []byte, _ bool) {
+	str, val := protocol.ReadShortString, protocol.ReadShortValue
+	if t != nil {
+		str, val = t.String, t.Value
 	}
 	inv := &rpc.Invocation{}
 	pos, ok := 0, true
 	for _, dst := range [...]*string{&inv.Service, &inv.Version, &inv.Group, &inv.Method} {
 		if *dst, pos, ok = str(b, pos); !ok {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	count := func() int {
@@ -279,18 +315,18 @@ func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) 
 	}
 	n := count()
 	if n < 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	if n > 0 {
 		inv.ParamTypes = make([]string, n)
 	}
 	for i := range inv.ParamTypes {
 		if inv.ParamTypes[i], pos, ok = str(b, pos); !ok {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	if n = count(); n < 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	if n > 0 {
 		inv.Args = make([]any, n)
@@ -298,18 +334,20 @@ func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) 
 	for i := range inv.Args {
 		// Arguments seldom repeat: they would only churn the table.
 		if inv.Args[i], pos, ok = protocol.ReadShortValue(b, pos); !ok {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	switch {
 	case pos < len(b) && b[pos] == 'N':
 		pos++
 	default:
-		if inv.Attachments, pos, ok = mp(b, pos); !ok {
-			return nil, false
+		start := pos
+		if pos, ok = protocol.SkipShortMap(b, pos); !ok {
+			return nil, nil, false
 		}
+		attachments = b[start:pos]
 	}
-	return inv, pos == len(b)
+	return inv, attachments, pos == len(b)
 }
 
 // EncodeReply encodes the outcome of a call: res, or err when the call

@@ -129,6 +129,14 @@ func FuzzDecodeCall(f *testing.F) {
 			t.Fatalf("without a table %+v (%v), with one %+v (%v)", short, ok, tabled, tok)
 		}
 		inv, err := DecodeCall(b)
+		// Deferring the attachments changes nothing but when they are read.
+		deferred, attachments, derr := DecodeCallDeferred(b, nil)
+		if attachments != nil {
+			deferred.Attachments = DecodeAttachments(attachments)
+		}
+		if (err == nil) != (derr == nil) || err == nil && !reflect.DeepEqual(inv, deferred) {
+			t.Fatalf("DecodeCall %+v, %v; deferred %+v, %v", inv, err, deferred, derr)
+		}
 		if err != nil {
 			return
 		}

@@ -53,7 +53,8 @@ const PluginName = "handler"
 const maxMessage = 4 << 20
 
 // Invoker serves the calls from the other side of a Link. Prepare runs on
-// the link's reader: it decodes call and returns what serves it. Calls
+// the link's reader: it decodes call, which is its own to keep (run may
+// read it later), and returns what serves it. Calls
 // arrive concurrently; run's ctx ends when the caller gives up, its
 // deadline passes, or the link ends.
 //
