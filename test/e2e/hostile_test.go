@@ -165,7 +165,7 @@ func TestHostileHeadersAndDrips(t *testing.T) {
 		base.rss>>10, during.rss>>10, after.rss>>10, after.hwm>>10)
 	t.Logf("closed by the provider: %d of 200 announcing 8 MiB (the last %v after the attack began), %d of 50 dripping (the last after %v)",
 		headersClosed, headersTook.Round(time.Millisecond), dripsClosed, dripsTook.Round(time.Millisecond))
-	t.Logf("bench meanwhile: %d calls, %d errors %v, p99 %d µs, max %d µs", s.Calls, s.Errors, s.ErrorsByKind, s.P99us, s.MaxUS)
+	t.Logf("bench meanwhile: %d calls, %d errors %v, p99 %d µs, max %d µs", s.Calls, s.Errors, s.ErrorsByKind, s.P99us, s.MaxUs)
 	if grew := after.hwm - base.rss; grew > 100<<10 {
 		t.Errorf("the provider's peak memory grew %d MB over its %d MB; want at most 100 MB", grew>>10, base.rss>>10)
 	}
@@ -224,7 +224,7 @@ func TestUnreadHeartbeatFlood(t *testing.T) {
 		base.rss>>10, during.rss>>10, after.rss>>10, after.hwm>>10)
 	t.Logf("the 50 flooding connections got %d MB of heartbeats into the provider's socket before it stopped reading them",
 		sentBytes>>20)
-	t.Logf("bench meanwhile: %d calls, %d errors %v, p99 %d µs, max %d µs", s.Calls, s.Errors, s.ErrorsByKind, s.P99us, s.MaxUS)
+	t.Logf("bench meanwhile: %d calls, %d errors %v, p99 %d µs, max %d µs", s.Calls, s.Errors, s.ErrorsByKind, s.P99us, s.MaxUs)
 	// 50 connections × 256 KiB of unsent answers is 12.5 MiB.
 	if grew := after.hwm - base.rss; grew > 64<<10 {
 		t.Errorf("the provider's peak memory grew %d MB over its %d MB; want at most 64 MB", grew>>10, base.rss>>10)

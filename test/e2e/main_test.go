@@ -20,6 +20,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
+	"github.com/dubbo-lab/dubbo/node/loadgen"
 )
 
 // bin holds the binaries TestMain builds: dubbo and the example plugins.
@@ -375,20 +376,7 @@ func call(t *testing.T, dir string, p ports, iface, method string, args ...strin
 }
 
 // benchSummary is the JSON line `dubbo bench` prints.
-type benchSummary struct {
-	Calls        int64            `json:"calls"`
-	Errors       int64            `json:"errors"`
-	QPS          float64          `json:"qps"`
-	P50us        int64            `json:"p50_us"`
-	P90us        int64            `json:"p90_us"`
-	P99us        int64            `json:"p99_us"`
-	P999us       int64            `json:"p999_us"`
-	MinUs        int64            `json:"min_us"`
-	MeanUs       int64            `json:"mean_us"`
-	MaxUS        int64            `json:"max_us"`
-	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
-	ByProvider   map[string]int64 `json:"by_provider"`
-}
+type benchSummary = loadgen.Summary
 
 // bench runs `dubbo bench` with flags against sayHello("world") and
 // decodes its summary.

@@ -51,9 +51,9 @@ func TestGreeterPluginKilled(t *testing.T) {
 
 	reg, dir1 := viaRegistry.wait(t), direct.wait(t)
 	t.Logf("through the registry: %d calls, %d errors %v, max %v, by provider %v",
-		reg.Calls, reg.Errors, reg.ErrorsByKind, time.Duration(reg.MaxUS)*time.Microsecond, reg.ByProvider)
+		reg.Calls, reg.Errors, reg.ErrorsByKind, time.Duration(reg.MaxUs)*time.Microsecond, reg.ByProvider)
 	t.Logf("straight at %s: %d calls, %d errors %v, max %v",
-		p.providerAddr(0), dir1.Calls, dir1.Errors, dir1.ErrorsByKind, time.Duration(dir1.MaxUS)*time.Microsecond)
+		p.providerAddr(0), dir1.Calls, dir1.Errors, dir1.ErrorsByKind, time.Duration(dir1.MaxUs)*time.Microsecond)
 	// Failing fast: a call that waited out its timeout would show as a
 	// maximum near 1s and as timeout errors.
 	limit := timeout * 8 / 10
@@ -61,7 +61,7 @@ func TestGreeterPluginKilled(t *testing.T) {
 		name string
 		b    benchSummary
 	}{{"through the registry", reg}, {"straight at the victim's provider", dir1}} {
-		if got := time.Duration(s.b.MaxUS) * time.Microsecond; got >= limit {
+		if got := time.Duration(s.b.MaxUs) * time.Microsecond; got >= limit {
 			t.Errorf("%s: the slowest call took %v; calls to a provider whose plugin died must fail fast, not near the %v timeout", s.name, got, timeout)
 		}
 		if s.b.ErrorsByKind["timeout"] > 0 {

@@ -15,18 +15,11 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
+	"github.com/dubbo-lab/dubbo/node/loadgen"
 )
 
 // benchSummary is the JSON line `dubbo bench` prints.
-type benchSummary struct {
-	Calls        int64            `json:"calls"`
-	Errors       int64            `json:"errors"`
-	QPS          float64          `json:"qps"`
-	P99us        int64            `json:"p99_us"`
-	MaxUS        int64            `json:"max_us"`
-	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
-	ByProvider   map[string]int64 `json:"by_provider"`
-}
+type benchSummary = loadgen.Summary
 
 // A provider frozen (SIGSTOP) under `dubbo bench -c 8`, with Dubbo's
 // defaults (timeout 1s, retries 2), costs no call: each call caught on it
@@ -67,7 +60,7 @@ func TestFrozenProviderBench(t *testing.T) {
 		t.Fatalf("dubbo bench printed %q, not its summary: %v\n%s", stdout.String(), err, stderr.String())
 	}
 	t.Logf("dubbo bench -c 8 -d 7s, provider %s frozen for 3s: %d calls, %d errors %v, %.0f calls/s, p99 %dµs, max %dµs, by provider %v",
-		b.addr, s.Calls, s.Errors, s.ErrorsByKind, s.QPS, s.P99us, s.MaxUS, s.ByProvider)
+		b.addr, s.Calls, s.Errors, s.ErrorsByKind, s.QPS, s.P99us, s.MaxUs, s.ByProvider)
 
 	if s.Errors != 0 {
 		t.Errorf("%d of %d calls failed (%v); want 0: a timed-out attempt is retried on the other provider", s.Errors, s.Calls, s.ErrorsByKind)
@@ -77,7 +70,7 @@ func TestFrozenProviderBench(t *testing.T) {
 	}
 	// The freeze caught calls (they waited for the 1s timeout) and none
 	// waited for two timeouts.
-	if max := time.Duration(s.MaxUS) * time.Microsecond; max < 900*time.Millisecond || max >= 1800*time.Millisecond {
+	if max := time.Duration(s.MaxUs) * time.Microsecond; max < 900*time.Millisecond || max >= 1800*time.Millisecond {
 		t.Errorf("slowest call %v: want one timeout (about 1s) before the retry, no more", max)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/dubbo-lab/dubbo/node/loadgen"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -92,15 +93,7 @@ type env struct {
 }
 
 // benchSummary is the JSON line `dubbo bench` prints.
-type benchSummary struct {
-	Calls        int64            `json:"calls"`
-	Errors       int64            `json:"errors"`
-	QPS          float64          `json:"qps"`
-	P99us        int64            `json:"p99_us"`
-	MaxUS        int64            `json:"max_us"`
-	ErrorsByKind map[string]int64 `json:"errors_by_kind"`
-	ByProvider   map[string]int64 `json:"by_provider"`
-}
+type benchSummary = loadgen.Summary
 
 func TestSoak(t *testing.T) {
 	s := loadSettings(t)
@@ -152,7 +145,7 @@ func TestSoak(t *testing.T) {
 		made, failed, len(e.rounds), stored, storedFail, provStored)
 	for i, r := range e.rounds {
 		t.Logf("  bench %d: %d calls, %d errors %v, %.0f calls/s, p99 %d µs, max %d µs, by provider %v",
-			i+1, r.Calls, r.Errors, r.ErrorsByKind, r.QPS, r.P99us, r.MaxUS, r.ByProvider)
+			i+1, r.Calls, r.Errors, r.ErrorsByKind, r.QPS, r.P99us, r.MaxUs, r.ByProvider)
 	}
 	t.Logf("process                  pid→pid        RSS MB start→end (bound)   goroutines start→end (bound)   threads")
 	for _, name := range sortedNames(before) {
