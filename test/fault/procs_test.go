@@ -4,7 +4,6 @@ package fault
 
 import (
 	"net"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -35,32 +34,13 @@ func startDubbo(t testing.TB, name, dir string, args ...string) *dubboProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir, cmd.Env = dir, child.Env()
-	c, err := child.Start(cmd, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &dubboProc{name: name, Proc: c}
-	t.Cleanup(func() {
-		p.kill(t)
-		if t.Failed() {
-			t.Logf("%s (pid %d) output:\n%s", name, p.Pid(), p.Out.String())
-		}
-	})
-	return p
+	return &dubboProc{name: name, Proc: child.Run(t, name, dir, bin, args...)}
 }
 
 // kill sends SIGKILL, as a crash, and waits until the process is reaped.
 func (p *dubboProc) kill(t testing.TB) {
 	t.Helper()
-	if !p.Running() {
-		return
-	}
-	_ = p.Cmd.Process.Kill()
-	select {
-	case <-p.Done():
-	case <-time.After(10 * time.Second):
+	if !p.Kill(10 * time.Second) {
 		t.Errorf("%s (pid %d) not reaped 10s after SIGKILL", p.name, p.Pid())
 	}
 }

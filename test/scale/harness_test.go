@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,21 +47,7 @@ func startDubbo(t testing.TB, name, dir string, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir, cmd.Env = dir, child.Env()
-	c, err := child.Start(cmd, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: name, Proc: c}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // a no-op once reaped
-		<-p.Done()
-		if t.Failed() {
-			t.Logf("%s (pid %d) output:\n%s", name, p.Pid(), p.Out.String())
-		}
-	})
-	return p
+	return &proc{name: name, Proc: child.Run(t, name, dir, bin, args...)}
 }
 
 // registryServer is the registry a scale run uses: `dubbo run

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 )
@@ -61,6 +63,43 @@ func Start(cmd *exec.Cmd, limit int) (*Proc, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// Run starts bin with args in dir, with the environment of Env and its
+// output kept up to 1 MiB; when t ends it is killed and reaped, and its
+// output printed if t failed.
+func Run(t testing.TB, name, dir, bin string, args ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, Env()
+	p, err := Start(cmd, 1<<20)
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if !p.Kill(10 * time.Second) {
+			t.Errorf("%s (pid %d) not reaped 10s after SIGKILL", name, p.Pid())
+		}
+		if t.Failed() {
+			t.Logf("%s (pid %d) output:\n%s", name, p.Pid(), p.Out.String())
+		}
+	})
+	return p
+}
+
+// Kill sends SIGKILL, as a crash, and waits at most wait until the process
+// is reaped; it reports whether it was.
+func (p *Proc) Kill(wait time.Duration) bool {
+	if !p.Running() {
+		return true
+	}
+	_ = p.Cmd.Process.Kill()
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(wait):
+		return false
+	}
 }
 
 // Pid is the process's id.
