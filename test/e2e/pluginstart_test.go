@@ -75,28 +75,9 @@ func pidsIn(t *testing.T, file string) []int {
 // startNodeEnv is startNode with env added to the node's environment.
 func startNodeEnv(t *testing.T, name, dir string, env []string, args ...string) *node {
 	t.Helper()
-	n := &node{name: name, done: make(chan struct{})}
-	n.cmd = exec.Command(binary("dubbo"), args...)
-	n.cmd.Dir = dir
-	n.cmd.Env = append(child.Env(), env...)
-	n.cmd.Stdout, n.cmd.Stderr = &n.stdout, &n.stderr
-	if err := n.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		n.waitErr = n.cmd.Wait()
-		close(n.done)
-	}()
-	t.Cleanup(func() {
-		if !n.stopped {
-			n.stop(t)
-		}
-		if t.Failed() {
-			t.Logf("%s stdout:\n%s", name, n.stdout.String())
-			t.Logf("%s stderr (last 60 lines):\n%s", name, lastLines(n.stderr.String(), 60))
-		}
-	})
-	return n
+	cmd := exec.Command(binary("dubbo"), args...)
+	cmd.Dir, cmd.Env = dir, append(child.Env(), env...)
+	return startCmd(t, name, cmd)
 }
 
 // sigterm sends SIGTERM to the node and checks that it and every process

@@ -17,7 +17,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -42,10 +41,7 @@ func runRegistry(t *testing.T, dir, cfg string, p ports) *node {
 // and flags, and waits for its ready line.
 func runProvider(t *testing.T, name, dir, cfg string, env []string, flags ...string) *node {
 	t.Helper()
-	cmd := exec.Command(binary("dubbo"), append([]string{"run", "--role=provider", "-c", cfg}, flags...)...)
-	cmd.Dir = dir
-	cmd.Env = append(child.Env(), env...)
-	n := startCmd(t, name, cmd)
+	n := startNodeEnv(t, name, dir, env, append([]string{"run", "--role=provider", "-c", cfg}, flags...)...)
 	if _, ok := waitFor(20*time.Second, func() bool {
 		return strings.Contains(n.stdout.String(), "ready") || n.exited()
 	}); !ok || n.exited() {
