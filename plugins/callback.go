@@ -19,14 +19,14 @@ type hostServer struct {
 
 // Prepare decodes a call from the plugin; it runs on a worker, since it goes
 // through the consumer pipeline to other providers.
-func (h *hostServer) Prepare(call []byte) (run func(context.Context) []byte, inline bool) {
+func (h *hostServer) Prepare(call []byte) (run wire.Runner, inline bool) {
 	inv, err := wire.DecodeCall(call)
 	if err != nil {
 		h.log.Warn("plugin sent a call that cannot be decoded", "err", err)
 		b := reply(nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
-		return func(context.Context) []byte { return b }, true
+		return wire.RunFunc(func(context.Context) []byte { return b }), true
 	}
-	return func(ctx context.Context) []byte { return reply(h.invoke(ctx, inv)) }, false
+	return wire.RunFunc(func(ctx context.Context) []byte { return reply(h.invoke(ctx, inv)) }), false
 }
 
 func (h *hostServer) invoke(ctx context.Context, inv *rpc.Invocation) (res *rpc.Result, err error) {

@@ -214,8 +214,8 @@ func (l *liar) Stop(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	return &emptypb.Empty{}, nil
 }
 
-func (l *liar) Prepare(call []byte) (func(context.Context) []byte, bool) {
-	return func(ctx context.Context) []byte {
+func (l *liar) Prepare(call []byte) (wire.Runner, bool) {
+	return wire.RunFunc(func(ctx context.Context) []byte {
 		if l.mode == "garbage" {
 			return []byte("\x4f\xff\x00garbage")
 		}
@@ -228,7 +228,7 @@ func (l *liar) Prepare(call []byte) (func(context.Context) []byte, bool) {
 			return wire.ErrorReply(err)
 		}
 		return b
-	}, false
+	}), false
 }
 
 // consume is a consumer-side plugin: it calls org.example.Echo through the

@@ -56,7 +56,11 @@ type Plugin struct {
 	conn     *wire.Conn
 	link     *wire.Link // carries every call to the plugin, and its calls back
 	services []ServiceDesc
-	methods  map[string]map[string]*MethodDesc // service key → method name
+	methods  map[serviceID]map[string]*MethodDesc // by method name
+
+	// calls holds buffers to encode calls in (*[]byte): the link copies a
+	// call as it sends it.
+	calls sync.Pool
 
 	// out and errs are the plugin's stdout and stderr (both the raw
 	// process stream and the one go-plugin forwards over gRPC).
@@ -206,7 +210,7 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	if err != nil {
 		return fmt.Errorf("bad description of its services: %w", err)
 	}
-	p.methods = make(map[string]map[string]*MethodDesc, len(d.Services))
+	p.methods = make(map[serviceID]map[string]*MethodDesc, len(d.Services))
 	for _, s := range d.Services {
 		sd := ServiceDesc{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
 		for _, m := range s.Methods {
@@ -216,7 +220,7 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 		for i := range sd.Methods {
 			ms[sd.Methods[i].Name] = &sd.Methods[i]
 		}
-		p.methods[sd.Key()] = ms
+		p.methods[idOf(sd.Interface, sd.Version, sd.Group)] = ms
 		p.services = append(p.services, sd)
 	}
 	// Accepted: the plugin's own start hook, if any, runs from now on.
@@ -402,11 +406,21 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 		done(nil, err)
 		return
 	}
-	call, err := wire.EncodeCall(inv)
+	buf, _ := p.calls.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	call, err := wire.AppendCall((*buf)[:0], inv)
 	if err != nil {
 		done(nil, p.callError(inv, rpc.ErrBadRequest, err.Error()))
 		return
 	}
+	defer func() {
+		if cap(call) <= maxPooledCall {
+			*buf = call
+			p.calls.Put(buf)
+		}
+	}()
 	p.link.CallAsync(ctx, call, func(reply []byte, err error) {
 		if err != nil && ctx.Err() == nil && !errors.Is(err, wire.ErrTooBig) {
 			// The link broke: wait for the exit watcher's reason elsewhere
@@ -447,10 +461,22 @@ func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []b
 	return res, nil
 }
 
+// maxPooledCall bounds the buffers kept for encoding calls: a rare large
+// call is not worth its memory kept for every later one.
+const maxPooledCall = 64 << 10
+
+// serviceID is a service as calls name it, with versions that mean the
+// same made one: a map key built without allocating, per call.
+type serviceID struct{ iface, version, group string }
+
+func idOf(iface, version, group string) serviceID {
+	return serviceID{iface, wire.NormalVersion(version), group}
+}
+
 // check refuses calls the plugin did not say it serves.
 func (p *Plugin) check(inv *rpc.Invocation) error {
-	key := wire.ServiceKey(inv.Service, inv.Version, inv.Group)
-	ms := p.methods[key]
+	ms := p.methods[idOf(inv.Service, inv.Version, inv.Group)]
+	key := func() string { return wire.ServiceKey(inv.Service, inv.Version, inv.Group) }
 	if ms == nil {
 		keys := make([]string, 0, len(p.services))
 		for _, s := range p.services {
@@ -460,10 +486,10 @@ func (p *Plugin) check(inv *rpc.Invocation) error {
 		if len(keys) == 0 {
 			serves = "it serves nothing, it only calls"
 		}
-		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key, serves))
+		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key(), serves))
 	}
 	if ms[inv.Method] == nil {
-		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key, inv.Method))
+		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key(), inv.Method))
 	}
 	return nil
 }

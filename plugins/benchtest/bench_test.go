@@ -24,25 +24,29 @@ import (
 const modeEnv = "DUBBO_BENCHTEST_PLUGIN"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(modeEnv) == "echo" {
+	mode := os.Getenv(modeEnv)
+	if mode == "" {
+		os.Exit(m.Run())
+	}
+	// DUBBO_BENCHTEST_PLUGIN_CPUPROFILE=file profiles the plugin side
+	// (file.echo the floor's child).
+	if path := os.Getenv(modeEnv + "_CPUPROFILE"); path != "" {
+		if mode == "echo" {
+			path += ".echo"
+		}
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile() // both return when the node closes the link
+		}
+	}
+	if mode == "echo" {
 		echo()
 		return
 	}
-	if os.Getenv(modeEnv) != "" {
-		// DUBBO_BENCHTEST_PLUGIN_CPUPROFILE=file profiles the plugin side.
-		if path := os.Getenv(modeEnv + "_CPUPROFILE"); path != "" {
-			f, err := os.Create(path)
-			if err == nil && pprof.StartCPUProfile(f) == nil {
-				defer pprof.StopCPUProfile() // Serve returns when the node closes the plugin
-			}
-		}
-		if err := sdk.Serve(greeter("plugin")); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		return
+	if err := sdk.Serve(greeter("plugin")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	os.Exit(m.Run())
 }
 
 // Greeter is the handler both paths serve.
@@ -160,9 +164,9 @@ func echo() {
 
 type cannedReply struct{}
 
-func (cannedReply) Prepare([]byte) (func(context.Context) []byte, bool) {
-	return func(context.Context) []byte { return floorReply }, true
-}
+func (cannedReply) Prepare([]byte) (wire.Runner, bool) { return cannedReply{}, true }
+
+func (cannedReply) Run(context.Context) []byte { return floorReply }
 
 // floorInvoker sends every call to the echo child as it is, without
 // encoding the arguments, and decodes the canned reply: the provider

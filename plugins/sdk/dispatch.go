@@ -350,10 +350,12 @@ func (d *Dispatcher) invoke(ctx context.Context, inv *rpc.Invocation, svc *servi
 		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
 			Detail: "service " + svc.key + " has no method " + inv.Method}
 	}
-	if m.strFn != nil && len(inv.Args) == 1 {
-		if s, ok := inv.Args[0].(string); ok {
-			return m.callStr(ctx, svc.key, s), nil
+	if arg, ok := m.strArg(inv); ok {
+		out, ex := m.callStr(ctx, svc.key, arg)
+		if ex != nil {
+			return &rpc.Result{Exception: ex}, nil
 		}
+		return &rpc.Result{Value: out}, nil
 	}
 	in, ex := m.args(ctx, inv.Args)
 	if ex != nil {
@@ -394,23 +396,42 @@ func (m *method) call(key string, in []reflect.Value) (res *rpc.Result) {
 	return &rpc.Result{Value: out[0].Interface()}
 }
 
-// callStr is call for strFn, with the argument it takes.
-func (m *method) callStr(ctx context.Context, key, arg string) (res *rpc.Result) {
-	defer m.recoverPanic(key, &res)
+// strArg is the argument of a call strFn serves; false for other calls.
+func (m *method) strArg(inv *rpc.Invocation) (string, bool) {
+	if m == nil || m.strFn == nil || len(inv.Args) != 1 {
+		return "", false
+	}
+	s, ok := inv.Args[0].(string)
+	return s, ok
+}
+
+// callStr is call for strFn, with the argument it takes. It returns the
+// handler's string rather than a Result, which the plugin's own calls
+// write out without one.
+func (m *method) callStr(ctx context.Context, key, arg string) (out string, ex *rpc.Exception) {
+	defer func() {
+		if r := recover(); r != nil {
+			ex = m.panicked(key, r)
+		}
+	}()
 	out, err := m.strFn(ctx, arg)
 	if err != nil {
-		return &rpc.Result{Exception: exceptionOf(err)}
+		return "", exceptionOf(err)
 	}
-	return &rpc.Result{Value: out}
+	return out, nil
 }
 
 // recoverPanic turns a handler's panic into the exception the caller sees.
 func (m *method) recoverPanic(key string, res **rpc.Result) {
 	if r := recover(); r != nil {
-		slog.Error("handler panicked", "service", key, "method", m.name, "panic", r, "stack", string(debug.Stack()))
-		*res = &rpc.Result{Exception: &rpc.Exception{Class: "java.lang.RuntimeException",
-			Message: fmt.Sprintf("panic in %s.%s: %v", key, m.name, r)}}
+		*res = &rpc.Result{Exception: m.panicked(key, r)}
 	}
+}
+
+// panicked logs a handler's panic and returns the exception the caller sees.
+func (m *method) panicked(key string, r any) *rpc.Exception {
+	slog.Error("handler panicked", "service", key, "method", m.name, "panic", r, "stack", string(debug.Stack()))
+	return &rpc.Exception{Class: "java.lang.RuntimeException", Message: fmt.Sprintf("panic in %s.%s: %v", key, m.name, r)}
 }
 
 // exceptionOf turns a handler's error into the exception the caller sees.

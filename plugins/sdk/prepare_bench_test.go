@@ -32,6 +32,6 @@ func BenchmarkPrepareRun(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		run, _ := s.Prepare(call)
-		run(ctx)
+		run.Run(ctx)
 	}
 }

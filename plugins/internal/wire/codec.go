@@ -77,11 +77,16 @@ func decode(b []byte, read func(d *hessian.Decoder) error) (err error) {
 }
 
 // EncodeCall encodes inv for the other side.
-func EncodeCall(inv *rpc.Invocation) ([]byte, error) {
-	if b, ok := appendShortCall(make([]byte, 0, 256), inv); ok {
-		return b, nil
+func EncodeCall(inv *rpc.Invocation) ([]byte, error) { return AppendCall(make([]byte, 0, 256), inv) }
+
+// AppendCall is EncodeCall appending to b, so that a caller whose link
+// copies the call can keep one buffer for many.
+func AppendCall(b []byte, inv *rpc.Invocation) ([]byte, error) {
+	if out, ok := appendShortCall(b, inv); ok {
+		return out, nil
 	}
-	return encodeLibraryCall(inv)
+	lib, err := encodeLibraryCall(inv)
+	return append(b, lib...), err
 }
 
 // encodeLibraryCall encodes any call with the library.
@@ -215,12 +220,20 @@ func DecodeCallWith(b []byte, t *protocol.StringTable) (*rpc.Invocation, error) 
 // attachments holds their bytes, checked, for DecodeAttachments; it
 // shares b, which must not change. Otherwise attachments is nil and inv
 // is as DecodeCallWith returns it.
-func DecodeCallDeferred(b []byte, t *protocol.StringTable) (inv *rpc.Invocation, attachments []byte, err error) {
-	if inv, attachments, ok := decodeShortCallDeferred(b, t); ok {
-		return inv, attachments, nil
+//
+// It fills inv, whose ParamTypes and Args keep their storage when it is
+// large enough: a caller that keeps inv in a larger struct decodes the
+// commonest calls without allocating for them.
+func DecodeCallDeferred(b []byte, t *protocol.StringTable, inv *rpc.Invocation) (attachments []byte, err error) {
+	if attachments, ok := decodeShortCallDeferred(b, t, inv); ok {
+		return attachments, nil
 	}
-	inv, err = decodeLibraryCall(b)
-	return inv, nil, err
+	lib, err := decodeLibraryCall(b)
+	if err != nil {
+		return nil, err
+	}
+	*inv = *lib
+	return nil, nil
 }
 
 // DecodeAttachments decodes the attachments DecodeCallDeferred left; nil
@@ -278,7 +291,8 @@ func decodeLibraryCall(b []byte) (*rpc.Invocation, error) {
 // most calls, without the library, which takes about five times as long;
 // ok is false for any other call.
 func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) {
-	inv, attachments, ok := decodeShortCallDeferred(b, t)
+	inv := &rpc.Invocation{}
+	attachments, ok := decodeShortCallDeferred(b, t, inv)
 	if !ok || attachments == nil {
 		return inv, ok
 	}
@@ -292,16 +306,16 @@ func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) 
 
 // decodeShortCallDeferred is decodeShortCall with the attachments checked
 // but left in their bytes (nil for none).
-func decodeShortCallDeferred(b []byte, t *protocol.StringTable) (_ *rpc.Invocation, attachments []byte, _ bool) {
+func decodeShortCallDeferred(b []byte, t *protocol.StringTable, inv *rpc.Invocation) (attachments []byte, _ bool) {
 	str, val := protocol.ReadShortString, protocol.ReadShortValue
 	if t != nil {
 		str, val = t.String, t.Value
 	}
-	inv := &rpc.Invocation{}
 	pos, ok := 0, true
+	inv.Attachments = nil
 	for _, dst := range [...]*string{&inv.Service, &inv.Version, &inv.Group, &inv.Method} {
 		if *dst, pos, ok = str(b, pos); !ok {
-			return nil, nil, false
+			return nil, false
 		}
 	}
 	count := func() int {
@@ -315,26 +329,22 @@ func decodeShortCallDeferred(b []byte, t *protocol.StringTable) (_ *rpc.Invocati
 	}
 	n := count()
 	if n < 0 {
-		return nil, nil, false
+		return nil, false
 	}
-	if n > 0 {
-		inv.ParamTypes = make([]string, n)
-	}
+	inv.ParamTypes = resize(inv.ParamTypes, n)
 	for i := range inv.ParamTypes {
 		if inv.ParamTypes[i], pos, ok = str(b, pos); !ok {
-			return nil, nil, false
+			return nil, false
 		}
 	}
 	if n = count(); n < 0 {
-		return nil, nil, false
+		return nil, false
 	}
-	if n > 0 {
-		inv.Args = make([]any, n)
-	}
+	inv.Args = resize(inv.Args, n)
 	for i := range inv.Args {
 		// Arguments seldom repeat: they would only churn the table.
 		if inv.Args[i], pos, ok = protocol.ReadShortValue(b, pos); !ok {
-			return nil, nil, false
+			return nil, false
 		}
 	}
 	switch {
@@ -343,22 +353,43 @@ func decodeShortCallDeferred(b []byte, t *protocol.StringTable) (_ *rpc.Invocati
 	default:
 		start := pos
 		if pos, ok = protocol.SkipShortMap(b, pos); !ok {
-			return nil, nil, false
+			return nil, false
 		}
 		attachments = b[start:pos]
 	}
-	return inv, attachments, pos == len(b)
+	return attachments, pos == len(b)
+}
+
+// resize returns s with length n, in its own storage if it is large
+// enough; nil for none, as a decoded call has.
+func resize[T any](s []T, n int) []T {
+	switch {
+	case n == 0:
+		return nil
+	case n <= cap(s):
+		clear(s[:n])
+		return s[:n]
+	}
+	return make([]T, n)
+
 }
 
 // EncodeReply encodes the outcome of a call: res, or err when the call
 // itself failed. Business exceptions travel in res.Exception.
 func EncodeReply(res *rpc.Result, callErr error) ([]byte, error) {
+	return AppendReply(make([]byte, 0, 64), res, callErr)
+}
+
+// AppendReply is EncodeReply appending to b, so that a reply can be
+// written where its call was kept.
+func AppendReply(b []byte, res *rpc.Result, callErr error) ([]byte, error) {
 	if callErr == nil && res != nil && res.Exception == nil {
-		if b, ok := appendShortReply(make([]byte, 0, 64), res); ok {
-			return b, nil
+		if out, ok := appendShortReply(b, res); ok {
+			return out, nil
 		}
 	}
-	return encodeLibraryReply(res, callErr)
+	lib, err := encodeLibraryReply(res, callErr)
+	return append(b, lib...), err
 }
 
 // encodeLibraryReply encodes any outcome with the library.
@@ -395,6 +426,20 @@ func encodeLibraryReply(res *rpc.Result, callErr error) ([]byte, error) {
 		encodeString(e, res.Provider)
 		return nil
 	})
+}
+
+// AppendStringReply is AppendReply for a string value: what handlers
+// answer most, written without a Result around it.
+func AppendStringReply(b []byte, v string) []byte {
+	out, _ := protocol.AppendShortValue(b, statusValue)
+	if out, ok := protocol.AppendShortValue(out, v); ok {
+		return append(out, 'N', 0) // no attachments, no provider ("")
+	}
+	lib, err := encodeLibraryReply(&rpc.Result{Value: v}, nil)
+	if err != nil {
+		panic("wire: encoding a string reply: " + err.Error()) // a string always encodes
+	}
+	return append(b, lib...)
 }
 
 // appendShortReply appends a value reply whose value, attachments and

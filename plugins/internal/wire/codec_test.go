@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 
@@ -130,7 +131,10 @@ func FuzzDecodeCall(f *testing.F) {
 		}
 		inv, err := DecodeCall(b)
 		// Deferring the attachments changes nothing but when they are read.
-		deferred, attachments, derr := DecodeCallDeferred(b, nil)
+		// Into storage of its own, as the SDK decodes: nothing of an
+		// earlier call may stay.
+		deferred := &rpc.Invocation{Method: "earlier", ParamTypes: make([]string, 1, 4), Args: []any{"earlier", 2, 3, 4}, Attachments: map[string]any{"a": "b"}}
+		attachments, derr := DecodeCallDeferred(b, nil, deferred)
 		if attachments != nil {
 			deferred.Attachments = DecodeAttachments(attachments)
 		}
@@ -193,6 +197,31 @@ func FuzzDecodeReply(f *testing.F) {
 				t.Fatalf("short %+v, library %+v (%v)", short, lib, libErr)
 			}
 			_ = res
+		}
+	})
+}
+
+// FuzzStringReply: a string reply written without a Result is the reply
+// EncodeReply writes for it, byte for byte, and reads back as the string.
+func FuzzStringReply(f *testing.F) {
+	for _, s := range []string{"", "Hello, world", "ünïcode", strings.Repeat("x", 31), strings.Repeat("y", 1024)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := EncodeReply(&rpc.Result{Value: s}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := AppendStringReply([]byte("kept"), s)
+		if string(got[:4]) != "kept" || !bytes.Equal(got[4:], want) {
+			t.Fatalf("AppendStringReply(%q) = %x, EncodeReply %x", s, got, want)
+		}
+		if !utf8.ValidString(s) {
+			return // hessian carries characters: invalid bytes do not come back
+		}
+		res, err := DecodeReply(got[4:])
+		if err != nil || res.Value != s {
+			t.Fatalf("%q came back as %+v, %v", s, res, err)
 		}
 	})
 }

@@ -224,7 +224,8 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 // serve runs one call of the other side, inline or on a worker; it says
 // whether this goroutine is still the reader.
 func (l *Link) serve(id uint64, timeout time.Duration, call []byte) (reader bool) {
-	run, inline := refuse, false
+	var run Runner = RunFunc(refuse)
+	inline := false
 	if l.inv != nil {
 		run, inline = l.inv.Prepare(call)
 	}
@@ -240,7 +241,7 @@ func (l *Link) serve(id uint64, timeout time.Duration, call []byte) (reader bool
 	l.cancels[id] = release
 	l.cmu.Unlock()
 	answer := func(ctx context.Context) []byte {
-		reply := run(ctx)
+		reply := run.Run(ctx)
 		l.cmu.Lock()
 		delete(l.cancels, id)
 		l.cmu.Unlock()
@@ -321,7 +322,8 @@ func (l *Link) Call(ctx context.Context, call []byte) ([]byte, error) {
 	}
 }
 
-// CallAsync is Call without the wait: done gets the outcome exactly once,
+// CallAsync is Call without the wait; call is copied before it returns,
+// so the caller may reuse it. done gets the outcome exactly once,
 // on the goroutine that learnt it (the link's reader for a reply, so done
 // must not block; the caller's for a call that could not be sent; the
 // link's sweep, within sweepEvery, for a caller that gave up).

@@ -48,8 +48,8 @@ type invokerFunc struct {
 	inline bool
 }
 
-func (i invokerFunc) Prepare(call []byte) (func(context.Context) []byte, bool) {
-	return func(ctx context.Context) []byte { return i.f(ctx, call) }, i.inline
+func (i invokerFunc) Prepare(call []byte) (Runner, bool) {
+	return RunFunc(func(ctx context.Context) []byte { return i.f(ctx, call) }), i.inline
 }
 
 func echo(inline bool) Invoker {

@@ -64,8 +64,21 @@ const maxMessage = 4 << 20
 // small VM. Should an inline call call the other side after all, the link
 // starts another reader before it waits.
 type Invoker interface {
-	Prepare(call []byte) (run func(ctx context.Context) (reply []byte), inline bool)
+	Prepare(call []byte) (run Runner, inline bool)
 }
+
+// Runner serves one call Prepare decoded. An interface rather than a
+// func, so that the SDK's call, which holds all a call needs in one
+// allocation, serves itself without a closure around it.
+type Runner interface {
+	Run(ctx context.Context) (reply []byte)
+}
+
+// RunFunc is a Runner that calls itself.
+type RunFunc func(ctx context.Context) (reply []byte)
+
+// Run calls f.
+func (f RunFunc) Run(ctx context.Context) []byte { return f(ctx) }
 
 // HandlerServer is implemented in the plugin process by the SDK.
 type HandlerServer interface {

@@ -1,0 +1,98 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/dubbo-go-hessian2/java_exception"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
+)
+
+// serverGreeter answers from what its context holds, so that a test sees
+// what the plugin's calls give their handlers.
+type serverGreeter struct{}
+
+type linkKey struct{}
+
+func (serverGreeter) Echo(ctx context.Context, s string) (string, error) {
+	switch s {
+	case "fail":
+		return "", java_exception.NewIllegalArgumentException("bad")
+	case "panic":
+		panic("oops")
+	case "who":
+		who, _ := Attachments(ctx)["who"].(string)
+		return who, nil
+	case "ctx":
+		link, _ := ctx.Value(linkKey{}).(string)
+		_, hasDeadline := ctx.Deadline()
+		return link + " " + map[bool]string{true: "deadline", false: "none"}[hasDeadline], nil
+	}
+	return "echo " + s, nil
+}
+
+func (serverGreeter) Sum(_ context.Context, a, b int32) (int32, error) { return a + b, nil }
+
+// TestServerCalls: a call decoded by Prepare and answered by Run, as the
+// link serves it, gets the outcome the Dispatcher gives, and its handler
+// sees the attachments and the link's context.
+func TestServerCalls(t *testing.T) {
+	d, err := NewDispatcher(Service{Interface: "a.S", Version: "1.0", Handler: serverGreeter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(context.Background(), d, nil)
+	str := []string{"java.lang.String"}
+	tests := []struct {
+		name  string
+		inv   rpc.Invocation
+		value any
+		class string // of the exception, when one is expected
+		err   error
+	}{
+		{"string", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"x"}}, "echo x", "", nil},
+		{"long string", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{strings.Repeat("é", 600)}}, "echo " + strings.Repeat("é", 600), "", nil},
+		{"error", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"fail"}}, nil, "java.lang.IllegalArgumentException", nil},
+		{"panic", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"panic"}}, nil, "java.lang.RuntimeException", nil},
+		{"attachments", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"who"}, Attachments: map[string]any{"who": "alice"}}, "alice", "", nil},
+		{"link context", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"ctx"}}, "link deadline", "", nil},
+		{"wrong argument", rpc.Invocation{Method: "echo", ParamTypes: []string{"int"}, Args: []any{int32(1)}}, nil, "java.lang.IllegalArgumentException", nil},
+		{"two arguments", rpc.Invocation{Method: "sum", ParamTypes: []string{"int", "int"}, Args: []any{int32(2), int32(3)}}, int32(5), "", nil},
+		{"unknown method", rpc.Invocation{Method: "nope"}, nil, "", rpc.ErrServiceNotFound},
+	}
+	// One call's leftovers must not reach the next: run them twice over.
+	for range 2 {
+		for _, tt := range tests {
+			inv := tt.inv
+			inv.Service, inv.Version = "a.S", "1.0"
+			b, err := wire.EncodeCall(&inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, _ := s.Prepare(b)
+			ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), linkKey{}, "link"), time.Minute)
+			res, err := wire.DecodeReply(run.Run(ctx))
+			cancel()
+			switch {
+			case tt.err != nil:
+				if !errors.Is(err, tt.err) {
+					t.Errorf("%s: %+v, %v; want %v", tt.name, res, err, tt.err)
+				}
+			case err != nil:
+				t.Errorf("%s: %v", tt.name, err)
+			case tt.class != "":
+				if res.Exception == nil || res.Exception.Class != tt.class {
+					t.Errorf("%s: %+v, want %s", tt.name, res, tt.class)
+				}
+			case res.Exception != nil || !reflect.DeepEqual(res.Value, tt.value):
+				t.Errorf("%s: %+v, want %v", tt.name, res, tt.value)
+			}
+		}
+	}
+}
