@@ -56,7 +56,10 @@ type Plugin struct {
 	conn     *wire.Conn
 	link     *wire.Link // carries every call to the plugin, and its calls back
 	services []ServiceDesc
-	methods  map[serviceID]map[string]*MethodDesc // by method name
+	// The services and methods it described, which calls are checked
+	// against: one lookup per call.
+	serves  map[serviceID]bool
+	methods map[methodID]bool
 
 	// calls holds buffers to encode calls in (*[]byte): the link copies a
 	// call as it sends it.
@@ -210,17 +213,17 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	if err != nil {
 		return fmt.Errorf("bad description of its services: %w", err)
 	}
-	p.methods = make(map[serviceID]map[string]*MethodDesc, len(d.Services))
+	p.serves, p.methods = make(map[serviceID]bool, len(d.Services)), make(map[methodID]bool)
 	for _, s := range d.Services {
 		sd := ServiceDesc{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
 		for _, m := range s.Methods {
 			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType})
 		}
-		ms := make(map[string]*MethodDesc, len(sd.Methods))
-		for i := range sd.Methods {
-			ms[sd.Methods[i].Name] = &sd.Methods[i]
+		id := idOf(sd.Interface, sd.Version, sd.Group)
+		p.serves[id] = true
+		for _, m := range sd.Methods {
+			p.methods[methodID{id, m.Name}] = true
 		}
-		p.methods[idOf(sd.Interface, sd.Version, sd.Group)] = ms
 		p.services = append(p.services, sd)
 	}
 	// Accepted: the plugin's own start hook, if any, runs from now on.
@@ -469,29 +472,34 @@ const maxPooledCall = 64 << 10
 // same made one: a map key built without allocating, per call.
 type serviceID struct{ iface, version, group string }
 
+type methodID struct {
+	serviceID
+	method string
+}
+
 func idOf(iface, version, group string) serviceID {
 	return serviceID{iface, wire.NormalVersion(version), group}
 }
 
 // check refuses calls the plugin did not say it serves.
 func (p *Plugin) check(inv *rpc.Invocation) error {
-	ms := p.methods[idOf(inv.Service, inv.Version, inv.Group)]
-	key := func() string { return wire.ServiceKey(inv.Service, inv.Version, inv.Group) }
-	if ms == nil {
-		keys := make([]string, 0, len(p.services))
-		for _, s := range p.services {
-			keys = append(keys, s.Key())
-		}
-		serves := "it serves " + strings.Join(keys, ", ")
-		if len(keys) == 0 {
-			serves = "it serves nothing, it only calls"
-		}
-		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key(), serves))
+	id := idOf(inv.Service, inv.Version, inv.Group)
+	if p.methods[methodID{id, inv.Method}] {
+		return nil
 	}
-	if ms[inv.Method] == nil {
-		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key(), inv.Method))
+	key := wire.ServiceKey(inv.Service, inv.Version, inv.Group)
+	if p.serves[id] {
+		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key, inv.Method))
 	}
-	return nil
+	keys := make([]string, 0, len(p.services))
+	for _, s := range p.services {
+		keys = append(keys, s.Key())
+	}
+	serves := "it serves " + strings.Join(keys, ", ")
+	if len(keys) == 0 {
+		serves = "it serves nothing, it only calls"
+	}
+	return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key, serves))
 }
 
 // transportError classifies a failed call on the link.

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -31,10 +30,16 @@ type server struct {
 
 	caller *Caller // set before the link serves
 
-	// strs gives calls their repeated names, types and attachments without
-	// allocating; only Prepare uses it, which runs on the link's reader,
-	// one call at a time.
-	strs protocol.StringTable
+	// Only Prepare uses these, which runs on the link's reader, one call
+	// at a time. calls decodes the calls, whose names and types repeat;
+	// last is the method the last call named, found again without a
+	// lookup.
+	calls wire.CallDecoder
+	last  struct {
+		inv rpc.Invocation // the names only
+		svc *service
+		m   *method
+	}
 
 	mu       sync.Mutex
 	grpc     *grpc.Server  // stopped when the start hook fails
@@ -145,14 +150,24 @@ func (s *server) wait(d time.Duration) error {
 func (s *server) Prepare(b []byte) (wire.Runner, bool) {
 	c := &call{s: s}
 	c.inv.ParamTypes, c.inv.Args = c.types[:0], c.args[:0]
-	attachments, err := wire.DecodeCallDeferred(b, &s.strs, &c.inv)
+	attachments, err := s.calls.Decode(b, &c.inv)
 	if err != nil {
 		reply := wire.ErrorReply(&rpc.CallError{Kind: rpc.ErrBadRequest, Detail: err.Error()})
 		return wire.RunFunc(func(context.Context) []byte { return reply }), true
 	}
-	c.svc, c.m = s.d.lookup(&c.inv)
+	c.svc, c.m = s.lookup(&c.inv)
 	c.info.caller, c.info.raw, c.info.attachments = s.caller, attachments, c.inv.Attachments
 	return c, c.m != nil && c.m.inline.Load()
+}
+
+// lookup is Dispatcher.lookup, at once for the method the last call named.
+func (s *server) lookup(inv *rpc.Invocation) (*service, *method) {
+	l := &s.last
+	if l.m == nil || inv.Method != l.inv.Method || inv.Service != l.inv.Service || inv.Version != l.inv.Version || inv.Group != l.inv.Group {
+		l.svc, l.m = s.d.lookup(inv)
+		l.inv.Service, l.inv.Version, l.inv.Group, l.inv.Method = inv.Service, inv.Version, inv.Group, inv.Method
+	}
+	return l.svc, l.m
 }
 
 // call is one call from the node with all that serving it needs, in one

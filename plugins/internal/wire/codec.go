@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -214,18 +215,33 @@ func DecodeCallWith(b []byte, t *protocol.StringTable) (*rpc.Invocation, error) 
 	return decodeLibraryCall(b)
 }
 
-// DecodeCallDeferred is DecodeCallWith that leaves a short call's
-// attachments, which most handlers never read, undecoded: building their
-// map was a third of decoding a call. Then inv.Attachments is nil and
-// attachments holds their bytes, checked, for DecodeAttachments; it
-// shares b, which must not change. Otherwise attachments is nil and inv
-// is as DecodeCallWith returns it.
-//
-// It fills inv, whose ParamTypes and Args keep their storage when it is
-// large enough: a caller that keeps inv in a larger struct decodes the
-// commonest calls without allocating for them.
-func DecodeCallDeferred(b []byte, t *protocol.StringTable, inv *rpc.Invocation) (attachments []byte, err error) {
-	if attachments, ok := decodeShortCallDeferred(b, t, inv); ok {
+// A CallDecoder decodes the stream of calls one goroutine reads, as the
+// plugin's link reader does, and leaves a short call's attachments, which
+// most handlers never read, undecoded: building their map was a third of
+// decoding a call. Names and types come from its table, without
+// allocating, and a call that names the same method with the same types
+// as the one before reads them without looking them up. The zero value is
+// ready; it is not safe for concurrent use.
+type CallDecoder struct {
+	strs protocol.StringTable
+	// The bytes of the last short call up to its arguments, and what they
+	// said (its ParamTypes kept in types).
+	head  []byte
+	last  rpc.Invocation
+	types []string
+}
+
+// maxHead bounds the call head a CallDecoder keeps.
+const maxHead = 1 << 10
+
+// Decode fills inv with the call b, as DecodeCall does, except that for a
+// short call inv.Attachments is nil and attachments holds their bytes,
+// checked, for DecodeAttachments; it shares b, which must not change.
+// inv's ParamTypes and Args keep their storage when it is large enough: a
+// caller that keeps inv in a larger struct decodes the commonest calls
+// without allocating for them.
+func (d *CallDecoder) Decode(b []byte, inv *rpc.Invocation) (attachments []byte, err error) {
+	if attachments, ok := d.decodeShort(b, inv); ok {
 		return attachments, nil
 	}
 	lib, err := decodeLibraryCall(b)
@@ -236,10 +252,31 @@ func DecodeCallDeferred(b []byte, t *protocol.StringTable, inv *rpc.Invocation) 
 	return nil, nil
 }
 
-// DecodeAttachments decodes the attachments DecodeCallDeferred left; nil
-// for none.
+func (d *CallDecoder) decodeShort(b []byte, inv *rpc.Invocation) (attachments []byte, _ bool) {
+	pos := len(d.head)
+	if pos > 0 && bytes.HasPrefix(b, d.head) {
+		inv.Service, inv.Version, inv.Group, inv.Method = d.last.Service, d.last.Version, d.last.Group, d.last.Method
+		inv.ParamTypes = resize(inv.ParamTypes, len(d.types))
+		copy(inv.ParamTypes, d.types)
+	} else {
+		var ok bool
+		if pos, ok = decodeShortHead(b, &d.strs, inv); !ok {
+			return nil, false
+		}
+		d.head = d.head[:0]
+		if pos <= maxHead {
+			d.head = append(d.head, b[:pos]...)
+			d.last.Service, d.last.Version, d.last.Group, d.last.Method = inv.Service, inv.Version, inv.Group, inv.Method
+			d.types = append(d.types[:0], inv.ParamTypes...)
+		}
+	}
+	return decodeShortRest(b, pos, inv)
+}
+
+// DecodeAttachments decodes the attachments a CallDecoder left; nil for
+// none.
 func DecodeAttachments(b []byte) map[string]any {
-	m, _, _ := protocol.ReadShortMap(b, 0) // checked by DecodeCallDeferred
+	m, _, _ := protocol.ReadShortMap(b, 0) // checked by CallDecoder.Decode
 	return m
 }
 
@@ -307,37 +344,45 @@ func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) 
 // decodeShortCallDeferred is decodeShortCall with the attachments checked
 // but left in their bytes (nil for none).
 func decodeShortCallDeferred(b []byte, t *protocol.StringTable, inv *rpc.Invocation) (attachments []byte, _ bool) {
-	str, val := protocol.ReadShortString, protocol.ReadShortValue
+	pos, ok := decodeShortHead(b, t, inv)
+	if !ok {
+		return nil, false
+	}
+	return decodeShortRest(b, pos, inv)
+}
+
+// decodeShortHead reads what comes before the arguments: the names and
+// the parameter types. It returns the position of the arguments.
+func decodeShortHead(b []byte, t *protocol.StringTable, inv *rpc.Invocation) (int, bool) {
+	str := protocol.ReadShortString
 	if t != nil {
-		str, val = t.String, t.Value
+		str = t.String
 	}
 	pos, ok := 0, true
-	inv.Attachments = nil
 	for _, dst := range [...]*string{&inv.Service, &inv.Version, &inv.Group, &inv.Method} {
 		if *dst, pos, ok = str(b, pos); !ok {
-			return nil, false
+			return pos, false
 		}
 	}
-	count := func() int {
-		v, next, ok := val(b, pos)
-		n, isInt := v.(int32)
-		if !ok || !isInt || n < 0 || n > maxCount {
-			return -1
-		}
-		pos = next
-		return int(n)
-	}
-	n := count()
-	if n < 0 {
-		return nil, false
+	n := 0
+	if n, pos, ok = shortCount(b, pos); !ok {
+		return pos, false
 	}
 	inv.ParamTypes = resize(inv.ParamTypes, n)
 	for i := range inv.ParamTypes {
 		if inv.ParamTypes[i], pos, ok = str(b, pos); !ok {
-			return nil, false
+			return pos, false
 		}
 	}
-	if n = count(); n < 0 {
+	return pos, true
+}
+
+// decodeShortRest reads the arguments at b[pos:] and checks the
+// attachments after them.
+func decodeShortRest(b []byte, pos int, inv *rpc.Invocation) (attachments []byte, _ bool) {
+	inv.Attachments = nil
+	n, pos, ok := shortCount(b, pos)
+	if !ok {
 		return nil, false
 	}
 	inv.Args = resize(inv.Args, n)
@@ -358,6 +403,16 @@ func decodeShortCallDeferred(b []byte, t *protocol.StringTable, inv *rpc.Invocat
 		attachments = b[start:pos]
 	}
 	return attachments, pos == len(b)
+}
+
+// shortCount reads a count of types or arguments.
+func shortCount(b []byte, pos int) (n, next int, ok bool) {
+	v, next, ok := protocol.ReadShortValue(b, pos)
+	i, isInt := v.(int32)
+	if !ok || !isInt || i < 0 || i > maxCount {
+		return 0, pos, false
+	}
+	return int(i), next, true
 }
 
 // resize returns s with length n, in its own storage if it is large

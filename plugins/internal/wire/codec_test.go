@@ -114,7 +114,9 @@ func FuzzDecodeCall(f *testing.F) {
 		ParamTypes: []string{"java.lang.String"}, Args: []any{"world", true, nil, int32(-70000)},
 		Attachments: map[string]any{"timeout": "1000", "n": int32(3)}})
 	f.Add(b)
-	var table protocol.StringTable // shared by every input, as by a stream of calls
+	// Shared by every input, as by a stream of calls.
+	var table protocol.StringTable
+	var dec CallDecoder
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// What the short path reads, the library reads the same, with
 		// strings from a table or not.
@@ -130,16 +132,20 @@ func FuzzDecodeCall(f *testing.F) {
 			t.Fatalf("without a table %+v (%v), with one %+v (%v)", short, ok, tabled, tok)
 		}
 		inv, err := DecodeCall(b)
-		// Deferring the attachments changes nothing but when they are read.
-		// Into storage of its own, as the SDK decodes: nothing of an
-		// earlier call may stay.
-		deferred := &rpc.Invocation{Method: "earlier", ParamTypes: make([]string, 1, 4), Args: []any{"earlier", 2, 3, 4}, Attachments: map[string]any{"a": "b"}}
-		attachments, derr := DecodeCallDeferred(b, nil, deferred)
-		if attachments != nil {
-			deferred.Attachments = DecodeAttachments(attachments)
-		}
-		if (err == nil) != (derr == nil) || err == nil && !reflect.DeepEqual(inv, deferred) {
-			t.Fatalf("DecodeCall %+v, %v; deferred %+v, %v", inv, err, deferred, derr)
+		// A CallDecoder changes nothing but when attachments are read,
+		// whether the call before had the same head or not (dec is shared
+		// by every input, and each is decoded twice), and it decodes into
+		// storage of its own, as the SDK does: nothing of an earlier call
+		// may stay.
+		for range 2 {
+			got := &rpc.Invocation{Method: "earlier", ParamTypes: make([]string, 1, 4), Args: []any{"earlier", 2, 3, 4}, Attachments: map[string]any{"a": "b"}}
+			attachments, derr := dec.Decode(b, got)
+			if attachments != nil {
+				got.Attachments = DecodeAttachments(attachments)
+			}
+			if (err == nil) != (derr == nil) || err == nil && !reflect.DeepEqual(inv, got) {
+				t.Fatalf("DecodeCall %+v, %v; CallDecoder %+v, %v", inv, err, got, derr)
+			}
 		}
 		if err != nil {
 			return
@@ -148,6 +154,38 @@ func FuzzDecodeCall(f *testing.F) {
 			t.Fatalf("decoded call does not encode: %v", err)
 		}
 	})
+}
+
+// TestCallDecoderStream: a stream of calls through one CallDecoder, the
+// same method with other arguments and attachments, another method,
+// another group, reads as each call alone.
+func TestCallDecoderStream(t *testing.T) {
+	str := []string{"java.lang.String"}
+	calls := []*rpc.Invocation{
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: str, Args: []any{"a"}},
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: str, Args: []any{"bb"}, Attachments: map[string]any{"k": "v"}},
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayBye", ParamTypes: str, Args: []any{"c"}},
+		{Service: "org.example.Greeter", Version: "1.0.0", Group: "g", Method: "sayBye", ParamTypes: str, Args: []any{"d"}},
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: []string{"int", "int"}, Args: []any{int32(1), int32(2)}},
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: []string{"int", "int"}, Args: []any{int32(3), int32(4)}},
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "noArgs"},
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: str, Args: []any{"e"}},
+	}
+	var dec CallDecoder
+	for i, c := range calls {
+		b, err := EncodeCall(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got rpc.Invocation
+		attachments, err := dec.Decode(b, &got)
+		if attachments != nil {
+			got.Attachments = DecodeAttachments(attachments)
+		}
+		if err != nil || !reflect.DeepEqual(&got, c) {
+			t.Errorf("call %d: %+v, %v; want %+v", i, &got, err, c)
+		}
+	}
 }
 
 // TestShortCall: the calls a provider passes on most (names, strings,
