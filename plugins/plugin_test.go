@@ -156,14 +156,17 @@ func TestExceptions(t *testing.T) {
 
 func TestNotFound(t *testing.T) {
 	p := startGreeter(t, startConfig(t, "greeter"))
-	for _, inv := range []*rpc.Invocation{
-		greeterCall("nope", nil),
-		{Service: "org.example.Greeter", Version: "2.0.0", Method: "sayHello"},
-		{Service: "org.example.Other", Method: "sayHello"},
+	for _, tt := range []struct {
+		inv  *rpc.Invocation
+		says string
+	}{
+		{greeterCall("nope", nil), "org.example.Greeter:1.0.0 has no method nope"},
+		{&rpc.Invocation{Service: "org.example.Greeter", Version: "2.0.0", Method: "sayHello"}, "does not serve org.example.Greeter:2.0.0 (it serves org.example.Greeter:1.0.0"},
+		{&rpc.Invocation{Service: "org.example.Other", Method: "sayHello"}, "does not serve org.example.Other (it serves"},
 	} {
-		_, err := p.Invoke(context.Background(), inv)
-		if !errors.Is(err, rpc.ErrServiceNotFound) {
-			t.Errorf("%s:%s.%s: err = %v, want ErrServiceNotFound", inv.Service, inv.Version, inv.Method, err)
+		_, err := p.Invoke(context.Background(), tt.inv)
+		if !errors.Is(err, rpc.ErrServiceNotFound) || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%s:%s.%s: err = %v, want ErrServiceNotFound saying %q", tt.inv.Service, tt.inv.Version, tt.inv.Method, err, tt.says)
 		}
 	}
 }
