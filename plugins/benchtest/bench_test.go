@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"runtime/pprof"
 	"testing"
+	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/benchcalls"
+	"github.com/dubbo-lab/dubbo/node/loadgen"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"
@@ -71,13 +73,70 @@ var sayHello = []provider.Method{{Name: "sayHello", ParamTypes: []string{"java.l
 // and cpu_us: the CPU time of this process (client and provider) and its
 // children (the plugin or the floor's child) per call, from /proc.
 func BenchmarkProviderPath(b *testing.B) {
+	c := serve(b)
+	for _, conc := range []int{1, 32} {
+		for _, group := range []string{"inprocess", "plugin", "floor"} {
+			b.Run(fmt.Sprintf("c=%d/%s", conc, group), func(b *testing.B) { run(b, c, group, conc) })
+		}
+	}
+}
+
+// BenchmarkProviderPathTurns measures the plugin against the floor in
+// turns of turnCalls calls each (the plugin first in one turn, the floor
+// in the next), at concurrency 1 and 32, and reports both one's calls/s and
+// vs_floor, the plugin's calls/s over the floor's. BenchmarkProviderPath's
+// sub-benchmarks run one after the other, seconds apart, and a shared
+// machine's speed drifts more than that over seconds; turns tens of
+// milliseconds long see the same machine.
+func BenchmarkProviderPathTurns(b *testing.B) {
+	c := serve(b)
+	for _, conc := range []int{1, 32} {
+		b.Run(fmt.Sprintf("c=%d", conc), func(b *testing.B) { turns(b, c, conc) })
+	}
+}
+
+// turnCalls is how many calls a turn makes: 25-200 ms on a 2-core machine.
+const turnCalls = 2000
+
+func turns(b *testing.B, c rpc.Invoker, conc int) {
+	calls := [2]loadgen.CallFunc{caller(b, c, "plugin"), caller(b, c, "floor")}
+	for _, call := range calls {
+		if _, err := call(context.Background()); err != nil { // warm: connections, pools
+			b.Fatal(err)
+		}
+	}
+	var took [2]time.Duration
+	b.ResetTimer()
+	for done, turn := 0, 0; done < b.N; turn++ {
+		n := min(turnCalls, b.N-done)
+		for k := range 2 {
+			i := (turn + k) % 2
+			s := loadgen.Run(context.Background(), loadgen.Options{Concurrency: conc, Calls: int64(n)}, calls[i])
+			if s.Errors > 0 {
+				b.Fatalf("%d of %d calls failed: %v", s.Errors, s.Calls, s.ErrorsByKind)
+			}
+			took[i] += s.Elapsed
+		}
+		done += n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/took[0].Seconds(), "plugin_qps")
+	b.ReportMetric(float64(b.N)/took[1].Seconds(), "floor_qps")
+	b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "vs_floor")
+	b.ReportMetric(0, "ns/op") // the turns' own metrics say it
+}
+
+// serve starts a provider that exports the greeter three times, in-process
+// (group inprocess), in a plugin (group plugin) and on the floor (group
+// floor), and returns a client connected to it; b's cleanup stops them.
+func serve(b *testing.B) rpc.Invoker {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
 	p, err := provider.Start(ctx, provider.Config{Protocol: provider.ProtocolConfig{Host: "127.0.0.1", Port: -1}}, provider.Options{Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer p.Close()
+	b.Cleanup(func() { p.Close() })
 
 	d, err := sdk.NewDispatcher(greeter("inprocess"))
 	if err != nil {
@@ -93,24 +152,19 @@ func BenchmarkProviderPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer pl.Close()
+	b.Cleanup(func() { pl.Close() })
 	export(b, p, "plugin", pl)
+
+	floor, stopFloor := startFloor(b)
+	b.Cleanup(stopFloor)
+	export(b, p, "floor", floor)
 
 	c, err := transport.Dial(ctx, p.Addr(), transport.ClientConfig{Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
-
-	floor, stopFloor := startFloor(b)
-	defer stopFloor()
-	export(b, p, "floor", floor)
-
-	for _, conc := range []int{1, 32} {
-		for _, group := range []string{"inprocess", "plugin", "floor"} {
-			b.Run(fmt.Sprintf("c=%d/%s", conc, group), func(b *testing.B) { run(b, c, group, conc) })
-		}
-	}
+	b.Cleanup(func() { c.Close() })
+	return c
 }
 
 func export(b *testing.B, p *provider.Provider, group string, inv rpc.Invoker) {
@@ -124,7 +178,17 @@ func export(b *testing.B, p *provider.Provider, group string, inv rpc.Invoker) {
 // run makes b.N calls from conc goroutines and reports throughput and
 // latency percentiles.
 func run(b *testing.B, c rpc.Invoker, group string, conc int) {
-	call := func(ctx context.Context) (string, error) {
+	call := caller(b, c, group)
+	if _, err := call(context.Background()); err != nil { // warm: connections, pools
+		b.Fatal(err)
+	}
+	benchcalls.Measure(b, conc, call, os.Getpid())
+	b.ReportMetric(0, "ns/op") // qps says it, per concurrency
+}
+
+// caller calls sayHello("world") on group's greeter and checks the answer.
+func caller(b *testing.B, c rpc.Invoker, group string) loadgen.CallFunc {
+	return func(ctx context.Context) (string, error) {
 		inv := &rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Group: group,
 			Method: "sayHello", ParamTypes: []string{"java.lang.String"}, Args: []any{"world"}}
 		res, err := c.Invoke(ctx, inv)
@@ -134,11 +198,6 @@ func run(b *testing.B, c rpc.Invoker, group string, conc int) {
 		}
 		return "", err
 	}
-	if _, err := call(context.Background()); err != nil { // warm: connections, pools
-		b.Fatal(err)
-	}
-	benchcalls.Measure(b, conc, call, os.Getpid())
-	b.ReportMetric(0, "ns/op") // qps says it, per concurrency
 }
 
 // floorReply is the encoded reply the echo child sends to every call.
