@@ -59,7 +59,7 @@ type Plugin struct {
 	// The services and methods it described, which calls are checked
 	// against: one lookup per call.
 	serves  map[serviceID]bool
-	methods map[methodID]bool
+	methods map[methodID]*method
 
 	// calls holds buffers to encode calls in (*[]byte): the link copies a
 	// call as it sends it.
@@ -213,7 +213,7 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	if err != nil {
 		return fmt.Errorf("bad description of its services: %w", err)
 	}
-	p.serves, p.methods = make(map[serviceID]bool, len(d.Services)), make(map[methodID]bool)
+	p.serves, p.methods = make(map[serviceID]bool, len(d.Services)), make(map[methodID]*method)
 	for _, s := range d.Services {
 		sd := ServiceDesc{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
 		for _, m := range s.Methods {
@@ -222,7 +222,7 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 		id := idOf(sd.Interface, sd.Version, sd.Group)
 		p.serves[id] = true
 		for _, m := range sd.Methods {
-			p.methods[methodID{id, m.Name}] = true
+			p.methods[methodID{id, m.Name}] = newMethod(sd, m)
 		}
 		p.services = append(p.services, sd)
 	}
@@ -405,7 +405,8 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 		return
 	default:
 	}
-	if err := p.check(inv); err != nil {
+	m, err := p.lookup(inv)
+	if err != nil {
 		done(nil, err)
 		return
 	}
@@ -413,7 +414,12 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 	if buf == nil {
 		buf = new([]byte)
 	}
-	call, err := wire.AppendCall((*buf)[:0], inv)
+	var call []byte
+	if m.head != nil && inv.Version == m.version && slices.Equal(inv.ParamTypes, m.paramTypes) {
+		call, err = wire.AppendCallWithHead((*buf)[:0], m.head, inv)
+	} else {
+		call, err = wire.AppendCall((*buf)[:0], inv)
+	}
 	if err != nil {
 		done(nil, p.callError(inv, rpc.ErrBadRequest, err.Error()))
 		return
@@ -477,19 +483,38 @@ type methodID struct {
 	method string
 }
 
+// A method the plugin described, with the head of its calls (their names
+// and parameter types, wire.AppendCallHead) encoded once: a call that
+// names it as described, as most do, spends nothing on encoding them.
+type method struct {
+	version    string
+	paramTypes []string
+	head       []byte // nil when a name has no short form
+}
+
+func newMethod(s ServiceDesc, m MethodDesc) *method {
+	inv := rpc.Invocation{Service: s.Interface, Version: s.Version, Group: s.Group, Method: m.Name, ParamTypes: m.ParamTypes}
+	head, ok := wire.AppendCallHead(nil, &inv)
+	if !ok {
+		head = nil
+	}
+	return &method{version: s.Version, paramTypes: m.ParamTypes, head: head}
+}
+
 func idOf(iface, version, group string) serviceID {
 	return serviceID{iface, wire.NormalVersion(version), group}
 }
 
-// check refuses calls the plugin did not say it serves.
-func (p *Plugin) check(inv *rpc.Invocation) error {
+// lookup finds the method inv calls, and refuses calls the plugin did not
+// say it serves.
+func (p *Plugin) lookup(inv *rpc.Invocation) (*method, error) {
 	id := idOf(inv.Service, inv.Version, inv.Group)
-	if p.methods[methodID{id, inv.Method}] {
-		return nil
+	if m := p.methods[methodID{id, inv.Method}]; m != nil {
+		return m, nil
 	}
 	key := wire.ServiceKey(inv.Service, inv.Version, inv.Group)
 	if p.serves[id] {
-		return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key, inv.Method))
+		return nil, p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key, inv.Method))
 	}
 	keys := make([]string, 0, len(p.services))
 	for _, s := range p.services {
@@ -499,7 +524,7 @@ func (p *Plugin) check(inv *rpc.Invocation) error {
 	if len(keys) == 0 {
 		serves = "it serves nothing, it only calls"
 	}
-	return p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key, serves))
+	return nil, p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key, serves))
 }
 
 // transportError classifies a failed call on the link.

@@ -165,6 +165,16 @@ func WithRun(ctx context.Context, run *Run) context.Context {
 	return context.WithValue(ctx, runKey{}, run)
 }
 
+// RunOf returns the inline run ctx's work is part of (WithRun), or nil.
+func RunOf(ctx context.Context) *Run {
+	run, _ := ctx.Value(runKey{}).(*Run)
+	return run
+}
+
+// Elapsed is how long run has been running: its start was read anyway, for
+// the watchdog, so timing work that runs inline costs one clock read.
+func (run *Run) Elapsed() time.Duration { return run.reader.in.now() - run.since }
+
 // HandOverFor hands r's reading over if ctx's work runs inline on r: the
 // work is about to wait for something only r's stream brings.
 func HandOverFor(ctx context.Context, r *Reader) {

@@ -132,3 +132,29 @@ func TestWatchdogTicksOnlyAfterRuns(t *testing.T) {
 		t.Errorf("%d hand-overs while no run started", m-n)
 	}
 }
+
+// Work that runs inline finds its run in its context and times itself by
+// it; other work finds none.
+func TestRunOfAndElapsed(t *testing.T) {
+	in := NewInline(time.Second)
+	defer in.Stop()
+	r := in.NewReader(func() {})
+	defer r.Close()
+	if RunOf(context.Background()) != nil {
+		t.Error("a context without a run has one")
+	}
+	var took, measured time.Duration
+	r.Run(func(run *Run) {
+		start := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		got := RunOf(WithRun(context.Background(), run))
+		if got != run {
+			t.Errorf("RunOf = %p, want %p", got, run)
+			return
+		}
+		measured, took = got.Elapsed(), time.Since(start)
+	})
+	if measured < took || measured > took+time.Second {
+		t.Errorf("Elapsed = %v, the work took %v", measured, took)
+	}
+}

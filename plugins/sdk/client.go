@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -17,8 +18,8 @@ type callInfo struct {
 	caller    *Caller
 	calledOut atomic.Bool // the handler called through the node
 
-	// The caller's attachments: decoded from raw (wire.DecodeCallDeferred)
-	// when the handler first asks, as most never do.
+	// The caller's attachments: decoded from raw (wire.CallDecoder) when
+	// the handler first asks, as most never do.
 	raw         []byte
 	decode      sync.Once
 	attachments map[string]any
@@ -28,8 +29,13 @@ type callInfo struct {
 // need be.
 func (ci *callInfo) attachmentMap() map[string]any {
 	ci.decode.Do(func() {
-		if ci.raw != nil {
-			ci.attachments = wire.DecodeAttachments(ci.raw)
+		if ci.raw == nil {
+			return
+		}
+		var err error
+		if ci.attachments, err = wire.DecodeAttachments(ci.raw); err != nil {
+			// The node wrote them: this is a bug, not the caller's doing.
+			slog.Error("the call's attachments cannot be read", "err", err)
 		}
 	})
 	return ci.attachments

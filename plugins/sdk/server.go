@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -203,19 +204,24 @@ func (c *call) Value(key any) any {
 // Run runs the handler and encodes its reply.
 func (c *call) Run(ctx context.Context) []byte {
 	c.Context = ctx
-	start := time.Now()
+	// Inline, the link's run has read the clock as it started.
+	run := fastpath.RunOf(ctx)
+	var start time.Time
+	if run == nil {
+		start = time.Now()
+	}
 	var reply []byte
 	var err error
 	if arg, ok := c.m.strArg(&c.inv); ok {
 		out, ex := c.m.callStr(c, c.svc.key, arg)
-		c.observe(start)
+		c.observe(run, start)
 		if ex == nil {
 			return wire.AppendStringReply(c.reply[:0], out)
 		}
 		reply, err = wire.AppendReply(c.reply[:0], &rpc.Result{Exception: ex}, nil)
 	} else {
 		res, callErr := c.s.d.invoke(c, &c.inv, c.svc, c.m)
-		c.observe(start)
+		c.observe(run, start)
 		reply, err = wire.AppendReply(c.reply[:0], res, callErr)
 	}
 	if err != nil {
@@ -226,10 +232,17 @@ func (c *call) Run(ctx context.Context) []byte {
 	return reply
 }
 
-// observe counts the handler's run, begun at start, towards running the
-// method inline.
-func (c *call) observe(start time.Time) {
-	if c.m != nil {
-		c.m.observe(time.Since(start), c.info.calledOut.Load())
+// observe counts the handler's run towards running the method inline: the
+// link's run when it ran inline, or since start.
+func (c *call) observe(run *fastpath.Run, start time.Time) {
+	if c.m == nil {
+		return
 	}
+	var d time.Duration
+	if run != nil {
+		d = run.Elapsed()
+	} else {
+		d = time.Since(start)
+	}
+	c.m.observe(d, c.info.calledOut.Load())
 }

@@ -119,6 +119,17 @@ func encodeLibraryCall(inv *rpc.Invocation) ([]byte, error) {
 // takes several times as long; the bytes are the library's. ok is false
 // for any other call.
 func appendShortCall(b []byte, inv *rpc.Invocation) (_ []byte, ok bool) {
+	if b, ok = AppendCallHead(b, inv); !ok {
+		return b, false
+	}
+	return appendShortRest(b, inv)
+}
+
+// AppendCallHead appends what comes before a call's arguments, its names
+// and parameter types, as AppendCall writes them; ok is false when one of
+// them has no short form. The head of a method's calls is the same on
+// every call: AppendCallWithHead reuses it.
+func AppendCallHead(b []byte, inv *rpc.Invocation) (_ []byte, ok bool) {
 	for _, s := range [...]string{inv.Service, inv.Version, inv.Group, inv.Method} {
 		if b, ok = protocol.AppendShortValue(b, s); !ok {
 			return b, false
@@ -130,6 +141,20 @@ func appendShortCall(b []byte, inv *rpc.Invocation) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
+	return b, true
+}
+
+// AppendCallWithHead is AppendCall for a call whose head (AppendCallHead)
+// is known: the bytes are the same.
+func AppendCallWithHead(b, head []byte, inv *rpc.Invocation) ([]byte, error) {
+	if out, ok := appendShortRest(append(b, head...), inv); ok {
+		return out, nil
+	}
+	return AppendCall(b, inv)
+}
+
+// appendShortRest appends the arguments and attachments of a call.
+func appendShortRest(b []byte, inv *rpc.Invocation) (_ []byte, ok bool) {
 	b, _ = protocol.AppendShortValue(b, int32(len(inv.Args)))
 	for _, a := range inv.Args {
 		if b, ok = protocol.AppendShortValue(b, a); !ok {
@@ -236,7 +261,7 @@ const maxHead = 1 << 10
 
 // Decode fills inv with the call b, as DecodeCall does, except that for a
 // short call inv.Attachments is nil and attachments holds their bytes,
-// checked, for DecodeAttachments; it shares b, which must not change.
+// unchecked, for DecodeAttachments; it shares b, which must not change.
 // inv's ParamTypes and Args keep their storage when it is large enough: a
 // caller that keeps inv in a larger struct decodes the commonest calls
 // without allocating for them.
@@ -274,10 +299,20 @@ func (d *CallDecoder) decodeShort(b []byte, inv *rpc.Invocation) (attachments []
 }
 
 // DecodeAttachments decodes the attachments a CallDecoder left; nil for
-// none.
-func DecodeAttachments(b []byte) map[string]any {
-	m, _, _ := protocol.ReadShortMap(b, 0) // checked by CallDecoder.Decode
-	return m
+// none. They were not checked: the error says what is wrong with them.
+func DecodeAttachments(b []byte) (map[string]any, error) {
+	if m, next, ok := protocol.ReadShortMap(b, 0); ok && next == len(b) {
+		return m, nil
+	}
+	var m map[string]any
+	err := decode(b, func(d *hessian.Decoder) (err error) {
+		m, err = readAttachments(d)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decode attachments: %w", err)
+	}
+	return m, nil
 }
 
 // decodeLibraryCall decodes any call with the library.
@@ -337,12 +372,16 @@ func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) 
 	if t != nil {
 		mp = t.Map
 	}
-	inv.Attachments, _, _ = mp(attachments, 0)
+	m, next, ok := mp(attachments, 0)
+	if !ok || next != len(attachments) {
+		return inv, false
+	}
+	inv.Attachments = m
 	return inv, true
 }
 
-// decodeShortCallDeferred is decodeShortCall with the attachments checked
-// but left in their bytes (nil for none).
+// decodeShortCallDeferred is decodeShortCall with the attachments left in
+// their bytes (nil for none), unread.
 func decodeShortCallDeferred(b []byte, t *protocol.StringTable, inv *rpc.Invocation) (attachments []byte, _ bool) {
 	pos, ok := decodeShortHead(b, t, inv)
 	if !ok {
@@ -392,17 +431,15 @@ func decodeShortRest(b []byte, pos int, inv *rpc.Invocation) (attachments []byte
 			return nil, false
 		}
 	}
+	// The attachments end the call. Most handlers never read them, so
+	// they are not even checked until one does (DecodeAttachments).
 	switch {
-	case pos < len(b) && b[pos] == 'N':
-		pos++
-	default:
-		start := pos
-		if pos, ok = protocol.SkipShortMap(b, pos); !ok {
-			return nil, false
-		}
-		attachments = b[start:pos]
+	case pos == len(b)-1 && b[pos] == 'N':
+		return nil, true
+	case pos < len(b) && b[pos] == 'H':
+		return b[pos:], true
 	}
-	return attachments, pos == len(b)
+	return nil, false
 }
 
 // shortCount reads a count of types or arguments.

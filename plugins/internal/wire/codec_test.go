@@ -137,14 +137,20 @@ func FuzzDecodeCall(f *testing.F) {
 		// by every input, and each is decoded twice), and it decodes into
 		// storage of its own, as the SDK does: nothing of an earlier call
 		// may stay.
+		// The attachments are read only when asked for: a call that
+		// DecodeCall refuses fails there at the latest.
 		for range 2 {
 			got := &rpc.Invocation{Method: "earlier", ParamTypes: make([]string, 1, 4), Args: []any{"earlier", 2, 3, 4}, Attachments: map[string]any{"a": "b"}}
 			attachments, derr := dec.Decode(b, got)
-			if attachments != nil {
-				got.Attachments = DecodeAttachments(attachments)
+			var aerr error
+			if derr == nil && attachments != nil {
+				got.Attachments, aerr = DecodeAttachments(attachments)
 			}
-			if (err == nil) != (derr == nil) || err == nil && !reflect.DeepEqual(inv, got) {
-				t.Fatalf("DecodeCall %+v, %v; CallDecoder %+v, %v", inv, err, got, derr)
+			switch {
+			case err == nil && (derr != nil || aerr != nil || !reflect.DeepEqual(inv, got)):
+				t.Fatalf("DecodeCall %+v; CallDecoder %+v, %v, attachments %v", inv, got, derr, aerr)
+			case err != nil && derr == nil && aerr == nil:
+				t.Fatalf("DecodeCall failed (%v); CallDecoder read %+v", err, got)
 			}
 		}
 		if err != nil {
@@ -169,7 +175,9 @@ func TestCallDecoderStream(t *testing.T) {
 		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: []string{"int", "int"}, Args: []any{int32(1), int32(2)}},
 		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: []string{"int", "int"}, Args: []any{int32(3), int32(4)}},
 		{Service: "org.example.Greeter", Version: "1.0.0", Method: "noArgs"},
-		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: str, Args: []any{"e"}},
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: str, Args: []any{"e"},
+			Attachments: map[string]any{"big": int64(1) << 40, "long": strings.Repeat("v", 2000)}}, // the library reads these
+		{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", ParamTypes: str, Args: []any{"f"}},
 	}
 	var dec CallDecoder
 	for i, c := range calls {
@@ -180,11 +188,33 @@ func TestCallDecoderStream(t *testing.T) {
 		var got rpc.Invocation
 		attachments, err := dec.Decode(b, &got)
 		if attachments != nil {
-			got.Attachments = DecodeAttachments(attachments)
+			if got.Attachments, err = DecodeAttachments(attachments); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err != nil || !reflect.DeepEqual(&got, c) {
 			t.Errorf("call %d: %+v, %v; want %+v", i, &got, err, c)
 		}
+	}
+}
+
+// TestCorruptAttachments: attachments are checked only when read, and
+// then say what is wrong with them.
+func TestCorruptAttachments(t *testing.T) {
+	b, err := EncodeCall(&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"int"}, Args: []any{int32(1)},
+		Attachments: map[string]any{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b[:len(b)-1], 0xff) // the map's end replaced
+	var dec CallDecoder
+	var inv rpc.Invocation
+	attachments, err := dec.Decode(b, &inv)
+	if err != nil || inv.Method != "m" || inv.Args[0] != int32(1) {
+		t.Fatalf("Decode: %+v, %v", inv, err)
+	}
+	if m, err := DecodeAttachments(attachments); err == nil {
+		t.Errorf("DecodeAttachments(%x) = %v, want an error", attachments, m)
 	}
 }
 
@@ -201,10 +231,21 @@ func TestShortCall(t *testing.T) {
 		{&rpc.Invocation{Service: "s", Method: "hi", ParamTypes: []string{"java.lang.String"}, Args: []any{"héllo"}}, false},
 		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"java.util.Map"}, Args: []any{map[string]any{"a": "b"}}}, false},
 		{&rpc.Invocation{Service: "s", Method: "m", ParamTypes: []string{"long"}, Args: []any{int64(1)}}, false},
+		{&rpc.Invocation{Service: "sé", Method: "m", ParamTypes: []string{"int"}, Args: []any{int32(1)}}, false},
 	} {
 		b, err := EncodeCall(c.inv)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// A call encoded with its head known is the same call, whatever
+		// the rest takes.
+		if head, ok := AppendCallHead(nil, c.inv); ok {
+			withHead, err := AppendCallWithHead([]byte("kept"), head, c.inv)
+			if err != nil || string(withHead[:4]) != "kept" || !bytes.Equal(withHead[4:], b) {
+				t.Errorf("%s(%v): with its head %x, %v; want %x", c.inv.Method, c.inv.Args, withHead, err, b)
+			}
+		} else if c.short {
+			t.Errorf("%s(%v): the head of a short call has no short form", c.inv.Method, c.inv.Args)
 		}
 		_, short := decodeShortCall(b, nil)
 		got, err := DecodeCall(b)
