@@ -62,7 +62,10 @@ func TestTagRouting(t *testing.T) {
 	var calls counter
 	gray := startTaggedProvider(t, zkAddr, "gray", &calls).Addr()
 	plain := startTaggedProvider(t, zkAddr, "", &calls).Addr()
-	c := newConsumer(t, zkAddr)
+	c := newConsumer(t, zkAddr, greeterRef())
+	// Routing chooses among the listed providers: an untagged call before
+	// the untagged provider is listed finds none.
+	waitProviders(t, c, greeterRef(), 2)
 
 	tests := []struct {
 		name, tag, force string
