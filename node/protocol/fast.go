@@ -17,13 +17,21 @@ import (
 // maxFastString: the library splits strings into 4096-char chunks.
 const maxFastString = 4096
 
+// isASCII checks eight bytes at a time: every string of a call and its
+// reply goes through it.
 func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
+	for ; len(s) >= 8; s = s[8:] {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		if w&0x8080808080808080 != 0 {
 			return false
 		}
 	}
-	return true
+	var or byte
+	for i := 0; i < len(s); i++ {
+		or |= s[i]
+	}
+	return or < 0x80
 }
 
 // appendFastString appends s if it is ASCII and fits one chunk; otherwise
@@ -79,13 +87,13 @@ func appendFastValue(b []byte, v any) ([]byte, bool) {
 // followed by extraKey → extraVal when extraKey is set (an entry of m with
 // that key is left out). Otherwise it returns b unchanged and false.
 func appendFastMap(b []byte, m map[string]any, extraKey, extraVal string) ([]byte, bool) {
-	if _, ok := m[hessian.ClassKey]; ok { // the library writes such a map as an object
-		return b, false
-	}
 	start := len(b)
 	b = append(b, 'H')
 	var ok bool
 	for k, v := range m {
+		if k == hessian.ClassKey { // the library writes such a map as an object
+			return b[:start], false
+		}
 		if extraKey != "" && k == extraKey {
 			continue
 		}

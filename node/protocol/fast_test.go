@@ -72,8 +72,10 @@ func TestFastEncodeMatchesLibrary(t *testing.T) {
 			t.Errorf("map of %T %.20v has a fast form % x", v, v, b)
 		}
 	}
-	if _, ok := appendFastMap(nil, map[string]any{hessian.ClassKey: "a.B"}, "", ""); ok {
-		t.Error("a map with the class key has a fast form; the library writes it as an object")
+	for _, m := range []map[string]any{{hessian.ClassKey: "a.B"}, {"a": "1", "b": "2", hessian.ClassKey: "a.B", "c": "3"}} {
+		if b, ok := appendFastMap([]byte{1}, m, "", ""); ok || !bytes.Equal(b, []byte{1}) {
+			t.Errorf("%v has a fast form % x; the library writes it as an object", m, b)
+		}
 	}
 	// The extra entry replaces one of the same key.
 	got, ok := appendFastMap(nil, map[string]any{"dubbo": "x"}, "dubbo", DubboVersion)
@@ -197,5 +199,22 @@ func TestInternerBounded(t *testing.T) {
 	}
 	if len(in.m) > maxInternEntries {
 		t.Fatalf("%d entries", len(in.m))
+	}
+}
+
+// isASCII looks at every byte, eight at a time and one by one.
+func TestIsASCII(t *testing.T) {
+	for n := range 20 {
+		s := []byte(strings.Repeat("a", n))
+		if !isASCII(string(s)) {
+			t.Errorf("%q: not ASCII", s)
+		}
+		for i := range n {
+			s[i] = 0x80
+			if isASCII(string(s)) {
+				t.Errorf("%q: ASCII, with 0x80 at %d", s, i)
+			}
+			s[i] = 'a'
+		}
 	}
 }
