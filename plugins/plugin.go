@@ -449,25 +449,32 @@ func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []b
 	// The handler got the caller's deadline; an answer that raced it home
 	// (typically the handler's own "deadline exceeded") is still a timeout
 	// for the caller, even when ctx's own timer, late on a loaded machine,
-	// has not fired yet.
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// has not fired yet. (A context ends for its deadline only once its
+	// Deadline passed: one look at the clock tells.)
+	var late bool
+	if dl, ok := ctx.Deadline(); ok {
+		late = !time.Now().Before(dl)
+	} else {
+		late = errors.Is(ctx.Err(), context.DeadlineExceeded)
+	}
+	if late {
 		return nil, p.callError(inv, rpc.ErrTimeout, "plugin "+p.cfg.Name+" did not answer in time")
 	}
 	res, err := wire.DecodeReply(reply)
+	if err == nil {
+		return res, nil
+	}
 	var ce *rpc.CallError
-	switch {
-	case errors.As(err, &ce):
+	if errors.As(err, &ce) {
 		ce.Service, ce.Method = inv.Service, inv.Method
 		if errors.Is(ce, rpc.ErrServiceNotFound) {
 			p.log.Warn("plugin described a method it does not serve", "service", inv.Service, "method", inv.Method, "detail", ce.Detail)
 			ce.Detail = "plugin " + p.cfg.Name + " described it but cannot serve it: " + ce.Detail
 		}
 		return nil, ce
-	case err != nil:
-		p.log.Warn("plugin sent a reply that cannot be decoded", "service", inv.Service, "method", inv.Method, "err", err)
-		return nil, p.callError(inv, rpc.ErrProvider, "plugin "+p.cfg.Name+" sent a reply that cannot be decoded: "+err.Error())
 	}
-	return res, nil
+	p.log.Warn("plugin sent a reply that cannot be decoded", "service", inv.Service, "method", inv.Method, "err", err)
+	return nil, p.callError(inv, rpc.ErrProvider, "plugin "+p.cfg.Name+" sent a reply that cannot be decoded: "+err.Error())
 }
 
 // maxPooledCall bounds the buffers kept for encoding calls: a rare large
