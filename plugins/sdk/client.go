@@ -21,6 +21,7 @@ type callInfo struct {
 	// The caller's attachments: decoded from raw (wire.CallDecoder) when
 	// the handler first asks, as most never do.
 	raw         []byte
+	inv         *rpc.Invocation // whose names the attachments may repeat
 	decode      sync.Once
 	attachments map[string]any
 }
@@ -33,7 +34,7 @@ func (ci *callInfo) attachmentMap() map[string]any {
 			return
 		}
 		var err error
-		if ci.attachments, err = wire.DecodeAttachments(ci.raw); err != nil {
+		if ci.attachments, err = wire.DecodeAttachments(ci.raw, ci.inv); err != nil {
 			// The node wrote them: this is a bug, not the caller's doing.
 			slog.Error("the call's attachments cannot be read", "err", err)
 		}

@@ -157,7 +157,7 @@ func (s *server) Prepare(b []byte) (wire.Runner, bool) {
 		return wire.RunFunc(func(context.Context) []byte { return reply }), true
 	}
 	c.svc, c.m = s.lookup(&c.inv)
-	c.info.caller, c.info.raw, c.info.attachments = s.caller, attachments, c.inv.Attachments
+	c.info.caller, c.info.raw, c.info.inv, c.info.attachments = s.caller, attachments, &c.inv, c.inv.Attachments
 	return c, c.m != nil && c.m.inline.Load()
 }
 

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,6 +30,9 @@ func (serverGreeter) Echo(ctx context.Context, s string) (string, error) {
 	case "who":
 		who, _ := Attachments(ctx)["who"].(string)
 		return who, nil
+	case "names":
+		a := Attachments(ctx)
+		return fmt.Sprint(a["interface"], " ", a["version"], " ", a["timeout"]), nil
 	case "ctx":
 		link, _ := ctx.Value(linkKey{}).(string)
 		_, hasDeadline := ctx.Deadline()
@@ -61,6 +65,8 @@ func TestServerCalls(t *testing.T) {
 		{"error", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"fail"}}, nil, "java.lang.IllegalArgumentException", nil},
 		{"panic", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"panic"}}, nil, "java.lang.RuntimeException", nil},
 		{"attachments", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"who"}, Attachments: map[string]any{"who": "alice"}}, "alice", "", nil},
+		{"names in attachments", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"names"},
+			Attachments: map[string]any{"path": "a.S", "interface": "a.S", "version": "1.0", "timeout": "1000"}}, "a.S 1.0 1000", "", nil},
 		{"link context", rpc.Invocation{Method: "echo", ParamTypes: str, Args: []any{"ctx"}}, "link deadline", "", nil},
 		{"wrong argument", rpc.Invocation{Method: "echo", ParamTypes: []string{"int"}, Args: []any{int32(1)}}, nil, "java.lang.IllegalArgumentException", nil},
 		{"two arguments", rpc.Invocation{Method: "sum", ParamTypes: []string{"int", "int"}, Args: []any{int32(2), int32(3)}}, int32(5), "", nil},

@@ -18,6 +18,9 @@ import (
 //	service version group method (strings)
 //	int n, then n Java parameter type names (strings)
 //	int m, then m argument values
+//	int derived: a bit for each attachment left out because it repeats
+//	  the call's names (derivable: path and interface the service,
+//	  version, group)
 //	attachments (map, or null)
 //
 // A reply is one hessian2 stream:
@@ -110,7 +113,7 @@ func encodeLibraryCall(inv *rpc.Invocation) ([]byte, error) {
 				return fmt.Errorf("argument %d (%T) cannot be encoded in hessian2: %w", i+1, a, err)
 			}
 		}
-		return encodeAttachments(e, inv.Attachments)
+		return encodeCallAttachments(e, inv)
 	})
 }
 
@@ -161,7 +164,116 @@ func appendShortRest(b []byte, inv *rpc.Invocation) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
-	return appendShortAttachments(b, inv.Attachments)
+	return appendShortCallAttachments(b, inv)
+}
+
+// A call leaves out the attachments that repeat its own names, as Dubbo
+// consumers send them on every call: path and interface (the service),
+// version and group. A bit each in an int before the attachments, its
+// derived bits, says which to put back; encoding them took the node a
+// third of encoding a call.
+var derivable = [...]string{"path", "interface", "version", "group"}
+
+// derivedFrom is the value attachment derivable[i] has in a call of inv.
+func derivedFrom(inv *rpc.Invocation, i int) string {
+	switch i {
+	case 0, 1:
+		return inv.Service
+	case 2:
+		return inv.Version
+	}
+	return inv.Group
+}
+
+// derivedBit is the bit of attachment k=v in a call of inv: 0 when it is
+// not one the call repeats.
+func derivedBit(inv *rpc.Invocation, k string, v any) int {
+	s, ok := v.(string)
+	if !ok {
+		return 0
+	}
+	for i, d := range derivable {
+		if k == d {
+			if s == derivedFrom(inv, i) {
+				return 1 << i
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// withDerived returns m with the attachments derived names put back.
+func withDerived(m map[string]any, derived int, inv *rpc.Invocation) map[string]any {
+	if derived == 0 {
+		return m
+	}
+	if m == nil {
+		m = make(map[string]any, len(derivable))
+	}
+	for i, k := range derivable {
+		if derived&(1<<i) != 0 {
+			m[k] = derivedFrom(inv, i)
+		}
+	}
+	return m
+}
+
+// appendShortCallAttachments appends a call's derived bits and its other
+// attachments as encodeCallAttachments does, if every entry has a short
+// form.
+func appendShortCallAttachments(b []byte, inv *rpc.Invocation) ([]byte, bool) {
+	at := len(b)
+	b = append(b, 0x90) // the derived bits, set below: an int of 0-47 is one byte
+	if len(inv.Attachments) == 0 {
+		return append(b, 'N'), true
+	}
+	derived, start := 0, len(b)
+	b = append(b, 'H')
+	var ok bool
+	for k, v := range inv.Attachments {
+		if k == hessian.ClassKey { // the library writes such a map as an object
+			return b[:at], false
+		}
+		if bit := derivedBit(inv, k, v); bit != 0 {
+			derived |= bit
+			continue
+		}
+		if b, ok = protocol.AppendShortValue(b, k); !ok {
+			return b[:at], false
+		}
+		if b, ok = protocol.AppendShortValue(b, v); !ok {
+			return b[:at], false
+		}
+	}
+	if len(b) == start+1 {
+		b = append(b[:start], 'N') // all derived
+	} else {
+		b = append(b, 'Z')
+	}
+	b[at] = byte(0x90 + derived)
+	return b, true
+}
+
+// encodeCallAttachments writes a call's derived bits, then its other
+// attachments (encodeAttachments).
+func encodeCallAttachments(e *hessian.Encoder, inv *rpc.Invocation) error {
+	derived := 0
+	var rest map[string]any
+	for k, v := range inv.Attachments {
+		if bit := derivedBit(inv, k, v); bit != 0 {
+			derived |= bit
+			continue
+		}
+		if rest == nil {
+			rest = make(map[string]any, len(inv.Attachments))
+		}
+		rest[k] = v
+	}
+	if err := e.Encode(int32(derived)); err != nil {
+		return err
+	}
+	return encodeAttachments(e, rest)
 }
 
 // appendShortAttachments appends m as encodeAttachments does, if every
@@ -298,21 +410,56 @@ func (d *CallDecoder) decodeShort(b []byte, inv *rpc.Invocation) (attachments []
 	return decodeShortRest(b, pos, inv)
 }
 
-// DecodeAttachments decodes the attachments a CallDecoder left; nil for
-// none. They were not checked: the error says what is wrong with them.
-func DecodeAttachments(b []byte) (map[string]any, error) {
-	if m, next, ok := protocol.ReadShortMap(b, 0); ok && next == len(b) {
-		return m, nil
+// DecodeAttachments decodes the attachments a CallDecoder left of inv;
+// nil for none. They were not checked: the error says what is wrong with
+// them.
+func DecodeAttachments(b []byte, inv *rpc.Invocation) (map[string]any, error) {
+	if derived, m, ok := shortCallAttachments(b, protocol.ReadShortMap); ok {
+		return withDerived(m, derived, inv), nil
 	}
+	var derived int
 	var m map[string]any
 	err := decode(b, func(d *hessian.Decoder) (err error) {
-		m, err = readAttachments(d)
+		derived, m, err = readCallAttachments(d)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode attachments: %w", err)
 	}
-	return m, nil
+	return withDerived(m, derived, inv), nil
+}
+
+// shortCallAttachments reads a call's derived bits and attachments, the
+// whole of b, if they have short forms.
+func shortCallAttachments(b []byte, readMap func([]byte, int) (map[string]any, int, bool)) (derived int, m map[string]any, ok bool) {
+	derived, pos, ok := shortDerived(b, 0)
+	if !ok {
+		return 0, nil, false
+	}
+	if pos == len(b)-1 && b[pos] == 'N' {
+		return derived, nil, true
+	}
+	m, next, ok := readMap(b, pos)
+	return derived, m, ok && next == len(b)
+}
+
+// shortDerived reads derived bits.
+func shortDerived(b []byte, pos int) (derived, next int, ok bool) {
+	derived, next, ok = shortCount(b, pos)
+	return derived, next, ok && derived < 1<<len(derivable)
+}
+
+// readCallAttachments reads a call's derived bits and attachments with the
+// library.
+func readCallAttachments(d *hessian.Decoder) (derived int, m map[string]any, err error) {
+	if derived, err = readCount(d); err != nil {
+		return 0, nil, err
+	}
+	if derived >= 1<<len(derivable) {
+		return 0, nil, fmt.Errorf("derived attachments %#x: unknown bits", derived)
+	}
+	m, err = readAttachments(d)
+	return derived, m, err
 }
 
 // decodeLibraryCall decodes any call with the library.
@@ -349,7 +496,8 @@ func decodeLibraryCall(b []byte) (*rpc.Invocation, error) {
 				return fmt.Errorf("argument %d: %w", i+1, err)
 			}
 		}
-		inv.Attachments, err = readAttachments(d)
+		derived, m, err := readCallAttachments(d)
+		inv.Attachments = withDerived(m, derived, inv)
 		return err
 	})
 	if err != nil {
@@ -372,11 +520,11 @@ func decodeShortCall(b []byte, t *protocol.StringTable) (*rpc.Invocation, bool) 
 	if t != nil {
 		mp = t.Map
 	}
-	m, next, ok := mp(attachments, 0)
-	if !ok || next != len(attachments) {
+	derived, m, ok := shortCallAttachments(attachments, mp)
+	if !ok {
 		return inv, false
 	}
-	inv.Attachments = m
+	inv.Attachments = withDerived(m, derived, inv)
 	return inv, true
 }
 
@@ -433,11 +581,15 @@ func decodeShortRest(b []byte, pos int, inv *rpc.Invocation) (attachments []byte
 	}
 	// The attachments end the call. Most handlers never read them, so
 	// they are not even checked until one does (DecodeAttachments).
+	start := pos
+	derived, pos, ok := shortDerived(b, pos)
 	switch {
-	case pos == len(b)-1 && b[pos] == 'N':
+	case !ok:
+		return nil, false
+	case derived == 0 && pos == len(b)-1 && b[pos] == 'N':
 		return nil, true
-	case pos < len(b) && b[pos] == 'H':
-		return b[pos:], true
+	case pos < len(b) && (b[pos] == 'H' || b[pos] == 'N'):
+		return b[start:], true
 	}
 	return nil, false
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -144,7 +145,7 @@ func FuzzDecodeCall(f *testing.F) {
 			attachments, derr := dec.Decode(b, got)
 			var aerr error
 			if derr == nil && attachments != nil {
-				got.Attachments, aerr = DecodeAttachments(attachments)
+				got.Attachments, aerr = DecodeAttachments(attachments, got)
 			}
 			switch {
 			case err == nil && (derr != nil || aerr != nil || !reflect.DeepEqual(inv, got)):
@@ -188,12 +189,62 @@ func TestCallDecoderStream(t *testing.T) {
 		var got rpc.Invocation
 		attachments, err := dec.Decode(b, &got)
 		if attachments != nil {
-			if got.Attachments, err = DecodeAttachments(attachments); err != nil {
+			if got.Attachments, err = DecodeAttachments(attachments, &got); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if err != nil || !reflect.DeepEqual(&got, c) {
 			t.Errorf("call %d: %+v, %v; want %+v", i, &got, err, c)
+		}
+	}
+}
+
+// TestDerivedAttachments: attachments that repeat the call's names travel
+// as bits and come back as they were; others travel as they are.
+func TestDerivedAttachments(t *testing.T) {
+	base := rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Group: "g", Method: "sayHello",
+		ParamTypes: []string{"java.lang.String"}, Args: []any{"w"}}
+	tests := []struct {
+		name        string
+		attachments map[string]any
+		left        []string // what travels as bits
+	}{
+		{"a Dubbo consumer's", map[string]any{"path": "org.example.Greeter", "interface": "org.example.Greeter", "version": "1.0.0", "group": "g", "timeout": "1000"},
+			[]string{"path", "interface", "version", "group"}},
+		{"only derived ones", map[string]any{"path": "org.example.Greeter", "group": "g"}, []string{"path", "group"}},
+		{"other values", map[string]any{"path": "/other", "interface": "a.B", "version": "2.0.0", "group": int32(1)}, nil},
+		{"a library value beside", map[string]any{"version": "1.0.0", "big": int64(1) << 40}, []string{"version"}},
+	}
+	for _, tt := range tests {
+		inv := base
+		inv.Attachments = tt.attachments
+		b, err := EncodeCall(&inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The derived ones cost nothing: the call is as long as one
+		// without them.
+		kept := maps.Clone(tt.attachments)
+		for _, k := range tt.left {
+			delete(kept, k)
+		}
+		without := base
+		without.Attachments = kept
+		if b2, _ := EncodeCall(&without); len(b2) != len(b) {
+			t.Errorf("%s: %d bytes, %d without %v", tt.name, len(b), len(b2), tt.left)
+		}
+		whole, err := DecodeCall(b)
+		if err != nil || !reflect.DeepEqual(whole.Attachments, tt.attachments) {
+			t.Errorf("%s: DecodeCall attachments %v, %v; want %v", tt.name, whole.Attachments, err, tt.attachments)
+		}
+		var dec CallDecoder
+		var got rpc.Invocation
+		raw, err := dec.Decode(b, &got)
+		if err == nil && raw != nil {
+			got.Attachments, err = DecodeAttachments(raw, &got)
+		}
+		if err != nil || !reflect.DeepEqual(got.Attachments, tt.attachments) {
+			t.Errorf("%s: CallDecoder attachments %v, %v; want %v", tt.name, got.Attachments, err, tt.attachments)
 		}
 	}
 }
@@ -213,7 +264,7 @@ func TestCorruptAttachments(t *testing.T) {
 	if err != nil || inv.Method != "m" || inv.Args[0] != int32(1) {
 		t.Fatalf("Decode: %+v, %v", inv, err)
 	}
-	if m, err := DecodeAttachments(attachments); err == nil {
+	if m, err := DecodeAttachments(attachments, &inv); err == nil {
 		t.Errorf("DecodeAttachments(%x) = %v, want an error", attachments, m)
 	}
 }
