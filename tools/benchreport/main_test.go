@@ -358,6 +358,7 @@ func TestRatioOrientation(t *testing.T) {
 func TestSVGEscapes(t *testing.T) {
 	svg := BarChart{Title: `a <b> & "c"`, Unit: "µs", Groups: []Group{
 		{Label: "<script>alert(1)</script>", Bars: []Bar{{Target: "ours", Value: 3}, {Target: "x&y", Value: 0}}},
+		{Label: "control\x01char", Bars: []Bar{{Target: "ours\x00", Value: 1}}},
 	}}.SVG()
 	if strings.Contains(svg, "<script>") || strings.Contains(svg, "<b>") {
 		t.Errorf("markup in labels not escaped:\n%s", svg)

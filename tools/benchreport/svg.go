@@ -1,8 +1,8 @@
 package main
 
 import (
+	"encoding/xml"
 	"fmt"
-	"html"
 	"math"
 	"strings"
 )
@@ -116,4 +116,10 @@ func (c BarChart) SVG() string {
 	return b.String()
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes s for XML text and attributes; a character XML cannot hold
+// at all (a control character in a benchmark's name) becomes U+FFFD.
+func esc(s string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
+	return b.String()
+}
