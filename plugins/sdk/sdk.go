@@ -47,6 +47,10 @@
 // over the reading after 2ms, so the plugin's other calls wait that long
 // at most.
 //
+// Serve sets the garbage collector's target to 400 (GOGC=400) unless GOGC
+// is set in the plugin's environment: a plugin's heap is small, and
+// collecting it at Go's default pace takes CPU from the node beside it.
+//
 // A plugin can also run code of its own, for instance a consumer-side
 // plugin (listed in consumer.plugins) that serves nothing and only calls.
 // Run gives it a Caller as soon as the node has connected, and ends its
@@ -87,6 +91,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -177,6 +182,9 @@ func ServeWith(opts Options, services ...Service) error {
 	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		return errors.New("this program is a Dubbo handler plugin: list it in provider.plugins (or consumer.plugins) of the node's config instead of running it")
 	}
+	if pct := gcPercent(os.LookupEnv); pct != 0 {
+		debug.SetGCPercent(pct)
+	}
 	// go-plugin turns os.Stderr into a pipe to the node's SyncStderr after
 	// Serve starts; the real stderr is read by the node as structured log
 	// lines, so slog goes there.
@@ -210,6 +218,24 @@ func ServeWith(opts Options, services ...Service) error {
 	// server: either way the hook's context ends now.
 	cancel()
 	return srv.wait(time.Second)
+}
+
+// pluginGCPercent is the garbage collector's target in a plugin: a
+// plugin's heap is small and its calls allocate, so at Go's default (100)
+// it collects every few thousand calls, and each collection's idle mark
+// worker takes a core the node could use. At 400 it collects a quarter as
+// often, for a few MB more: BenchmarkProviderPathTurns at 32 callers, in
+// alternating runs, made 0.896 0.900 0.889 0.875 of the floor at 100 and
+// 0.897 0.911 0.921 0.914 at 400.
+const pluginGCPercent = 400
+
+// gcPercent is the target Serve sets: pluginGCPercent, or 0 (leave it)
+// when GOGC in the plugin's environment (the node's plugin env) decides.
+func gcPercent(lookupEnv func(string) (string, bool)) int {
+	if _, set := lookupEnv("GOGC"); set {
+		return 0
+	}
+	return pluginGCPercent
 }
 
 // watchParent exits the process when the node that started it is gone

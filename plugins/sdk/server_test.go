@@ -102,3 +102,21 @@ func TestServerCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestGCPercent: Serve raises the collector's target unless GOGC is set.
+func TestGCPercent(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{nil, pluginGCPercent},
+		{map[string]string{"GOGC": "100"}, 0},
+		{map[string]string{"GOGC": "off"}, 0},
+		{map[string]string{"GOMEMLIMIT": "64MiB"}, pluginGCPercent},
+	} {
+		lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+		if got := gcPercent(lookup); got != tt.want {
+			t.Errorf("env %v: gcPercent = %d, want %d", tt.env, got, tt.want)
+		}
+	}
+}
