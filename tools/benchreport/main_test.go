@@ -146,6 +146,12 @@ func TestSampleReport(t *testing.T) {
 		}
 		at += i
 	}
+	// A benchmark of ours alone in a section (the plugin path's turns) has
+	// its table there, not among the others.
+	plugin := md[strings.Index(md, "### The plugin path"):strings.Index(md, "### Registry operations")]
+	if !strings.Contains(plugin, "| ProviderPathTurns | floor_qps | plugin_qps | vs_floor |") {
+		t.Errorf("the plugin path lacks the turns' table:\n%s", plugin)
+	}
 	for _, want := range []string{"| CPU | " + r.Machine.CPU, "| cores | " + r.Machine.Cores, "| load average at start", "| Go | go version"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("machine table lacks %q", want)
