@@ -48,8 +48,9 @@
 // at most.
 //
 // Serve sets the garbage collector's target to 400 (GOGC=400) unless GOGC
-// is set in the plugin's environment: a plugin's heap is small, and
-// collecting it at Go's default pace takes CPU from the node beside it.
+// is set in the plugin's environment, which it inherits from the node: a
+// plugin's heap is small, and collecting it at Go's default pace takes CPU
+// from the node beside it.
 //
 // A plugin can also run code of its own, for instance a consumer-side
 // plugin (listed in consumer.plugins) that serves nothing and only calls.
@@ -230,7 +231,7 @@ func ServeWith(opts Options, services ...Service) error {
 const pluginGCPercent = 400
 
 // gcPercent is the target Serve sets: pluginGCPercent, or 0 (leave it)
-// when GOGC in the plugin's environment (the node's plugin env) decides.
+// when GOGC in the plugin's environment decides.
 func gcPercent(lookupEnv func(string) (string, bool)) int {
 	if _, set := lookupEnv("GOGC"); set {
 		return 0
