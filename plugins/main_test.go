@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,6 +87,13 @@ func (Greeter) EchoUser(_ context.Context, u *User) (*User, error) {
 }
 
 func (Greeter) AddLong(_ context.Context, a, b int64) (int64, error) { return a + b, nil }
+
+// GcPercent is the plugin's garbage collector target.
+func (Greeter) GcPercent(context.Context) (int64, error) {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64()), nil
+}
 
 func (Greeter) Illegal(_ context.Context, msg string) error {
 	return fmt.Errorf("wrapped: %w", java_exception.NewIllegalStateException(msg))

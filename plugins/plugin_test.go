@@ -154,6 +154,27 @@ func TestExceptions(t *testing.T) {
 	}
 }
 
+// TestGCTarget: a plugin collects at GOGC=400 unless its environment,
+// inherited from the node, says otherwise.
+func TestGCTarget(t *testing.T) {
+	t.Setenv("GOGC", "") // restored after the test
+	os.Unsetenv("GOGC")
+	for _, tt := range []struct {
+		env  []string
+		want int64
+	}{
+		{nil, 400},
+		{[]string{"GOGC=150"}, 150},
+	} {
+		cfg := startConfig(t, "greeter")
+		cfg.Env = append(cfg.Env, tt.env...)
+		p := startGreeter(t, cfg)
+		if res := invoke(t, p, greeterCall("gcPercent", nil)); res.Value != tt.want {
+			t.Errorf("env %v: the plugin's GC target is %v, want %d", tt.env, res.Value, tt.want)
+		}
+	}
+}
+
 func TestNotFound(t *testing.T) {
 	p := startGreeter(t, startConfig(t, "greeter"))
 	for _, tt := range []struct {

@@ -48,9 +48,10 @@
 // at most.
 //
 // Serve sets the garbage collector's target to 400 (GOGC=400) unless GOGC
-// is set in the plugin's environment, which it inherits from the node: a
-// plugin's heap is small, and collecting it at Go's default pace takes CPU
-// from the node beside it.
+// is set in the plugin's environment, which it inherits from the node, or
+// the plugin set its own (debug.SetGCPercent) before: a plugin's heap is
+// small, and collecting it at Go's default pace takes CPU from the node
+// beside it.
 //
 // A plugin can also run code of its own, for instance a consumer-side
 // plugin (listed in consumer.plugins) that serves nothing and only calls.
@@ -93,6 +94,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -183,7 +185,7 @@ func ServeWith(opts Options, services ...Service) error {
 	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		return errors.New("this program is a Dubbo handler plugin: list it in provider.plugins (or consumer.plugins) of the node's config instead of running it")
 	}
-	if pct := gcPercent(os.LookupEnv); pct != 0 {
+	if pct := gcPercent(os.LookupEnv, currentGCPercent()); pct != 0 {
 		debug.SetGCPercent(pct)
 	}
 	// go-plugin turns os.Stderr into a pipe to the node's SyncStderr after
@@ -231,12 +233,23 @@ func ServeWith(opts Options, services ...Service) error {
 const pluginGCPercent = 400
 
 // gcPercent is the target Serve sets: pluginGCPercent, or 0 (leave it)
-// when GOGC in the plugin's environment decides.
-func gcPercent(lookupEnv func(string) (string, bool)) int {
-	if _, set := lookupEnv("GOGC"); set {
+// when GOGC in the plugin's environment decides, or the plugin set its
+// own target (current, not Go's default of 100) before Serve.
+func gcPercent(lookupEnv func(string) (string, bool), current int) int {
+	if _, set := lookupEnv("GOGC"); set || current != 100 {
 		return 0
 	}
 	return pluginGCPercent
+}
+
+// currentGCPercent is the collector's target now.
+func currentGCPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 100 // not reported: take Go's default
+	}
+	return int(s[0].Value.Uint64())
 }
 
 // watchParent exits the process when the node that started it is gone

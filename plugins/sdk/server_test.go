@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -103,20 +104,29 @@ func TestServerCalls(t *testing.T) {
 	}
 }
 
-// TestGCPercent: Serve raises the collector's target unless GOGC is set.
+// TestGCPercent: Serve raises the collector's target unless GOGC is set
+// or the plugin set its own.
 func TestGCPercent(t *testing.T) {
 	for _, tt := range []struct {
-		env  map[string]string
-		want int
+		env     map[string]string
+		current int
+		want    int
 	}{
-		{nil, pluginGCPercent},
-		{map[string]string{"GOGC": "100"}, 0},
-		{map[string]string{"GOGC": "off"}, 0},
-		{map[string]string{"GOMEMLIMIT": "64MiB"}, pluginGCPercent},
+		{nil, 100, pluginGCPercent},
+		{map[string]string{"GOGC": "100"}, 100, 0},
+		{map[string]string{"GOGC": "off"}, 100, 0},
+		{map[string]string{"GOMEMLIMIT": "64MiB"}, 100, pluginGCPercent},
+		{nil, 50, 0}, // debug.SetGCPercent(50) before Serve
 	} {
 		lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-		if got := gcPercent(lookup); got != tt.want {
-			t.Errorf("env %v: gcPercent = %d, want %d", tt.env, got, tt.want)
+		if got := gcPercent(lookup, tt.current); got != tt.want {
+			t.Errorf("env %v, target %d: gcPercent = %d, want %d", tt.env, tt.current, got, tt.want)
 		}
+	}
+	// The target is read without changing it.
+	old := debug.SetGCPercent(73)
+	defer debug.SetGCPercent(old)
+	if got := currentGCPercent(); got != 73 {
+		t.Errorf("currentGCPercent = %d after SetGCPercent(73)", got)
 	}
 }
