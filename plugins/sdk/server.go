@@ -187,10 +187,12 @@ type call struct {
 	info callInfo
 
 	// Storage for inv.ParamTypes and inv.Args and for the reply, large
-	// enough for a call with one argument and a short answer.
+	// enough for a call with one argument and a short answer (a string of
+	// up to 20 bytes): sized so that the whole call is 288 bytes, one of
+	// the allocator's size classes.
 	types [1]string
 	args  [1]any
-	reply [64]byte
+	reply [24]byte
 }
 
 // Value gives the handler its call's info, and the link's values.
