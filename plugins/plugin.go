@@ -58,7 +58,7 @@ type Plugin struct {
 	services []ServiceDesc
 	// The services and methods it described, which calls are checked
 	// against: one lookup per call.
-	serves  map[serviceID]bool
+	serves  map[wire.ServiceID]bool
 	methods map[methodID]*method
 
 	// calls holds buffers to encode calls in (*[]byte): the link copies a
@@ -213,13 +213,13 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	if err != nil {
 		return fmt.Errorf("bad description of its services: %w", err)
 	}
-	p.serves, p.methods = make(map[serviceID]bool, len(d.Services)), make(map[methodID]*method)
+	p.serves, p.methods = make(map[wire.ServiceID]bool, len(d.Services)), make(map[methodID]*method)
 	for _, s := range d.Services {
 		sd := ServiceDesc{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
 		for _, m := range s.Methods {
 			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType})
 		}
-		id := idOf(sd.Interface, sd.Version, sd.Group)
+		id := wire.IDOf(sd.Interface, sd.Version, sd.Group)
 		p.serves[id] = true
 		for _, m := range sd.Methods {
 			p.methods[methodID{id, m.Name}] = newMethod(sd, m)
@@ -481,12 +481,8 @@ func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []b
 // call is not worth its memory kept for every later one.
 const maxPooledCall = 64 << 10
 
-// serviceID is a service as calls name it, with versions that mean the
-// same made one: a map key built without allocating, per call.
-type serviceID struct{ iface, version, group string }
-
 type methodID struct {
-	serviceID
+	wire.ServiceID
 	method string
 }
 
@@ -508,14 +504,10 @@ func newMethod(s ServiceDesc, m MethodDesc) *method {
 	return &method{version: s.Version, paramTypes: m.ParamTypes, head: head}
 }
 
-func idOf(iface, version, group string) serviceID {
-	return serviceID{iface, wire.NormalVersion(version), group}
-}
-
 // lookup finds the method inv calls, and refuses calls the plugin did not
 // say it serves.
 func (p *Plugin) lookup(inv *rpc.Invocation) (*method, error) {
-	id := idOf(inv.Service, inv.Version, inv.Group)
+	id := wire.IDOf(inv.Service, inv.Version, inv.Group)
 	if m := p.methods[methodID{id, inv.Method}]; m != nil {
 		return m, nil
 	}

@@ -21,16 +21,8 @@ import (
 // Dispatcher calls handler methods for Dubbo invocations; Serve uses one
 // behind the plugin boundary, and a test can use one directly.
 type Dispatcher struct {
-	services map[serviceID]*service
+	services map[wire.ServiceID]*service
 	desc     wire.Description
-}
-
-// serviceID names a service as its calls do; looked up without building
-// the key string on every call.
-type serviceID struct{ iface, version, group string }
-
-func idOf(iface, version, group string) serviceID {
-	return serviceID{iface, wire.NormalVersion(version), group}
 }
 
 type service struct {
@@ -105,13 +97,13 @@ var (
 // NewDispatcher checks services and prepares their methods. The error names
 // the service and method at fault and how to fix it.
 func NewDispatcher(services ...Service) (*Dispatcher, error) {
-	d := &Dispatcher{services: make(map[serviceID]*service, len(services))}
+	d := &Dispatcher{services: make(map[wire.ServiceID]*service, len(services))}
 	for _, s := range services {
 		svc, desc, err := newService(s)
 		if err != nil {
 			return nil, err
 		}
-		id := idOf(s.Interface, s.Version, s.Group)
+		id := wire.IDOf(s.Interface, s.Version, s.Group)
 		if d.services[id] != nil {
 			return nil, errorf("service %s is given twice", svc.key)
 		}
@@ -325,7 +317,7 @@ func registerPOJO(t reflect.Type, seen map[reflect.Type]bool) error {
 // method is the method inv names, or nil.
 // lookup finds the service and method inv names; either may be nil.
 func (d *Dispatcher) lookup(inv *rpc.Invocation) (*service, *method) {
-	svc := d.services[idOf(inv.Service, inv.Version, inv.Group)]
+	svc := d.services[wire.IDOf(inv.Service, inv.Version, inv.Group)]
 	if svc == nil {
 		return nil, nil
 	}
@@ -455,7 +447,7 @@ func (d *Dispatcher) description() *wire.Description { return &d.desc }
 // [group/]interface[:version], by Dubbo method name; nil if it is not
 // served. Handler tests use it to check the Java types derived for them.
 func (d *Dispatcher) Signatures(service string) map[string]Signature {
-	svc := d.services[idOf(wire.ParseServiceKey(service))]
+	svc := d.services[wire.IDOf(wire.ParseServiceKey(service))]
 	if svc == nil {
 		return nil
 	}

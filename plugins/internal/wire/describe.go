@@ -105,6 +105,16 @@ func ServiceKey(iface, version, group string) string {
 	return k
 }
 
+// A ServiceID names a service as calls do, with the versions that mean the
+// same made one: a map key built without allocating, where ServiceKey
+// builds a string on every call.
+type ServiceID struct{ Interface, Version, Group string }
+
+// IDOf is the ServiceID of a service or of a call to it.
+func IDOf(iface, version, group string) ServiceID {
+	return ServiceID{iface, NormalVersion(version), group}
+}
+
 // NormalVersion maps the versions Java providers treat alike to "".
 func NormalVersion(v string) string {
 	if v == "0.0.0" || v == "*" {
