@@ -27,7 +27,7 @@ type benchSummary = loadgen.Summary
 // as Java's failover does. Before, bench bounded the whole call by the one
 // timeout, so every call in flight on the frozen provider failed.
 func TestFrozenProviderBench(t *testing.T) {
-	bin, err := dubboBinary()
+	bin, err := dubbo.Path()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,8 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 )
 
-// dubboBinary builds the dubbo command once for the tests that run it.
-var dubboBinary = sync.OnceValues(func() (string, error) {
-	dir, err := child.Build("../..")
-	return filepath.Join(dir, "dubbo"), err
-})
+// dubbo is the dubbo command, built once for the tests that run it.
+var dubbo = child.NewDubbo("../..")
 
 // dubboProc is one process of the built dubbo command.
 type dubboProc struct {
@@ -30,11 +27,7 @@ type dubboProc struct {
 // DUBBO_* overrides. The process is killed (and reaped) in t.Cleanup.
 func startDubbo(t testing.TB, name, dir string, args ...string) *dubboProc {
 	t.Helper()
-	bin, err := dubboBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &dubboProc{name: name, Proc: child.Run(t, name, dir, bin, args...)}
+	return &dubboProc{name: name, Proc: dubbo.Run(t, name, dir, args...)}
 }
 
 // kill sends SIGKILL, as a crash, and waits until the process is reaped.

@@ -193,7 +193,7 @@ func BenchmarkFaultSessionExpiry(b *testing.B) {
 // found_ms from launch until the consumer lists the new provider,
 // sessions_kept how many of the two old providers' sessions survived.
 func BenchmarkFaultRegistryRestart(b *testing.B) {
-	if _, err := dubboBinary(); err != nil {
+	if _, err := dubbo.Path(); err != nil {
 		b.Fatal(err)
 	}
 	iterate(b, func(t testing.TB) map[string]float64 {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,11 +25,8 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// dubboBinary builds the dubbo command once for the tests that run it.
-var dubboBinary = sync.OnceValues(func() (string, error) {
-	dir, err := child.Build("../..")
-	return filepath.Join(dir, "dubbo"), err
-})
+// dubbo is the dubbo command, built once for the tests that run it.
+var dubbo = child.NewDubbo("../..")
 
 // proc is one process of the built dubbo command, killed (and reaped) when
 // the test ends.
@@ -43,11 +39,7 @@ type proc struct {
 // DUBBO_* overrides.
 func startDubbo(t testing.TB, name, dir string, args ...string) *proc {
 	t.Helper()
-	bin, err := dubboBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &proc{name: name, Proc: child.Run(t, name, dir, bin, args...)}
+	return &proc{name: name, Proc: dubbo.Run(t, name, dir, args...)}
 }
 
 // registryServer is the registry a scale run uses: `dubbo run

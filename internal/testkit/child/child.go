@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,33 @@ func Build(pkgs ...string) (string, error) {
 		return "", fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, out)
 	}
 	return dir, nil
+}
+
+// Dubbo is the dubbo command of the module at a root, built on first use
+// and shared by the tests of one test binary.
+type Dubbo struct{ build func() (string, error) }
+
+// NewDubbo returns the dubbo command of the module at root (relative to
+// the test's package); nothing is built until a test starts it.
+func NewDubbo(root string) *Dubbo {
+	return &Dubbo{build: sync.OnceValues(func() (string, error) {
+		dir, err := Build(root)
+		return filepath.Join(dir, "dubbo"), err
+	})}
+}
+
+// Path builds the command if no test has and returns its path.
+func (d *Dubbo) Path() (string, error) { return d.build() }
+
+// Run runs `dubbo args...` in dir as Run does, building it first if no
+// test has; a build that failed fails t.
+func (d *Dubbo) Run(t testing.TB, name, dir string, args ...string) *Proc {
+	t.Helper()
+	bin, err := d.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Run(t, name, dir, bin, args...)
 }
 
 // Env is the test's environment without DUBBO_* variables, so that a
