@@ -17,9 +17,10 @@ import (
 // maxFastString: the library splits strings into 4096-char chunks.
 const maxFastString = 4096
 
-// isASCII checks eight bytes at a time: every string of a call and its
-// reply goes through it.
-func isASCII(s string) bool {
+// IsASCII reports whether s is all ASCII, the strings hessian2 writes
+// byte for byte. It checks eight bytes at a time: every string of a call
+// and its reply goes through it.
+func IsASCII(s string) bool {
 	for ; len(s) >= 8; s = s[8:] {
 		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
@@ -38,7 +39,7 @@ func isASCII(s string) bool {
 // it returns b unchanged and false.
 func appendFastString(b []byte, s string) ([]byte, bool) {
 	n := len(s)
-	if n > maxFastString || !isASCII(s) {
+	if n > maxFastString || !IsASCII(s) {
 		return b, false
 	}
 	switch {

@@ -202,16 +202,16 @@ func TestInternerBounded(t *testing.T) {
 	}
 }
 
-// isASCII looks at every byte, eight at a time and one by one.
+// IsASCII looks at every byte, eight at a time and one by one.
 func TestIsASCII(t *testing.T) {
 	for n := range 20 {
 		s := []byte(strings.Repeat("a", n))
-		if !isASCII(string(s)) {
+		if !IsASCII(string(s)) {
 			t.Errorf("%q: not ASCII", s)
 		}
 		for i := range n {
 			s[i] = 0x80
-			if isASCII(string(s)) {
+			if IsASCII(string(s)) {
 				t.Errorf("%q: ASCII, with 0x80 at %d", s, i)
 			}
 			s[i] = 'a'

@@ -317,7 +317,7 @@ func encodeValue(e *hessian.Encoder, v any) error {
 // or 0x30-0x33 and a length byte then up to 1023 bytes. Others go through
 // the library.
 func encodeString(e *hessian.Encoder, s string) {
-	if len(s) > 1023 || !ascii(s) {
+	if len(s) > 1023 || !protocol.IsASCII(s) {
 		_ = e.Encode(s) // a string always encodes
 		return
 	}
@@ -327,15 +327,6 @@ func encodeString(e *hessian.Encoder, s string) {
 		e.Append([]byte{0x30 + byte(len(s)>>8), byte(len(s))})
 	}
 	e.Append(unsafe.Slice(unsafe.StringData(s), len(s))) // only read
-}
-
-func ascii(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 // DecodeCall decodes a call encoded by EncodeCall.
