@@ -330,14 +330,8 @@ func encodeString(e *hessian.Encoder, s string) {
 }
 
 // DecodeCall decodes a call encoded by EncodeCall.
-func DecodeCall(b []byte) (*rpc.Invocation, error) { return DecodeCallWith(b, nil) }
-
-// DecodeCallWith is DecodeCall with its short strings (names, types,
-// attachments) from t, for the one goroutine that decodes a stream of
-// calls: those repeat on every call and then cost no allocation. t may be
-// nil.
-func DecodeCallWith(b []byte, t *protocol.StringTable) (*rpc.Invocation, error) {
-	if inv, ok := decodeShortCall(b, t); ok {
+func DecodeCall(b []byte) (*rpc.Invocation, error) {
+	if inv, ok := decodeShortCall(b, nil); ok {
 		return inv, nil
 	}
 	return decodeLibraryCall(b)
