@@ -1,20 +1,31 @@
 package roles
 
 import (
-	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 )
 
 var statsLine = regexp.MustCompile(`stats +http://([^/\s]+)/api/v1/stats`)
+
+// monitorWithoutRegistry is the monitor role's config with no registry,
+// its HTTP server on listen.
+func monitorWithoutRegistry(t *testing.T, listen string) *config.File {
+	return loadConfig(t, fmt.Sprintf(`
+registry.address = ""
+monitor.server.port = -1
+protocol.host = "127.0.0.1"
+console.listen = %q
+`, listen))
+}
 
 // TestMonitorWithoutRegistry: `dubbo run --role=monitor` with
 // registry.address = "" (its nodes name it in monitor.address) has no web
@@ -23,20 +34,7 @@ var statsLine = regexp.MustCompile(`stats +http://([^/\s]+)/api/v1/stats`)
 // security headers, and beyond loopback not without console.token.
 func TestMonitorWithoutRegistry(t *testing.T) {
 	t.Run("loopback", func(t *testing.T) {
-		cfg := loadConfig(t, `
-registry.address = ""
-monitor.server.port = -1
-protocol.host = "127.0.0.1"
-console.listen = "127.0.0.1:0"
-`)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		var out syncbuf.Buffer
-		done := make(chan error, 1)
-		go func() {
-			done <- Run(ctx, cfg, []string{Monitor}, Options{Out: &out, Logger: slog.New(slog.DiscardHandler)})
-		}()
-		waitFor(t, "the ready line", func() (bool, string) { return strings.Contains(out.String(), "ready; Ctrl-C"), out.String() })
+		out, stop := startRun(t, monitorWithoutRegistry(t, "127.0.0.1:0"), []string{Monitor}, slog.New(slog.DiscardHandler))
 		m := statsLine.FindStringSubmatch(out.String())
 		if m == nil {
 			t.Fatalf("no stats line in\n%s", out.String())
@@ -75,28 +73,14 @@ console.listen = "127.0.0.1:0"
 				t.Errorf("GET %s: %s, want the error kind %q", tc.path, body, tc.kind)
 			}
 		}
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("Run did not return after its context ended")
-		}
+		stop()
 	})
 
 	t.Run("beyond loopback without a token", func(t *testing.T) {
 		// 192.0.2.10 (TEST-NET-1) is no address of this machine: the
 		// refusal must come before any listening.
-		cfg := loadConfig(t, `
-registry.address = ""
-monitor.server.port = -1
-protocol.host = "127.0.0.1"
-console.listen = "192.0.2.10:8080"
-`)
 		var out syncbuf.Buffer
-		err := Run(testCtx(t), cfg, []string{Monitor}, Options{Out: &out, Logger: slog.New(slog.DiscardHandler)})
+		err := Run(testCtx(t), monitorWithoutRegistry(t, "192.0.2.10:8080"), []string{Monitor}, Options{Out: &out, Logger: slog.New(slog.DiscardHandler)})
 		if err == nil || !strings.Contains(err.Error(), "console.token") {
 			t.Fatalf("Run: %v, want a refusal naming console.token", err)
 		}
