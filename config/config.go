@@ -32,6 +32,7 @@ import (
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
 
+	"github.com/dubbo-lab/dubbo/console"
 	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/node/consumer"
@@ -53,8 +54,8 @@ type File struct {
 	Consumer Consumer                `koanf:"consumer"`
 	// Monitor is how nodes report their statistics, and the monitor role.
 	Monitor monitor.Config `koanf:"monitor"`
-	// Console is the monitor's HTTP server: the web console, the
-	// statistics API and /metrics.
+	// Console is the monitor role's HTTP server (package console): the
+	// web console, the statistics API and /metrics.
 	Console Console `koanf:"console"`
 	// QoS is Dubbo's QoS port, one per process.
 	QoS qos.Config `koanf:"qos"`
@@ -64,17 +65,16 @@ type File struct {
 	Warnings []string `koanf:"-"`
 }
 
-// Console is the [console] section: the monitor role's HTTP server.
+// Console is the [console] section: the monitor role's HTTP server, which
+// package console serves (the web console, the statistics API, /metrics).
 type Console struct {
-	// Listen is its address; "" turns it off. Default 127.0.0.1:8080.
+	// Listen is its address; "" turns it off. Default
+	// console.DefaultListen, 127.0.0.1:8080.
 	Listen string `koanf:"listen"`
-	// Token is required for changes when the console listens beyond
-	// loopback. Default "".
+	// Token is required when Listen is not loopback (the console refuses
+	// to start without it), and then for every change. Default "".
 	Token string `koanf:"token"`
 }
-
-// DefaultConsoleListen is console.listen's default.
-const DefaultConsoleListen = "127.0.0.1:8080"
 
 // Provider is the [provider] section: the provider role and its plugins.
 type Provider struct {
@@ -207,7 +207,7 @@ func Load(path string, optional bool, environ []string, sets []string) (*File, e
 
 	// Keys whose "" means off get their defaults before decoding, so that
 	// "" set in the file stays "".
-	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: DefaultConsoleListen},
+	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: console.DefaultListen},
 		Registry: Registry{Server: embeddedzk.Config{Listen: embeddedzk.Config{}.WithDefaults().Listen}}}
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook:       mapstructure.ComposeDecodeHookFunc(durationHook, boolTextHook),

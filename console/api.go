@@ -3,7 +3,6 @@ package console
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -14,22 +13,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/dubbo-lab/dubbo/console/rules"
 	"github.com/dubbo-lab/dubbo/monitor/store"
 )
 
 // maxBody bounds request bodies other than test calls' (the gateway has
 // its own limit).
 const maxBody = 1 << 20
-
-// errorBody is the API's error shape (the gateway's too).
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
-}
 
 // param is a path parameter, unescaped.
 func param(ec echo.Context, name string) string {
@@ -51,29 +41,30 @@ func optional(ec echo.Context, name string) *string {
 	return &v
 }
 
+// handleError answers every failed request: with the error page on the
+// console's pages, in the API's error shape everywhere else.
 func (c *Console) handleError(err error, ec echo.Context) {
 	if ec.Response().Committed {
 		return
 	}
-	status, kind, msg := http.StatusInternalServerError, "other", err.Error()
-	var he *echo.HTTPError
-	var ae *apiErr
-	switch {
-	case errors.As(err, &he):
-		status, msg = he.Code, fmt.Sprint(he.Message)
-		kind = strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
-	default:
-		errors.As(classify(err), &ae)
-		status, kind, msg = ae.status, ae.kind, ae.msg
-	}
-	if status >= 500 {
+	ae := classify(err)
+	if ae.status >= 500 {
 		c.log.Warn("console request failed", "path", ec.Request().URL.Path, "err", err)
 	}
-	if strings.HasPrefix(ec.Request().URL.Path, "/api/") || ec.Request().URL.Path == "/metrics" {
-		_ = ec.JSON(status, errorBody{errorDetail{Kind: kind, Message: msg}})
+	if p := ec.Request().URL.Path; !c.hasPages() || strings.HasPrefix(p, "/api/") || p == "/metrics" {
+		_ = ec.JSON(ae.status, errorBody{errorDetail{Kind: ae.kind, Message: ae.msg}})
 		return
 	}
-	_ = c.render(ec, status, "error", map[string]any{"Status": status, "Message": msg})
+	_ = c.render(ec, ae.status, errorPage{Status: ae.status, Message: ae.msg})
+}
+
+// apiIndex answers / when the console has no registry to show: what it
+// serves instead.
+func (c *Console) apiIndex(ec echo.Context) error {
+	return ec.String(http.StatusOK, "dubbo monitor: no web console without a registry (registry.address)\n\n"+
+		"GET /api/v1/stats?interface=&method=&side=provider|consumer&address=&from=&to=&limit=\n"+
+		"GET /api/v1/series?interface=&method=&side=&address=&from=&to=&step=\n"+
+		"GET /metrics\n")
 }
 
 func (c *Console) apiOverview(ec echo.Context) error {
@@ -86,20 +77,14 @@ func (c *Console) apiServices(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.services(ec.QueryParam("q")))
 }
 
+// apiService answers with what the service page shows, its traffic over
+// ?range= (15m, 1h, 24h, 30d) on ?side= (consumer, provider) included.
 func (c *Console) apiService(ec echo.Context) error {
-	d, err := c.service(param(ec, "interface"))
+	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), ec.QueryParam("range"), ec.QueryParam("side"))
 	if err != nil {
 		return err
 	}
-	ps, err := c.providers(d.Interface, nil, nil)
-	if err != nil {
-		return err
-	}
-	return ec.JSON(http.StatusOK, map[string]any{
-		"interface": d.Interface, "services": d.Rows, "providers": ps, "consumers": d.Consumers,
-		"instances": d.Instances, "applications": d.Apps, "routers": d.Routers, "configurators": d.Overrides,
-		"rules": c.serviceRules(d),
-	})
+	return ec.JSON(http.StatusOK, v)
 }
 
 func (c *Console) apiProviders(ec echo.Context) error {
@@ -227,7 +212,7 @@ func (c *Console) apiRules(ec echo.Context) error {
 
 // ruleKey is the rule's key path parameter.
 func ruleKey(ec echo.Context, kind string) string {
-	if kind == "tag" {
+	if kind == rules.KindTag {
 		return param(ec, "application")
 	}
 	return param(ec, "key")
@@ -254,7 +239,7 @@ func (c *Console) apiPutRule(kind string) echo.HandlerFunc {
 			known = known || mt == t
 		}
 		if !known {
-			return &apiErr{http.StatusUnsupportedMediaType, "bad_request",
+			return &apiErr{http.StatusUnsupportedMediaType, kindUnsupportedMediaType,
 				fmt.Sprintf("content type %q: send the rule as Content-Type: application/yaml", mt)}
 		}
 		b, err := io.ReadAll(io.LimitReader(ec.Request().Body, maxBody+1))
@@ -330,11 +315,14 @@ func (c *Console) apiStats(ec echo.Context) error {
 	}
 	f, err := store.ParseFilter(ec.Request().URL.Query())
 	if err != nil {
-		return statsErr(err)
+		return err
 	}
 	rows, err := c.opts.Stats.Query(ec.Request().Context(), f)
 	if err != nil {
-		return statsErr(err)
+		return err
+	}
+	if rows == nil {
+		rows = []store.Row{}
 	}
 	return ec.JSON(http.StatusOK, rows)
 }
@@ -346,11 +334,11 @@ func (c *Console) apiSeries(ec echo.Context) error {
 	}
 	q, err := store.ParseSeriesQuery(ec.Request().URL.Query())
 	if err != nil {
-		return statsErr(err)
+		return err
 	}
 	bs, err := c.opts.Stats.Series(ec.Request().Context(), q)
 	if err != nil {
-		return statsErr(err)
+		return err
 	}
 	return ec.JSON(http.StatusOK, bs)
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/dubbo-lab/dubbo/console"
+	"github.com/dubbo-lab/dubbo/monitor/store"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -88,6 +91,36 @@ func TestAPIRegistryViews(t *testing.T) {
 	getJSON(t, e, "/api/v1/services/"+greeter+"/providers?version=2.0.0", &ps)
 	if len(ps) != 0 {
 		t.Errorf("providers of a version nobody serves: %v", ps)
+	}
+
+	// The service: what its page shows, its traffic over the page's range.
+	var sv struct {
+		Interface string
+		Services  []map[string]any
+		Providers []struct{ Address string }
+		Consumers []struct{ Application string }
+		Methods   []struct{ Signature string }
+		Rules     []map[string]any
+		Traffic   struct {
+			Range, Side string
+			Step        int64
+			Buckets     []struct{ Time, Calls int64 }
+		}
+	}
+	getJSON(t, e, "/api/v1/services/"+greeter, &sv)
+	if sv.Interface != greeter || len(sv.Services) != 1 || len(sv.Providers) != 2 || len(sv.Consumers) != 1 ||
+		sv.Consumers[0].Application != "greeter-consumer" || sv.Rules == nil {
+		t.Fatalf("service %+v", sv)
+	}
+	if !slices.ContainsFunc(sv.Methods, func(m struct{ Signature string }) bool { return m.Signature == "int add(int, int)" }) {
+		t.Errorf("service methods %+v: no int add(int, int)", sv.Methods)
+	}
+	if tr := sv.Traffic; tr.Range != "15m" || tr.Side != "consumer" || tr.Step != 60 || len(tr.Buckets) < 15 || len(tr.Buckets) > 16 {
+		t.Errorf("service traffic %+v: want the last 15 minutes of the consumer side", tr)
+	}
+	getJSON(t, e, "/api/v1/services/"+greeter+"?range=24h&side=provider", &sv)
+	if tr := sv.Traffic; tr.Range != "24h" || tr.Side != "provider" || tr.Step != 600 || len(tr.Buckets) < 144 || len(tr.Buckets) > 145 {
+		t.Errorf("service traffic over 24h %+v: want 24 h of ten-minute buckets of the provider side", tr)
 	}
 
 	var cs []map[string]any
@@ -666,5 +699,69 @@ func TestConsoleWithoutStats(t *testing.T) {
 	}
 	if st, body, _ := do(t, "GET", c.URL()+"services/"+greeter, "", ""); st != 200 || !strings.Contains(body, "no statistics") {
 		t.Fatalf("service page without a store: %d", st)
+	}
+}
+
+// Without a registry (the monitor role with registry.address = "") the
+// console serves the statistics API and /metrics alone, with the same
+// error shape and security headers as ever, and names what it serves at /.
+func TestStatisticsAPIWithoutRegistry(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "monitor.db"), store.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Now().Unix() / 60 * 60
+	if _, err := st.Insert(testCtx(t), []store.Row{{Time: now, Interval: 60, Side: "provider", Application: "greeter-app", Node: "n",
+		Interface: greeter, Version: "1.0.0", Method: "sayHello", Address: "127.0.0.1:20880", Consumer: "127.0.0.9", Success: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := console.New(testCtx(t), console.Options{Listen: "127.0.0.1:0", Stats: st, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown(context.Background()) })
+	if c.Catalog() != nil {
+		t.Error("a console without a registry has a catalog")
+	}
+	base := "http://" + c.Addr()
+	for _, tc := range []struct {
+		path, kind, says string
+		code             int
+	}{
+		{"/api/v1/stats?interface=" + greeter + "&side=provider", "", `"success":7`, 200},
+		{"/api/v1/stats?interface=nobody", "", "[]", 200},
+		{fmt.Sprintf("/api/v1/series?interface=%s&from=%d&to=%d", greeter, now-60, now), "", `"calls":7`, 200},
+		{"/metrics", "", "go_goroutines", 200},
+		{"/", "", "/api/v1/stats", 200},
+		{"/api/v1/stats", "bad_request", "interface is required", 400},
+		{"/api/v1/stats?interface=x&side=both", "bad_request", "side", 400},
+		{"/api/v1/stats?interface=x&from=yesterday", "bad_request", "from", 400},
+		{"/api/v1/stats?interface=x&from=9&to=3", "bad_request", "after", 400},
+		{"/api/v1/services", "not_found", "Not Found", 404},
+		{"/services", "not_found", "Not Found", 404},
+	} {
+		code, body, hdr := do(t, "GET", base+tc.path, "", "")
+		if code != tc.code || !strings.Contains(body, tc.says) {
+			t.Errorf("GET %s: %d %s, want %d with %q", tc.path, code, body, tc.code, tc.says)
+		}
+		if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || hdr.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: CSP %q, X-Content-Type-Options %q", tc.path, csp, hdr.Get("X-Content-Type-Options"))
+		}
+		if tc.kind == "" {
+			continue
+		}
+		var eb struct {
+			Error struct{ Kind, Message string }
+		}
+		if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error.Kind != tc.kind || eb.Error.Message == "" {
+			t.Errorf("GET %s: %s, want {\"error\": {\"kind\": %q, \"message\": ...}}", tc.path, body, tc.kind)
+		}
+	}
+	if code, body, _ := do(t, "POST", base+"/api/v1/stats", "application/json", "{}"); code != 405 || !strings.Contains(body, `"kind":"method_not_allowed"`) {
+		t.Errorf("POST /api/v1/stats: %d %s", code, body)
 	}
 }

@@ -1,19 +1,27 @@
-// Package console is the web console: HTML pages and a JSON API over the
-// registry (services, applications, providers, consumers, rules, the raw
-// tree) and the monitor's statistics, with rule editing and test calls.
+// Package console is the web console, and the one owner of the HTTP URL
+// space on console.listen: its HTML pages, the JSON API under /api/v1
+// (the registry's services, applications, providers, consumers, rules and
+// raw tree; the monitor's statistics; rule editing and test calls) and
+// GET /metrics. Every response, a page, an API answer or an error, has the
+// same security headers (security.go) and, outside the pages, the same
+// error shape, {"error": {"kind", "message"}}, with the kinds of errors.go.
 //
 // It is served by echo with html/template pages; its CSS and its one small
 // script (which refreshes the figures of a page) are embedded, so it works
 // offline. Pages call the same functions as the API (/api/v1/...), so what
-// a page shows is what the API answers.
+// a page shows is what the API answers; each page reads a typed view
+// (pages.go), and the templates are checked when New builds them.
 //
-// Wiring, in the role that serves it (the monitor, or dubbo up):
+// The monitor role (package roles) serves it: the monitor stores the
+// statistics, and hands the console its store (Options.Stats) and the
+// process's metrics (Options.Metrics):
 //
 //	c, err := console.New(ctx, console.Options{
 //		Listen:   cfg.Console.Listen,   // default 127.0.0.1:8080
 //		Token:    cfg.Console.Token,    // required when Listen is not loopback
-//		Registry: cfg.Registry.Address, // zookeeper://...
+//		Registry: cfg.Registry.Address, // zookeeper://..., or "": the statistics API only
 //		Stats:    st,                   // *store.Store, or nil: no charts
+//		Metrics:  gatherer,             // what GET /metrics exports
 //	})
 //	if err != nil { ... }
 //	if err := c.Start(); err != nil { ... }
@@ -21,18 +29,22 @@
 //	...
 //	c.Shutdown(ctx)
 //
-// The console opens two ZooKeeper sessions of its own: the catalog's,
-// which watches the registry so that pages read memory (package catalog),
-// and a registry client that writes rules, reads service definitions and
-// carries the console's consumer for test calls.
+// Without a registry (Registry "") there is nothing for the pages to show:
+// the console then serves GET /api/v1/stats, GET /api/v1/series and GET
+// /metrics only, under the same rules.
+//
+// With a registry the console opens two ZooKeeper sessions of its own: the
+// catalog's, which watches the registry so that pages read memory (package
+// catalog), and a registry client that writes rules, reads service
+// definitions and carries the console's consumer for test calls.
 //
 // Security: the console listens on loopback by default. On any other
-// address New refuses to start without a token, and every change (PUT,
-// POST, DELETE) then needs it, as "Authorization: Bearer <token>" or the
-// cookie the login form sets. Forms carry a CSRF token; changing requests
-// from another origin, or with a simple-form content type and no CSRF
-// token, are refused; every response has a Content-Security-Policy that
-// allows nothing from outside the console.
+// address New refuses to start without a token, whatever it serves, and
+// every change (PUT, POST, DELETE) then needs it, as "Authorization: Bearer
+// <token>" or the cookie the login form sets. Forms carry a CSRF token;
+// changing requests from another origin, or with a simple-form content type
+// and no CSRF token, are refused; every response has a
+// Content-Security-Policy that allows nothing from outside the console.
 package console
 
 import (
@@ -52,6 +64,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
+	"github.com/dubbo-lab/dubbo/console/rules"
 	"github.com/dubbo-lab/dubbo/monitor/store"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/gateway"
@@ -95,13 +108,14 @@ type Options struct {
 	// Listen without it. Default "".
 	Token string
 	// Registry is the registry URL (zookeeper://host:port[,host:port]).
-	// Required.
+	// Default "": no pages, and of the API only the statistics
+	// (/api/v1/stats, /api/v1/series) and /metrics.
 	Registry string
 	// Stats are the monitor's statistics; nil: pages say there are none
-	// and /api/v1/stats answers 503.
+	// and /api/v1/stats and /api/v1/series answer 503.
 	Stats Stats
 	// Caller makes test calls; default: a consumer of the console's own
-	// (application dubbo-console) on Registry.
+	// (application dubbo-console) on Registry. Unused without Registry.
 	Caller Caller
 	// Metrics is what GET /metrics exports; default: the console's own
 	// registry with the Go and process collectors.
@@ -126,8 +140,7 @@ type Console struct {
 	pages *pages
 	gw    *gateway.Server
 
-	csrfKey  []byte // signs CSRF tokens and session cookies
-	loopback bool
+	csrfKey []byte // signs CSRF tokens and session cookies
 
 	closers []func() error
 	http    *http.Server
@@ -135,9 +148,9 @@ type Console struct {
 	done    chan struct{}
 }
 
-// New checks the options, connects to the registry and builds the
-// routes. It refuses a Listen address other than loopback without a
-// Token.
+// New checks the options, connects to the registry (when there is one)
+// and builds the routes. It refuses a Listen address other than loopback
+// without a Token.
 func New(ctx context.Context, opts Options) (*Console, error) {
 	if opts.Listen == "" {
 		opts.Listen = DefaultListen
@@ -151,19 +164,27 @@ func New(ctx context.Context, opts Options) (*Console, error) {
 	if opts.Refresh <= 0 {
 		opts.Refresh = 5 * time.Second
 	}
+	if opts.Metrics == nil {
+		pr := prometheus.NewRegistry()
+		pr.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Metrics = pr
+	}
 	loop, err := isLoopback(opts.Listen)
 	if err != nil {
 		return nil, err
 	}
+	// One rule for the whole URL space: the statistics and metrics alone
+	// are no reason to open it to the network without a token.
 	if !loop && opts.Token == "" {
 		return nil, fmt.Errorf("console: listen address %s is not loopback: set console.token (every change then needs it), or listen on 127.0.0.1", opts.Listen)
 	}
-	if opts.Registry == "" {
-		return nil, errors.New("console: no registry address (registry.address)")
-	}
-	c := &Console{opts: opts, log: opts.Logger.With("component", "console"), loopback: loop, csrfKey: make([]byte, 32)}
+	c := &Console{opts: opts, log: opts.Logger.With("component", "console"), csrfKey: make([]byte, 32)}
 	if _, err := rand.Read(c.csrfKey); err != nil {
 		return nil, fmt.Errorf("console: random key: %w", err)
+	}
+	if opts.Registry == "" {
+		c.routes()
+		return c, nil
 	}
 	ok := false
 	defer func() {
@@ -197,20 +218,19 @@ func New(ctx context.Context, opts Options) (*Console, error) {
 		c.closers = append(c.closers, cons.Close)
 		c.call = ownCaller{cons}
 	}
-	if opts.Metrics == nil {
-		pr := prometheus.NewRegistry()
-		pr.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		c.opts.Metrics = pr
-	}
 	// The console's own guard (token, CSRF, origin) covers test calls.
 	c.gw = gateway.New(gateway.Options{Invoker: c.call, Types: c.call, Logger: opts.Logger, Mounted: true})
-	if c.pages, err = newPages(); err != nil {
+	if c.pages, err = newPages(templateFS); err != nil {
 		return nil, err
 	}
 	c.routes()
 	ok = true
 	return c, nil
 }
+
+// hasPages reports whether the console has a registry to show: without
+// one it serves the statistics API and /metrics only.
+func (c *Console) hasPages() bool { return c.cat != nil }
 
 // isLoopback reports whether listen's host is a loopback address.
 func isLoopback(listen string) (bool, error) {
@@ -228,7 +248,7 @@ func isLoopback(listen string) (bool, error) {
 // Handler serves the console without a listener (tests, benchmarks).
 func (c *Console) Handler() http.Handler { return c.echo }
 
-// Catalog is the console's live copy of the registry.
+// Catalog is the console's live copy of the registry; nil without one.
 func (c *Console) Catalog() *catalog.Catalog { return c.cat }
 
 // Start listens on Options.Listen and serves in a goroutine.
@@ -284,7 +304,7 @@ func (c *Console) closeAll() error {
 	return errors.Join(errs...)
 }
 
-// routes lists every page and API endpoint.
+// routes lists every page and API endpoint: the whole URL space.
 func (c *Console) routes() {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -292,6 +312,15 @@ func (c *Console) routes() {
 	e.Use(c.secureHeaders, c.guard)
 
 	api := e.Group("/api/v1")
+	api.GET("/stats", c.apiStats)
+	api.GET("/series", c.apiSeries)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(c.opts.Metrics, promhttp.HandlerOpts{})))
+	c.echo = e
+	if !c.hasPages() {
+		e.GET("/", c.apiIndex)
+		return
+	}
+
 	api.GET("/overview", c.apiOverview)
 	api.GET("/services", c.apiServices)
 	api.GET("/services/:interface", c.apiService)
@@ -304,9 +333,9 @@ func (c *Console) routes() {
 	api.GET("/applications", c.apiApplications)
 	api.GET("/applications/:name", c.apiApplication)
 	api.GET("/rules", c.apiRules)
-	for _, kind := range []string{"condition", "tag", "override"} {
+	for _, kind := range rules.Kinds {
 		param := ":key"
-		if kind == "tag" {
+		if kind == rules.KindTag {
 			param = ":application"
 		}
 		api.GET("/rules/"+kind+"/"+param, c.apiGetRule(kind))
@@ -316,9 +345,6 @@ func (c *Console) routes() {
 	}
 	api.POST("/invoke/:interface/:method", c.apiInvoke)
 	api.GET("/registry/tree", c.apiTree)
-	api.GET("/stats", c.apiStats)
-	api.GET("/series", c.apiSeries)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(c.opts.Metrics, promhttp.HandlerOpts{})))
 
 	e.GET("/", c.pageOverview)
 	e.GET("/services", c.pageServices)
@@ -338,14 +364,4 @@ func (c *Console) routes() {
 	e.POST("/login", c.formLogin)
 	e.POST("/logout", c.formLogout)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(staticFS)))))
-	c.echo = e
-}
-
-// Config is the [console] section of dubbo.toml; the role that serves the
-// console copies it into Options.
-type Config struct {
-	// Listen is console.listen; default DefaultListen.
-	Listen string `koanf:"listen"`
-	// Token is console.token; default "" (allowed on loopback only).
-	Token string `koanf:"token"`
 }

@@ -3,8 +3,6 @@ package console
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -12,45 +10,11 @@ import (
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
 	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
-	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // The functions here are what both the pages and the API call.
-
-// apiErr is an error with the HTTP status and kind the API answers with.
-type apiErr struct {
-	status int
-	kind   string
-	msg    string
-}
-
-func (e *apiErr) Error() string { return e.msg }
-
-func notFound(format string, args ...any) error {
-	return &apiErr{http.StatusNotFound, "not_found", fmt.Sprintf(format, args...)}
-}
-
-func badRequest(format string, args ...any) error {
-	return &apiErr{http.StatusBadRequest, "bad_request", fmt.Sprintf(format, args...)}
-}
-
-// classify gives errors from lower layers their status.
-func classify(err error) error {
-	var ae *apiErr
-	switch {
-	case err == nil, errors.As(err, &ae):
-		return err
-	case errors.Is(err, rules.ErrInvalid), errors.Is(err, catalog.ErrBadPath):
-		return &apiErr{http.StatusBadRequest, "bad_request", err.Error()}
-	case errors.Is(err, catalog.ErrNoNode):
-		return &apiErr{http.StatusNotFound, "not_found", err.Error()}
-	case errors.Is(err, registry.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return &apiErr{http.StatusServiceUnavailable, "registry_unavailable", err.Error()}
-	}
-	return &apiErr{http.StatusInternalServerError, "other", err.Error()}
-}
 
 // Overview is the front page's figures.
 type Overview struct {
@@ -106,6 +70,46 @@ type ProviderView struct {
 	Group       string            `json:"group"`
 	Withdrawn   bool              `json:"withdrawn,omitempty"`
 	Params      map[string]string `json:"params"`
+}
+
+// ServiceView is everything the service page shows of one interface, and
+// GET /api/v1/services/{interface}'s answer.
+type ServiceView struct {
+	Interface string `json:"interface"`
+	// Rows are the version/group rows.
+	Rows      []catalog.Service  `json:"services"`
+	Providers []ProviderView     `json:"providers"`
+	Consumers []catalog.Consumer `json:"consumers"`
+	// Instances are those of the applications the mapping names (Apps).
+	Instances []catalog.Instance `json:"instances"`
+	Apps      []string           `json:"applications"`
+	Routers   []string           `json:"routers"`       // old-style route URLs
+	Overrides []string           `json:"configurators"` // old-style override URLs
+	Methods   []MethodView       `json:"methods"`
+	Rules     []RuleView         `json:"rules"`
+	Traffic   ServiceTraffic     `json:"traffic"`
+}
+
+// serviceView gathers what the service page shows of iface, its traffic
+// over the range rng on side. Methods that cannot be read are left out
+// (the page says no definition was published).
+func (c *Console) serviceView(ctx context.Context, iface, rng, side string) (ServiceView, error) {
+	d, err := c.service(iface)
+	if err != nil {
+		return ServiceView{}, err
+	}
+	ps, err := c.providers(d.Interface, nil, nil)
+	if err != nil {
+		return ServiceView{}, err
+	}
+	ms, err := c.methods(ctx, d.Interface, nil, nil)
+	if err != nil {
+		c.log.Debug("methods not read", "interface", d.Interface, "err", err)
+		ms = []MethodView{}
+	}
+	return ServiceView{Interface: d.Interface, Rows: d.Rows, Providers: ps, Consumers: d.Consumers,
+		Instances: d.Instances, Apps: d.Apps, Routers: d.Routers, Overrides: d.Overrides,
+		Methods: ms, Rules: c.serviceRules(d), Traffic: c.serviceTraffic(ctx, d.Interface, rng, side)}, nil
 }
 
 func (c *Console) service(iface string) (catalog.ServiceDetail, error) {
@@ -374,6 +378,9 @@ type MethodView struct {
 	Signature      string   `json:"signature"`
 	Version        string   `json:"version"`
 	Group          string   `json:"group"`
+	// Typed says the parameter types are known (from a service
+	// definition); without them a test call lets the gateway find them.
+	Typed bool `json:"-"`
 }
 
 // methods reads the methods of each version/group of iface from the
@@ -397,7 +404,8 @@ func (c *Console) methods(ctx context.Context, iface string, version, group *str
 					ret = "void"
 				}
 				out = append(out, MethodView{Name: m.Name, ParameterTypes: nonNil(m.ParameterTypes), ReturnType: ret,
-					Signature: ret + " " + m.Name + "(" + strings.Join(m.ParameterTypes, ", ") + ")", Version: row.Version, Group: row.Group})
+					Signature: ret + " " + m.Name + "(" + strings.Join(m.ParameterTypes, ", ") + ")", Version: row.Version, Group: row.Group,
+					Typed: true})
 			}
 			continue
 		}

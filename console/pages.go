@@ -36,10 +36,6 @@ func mustSub(f embed.FS, dir string) fs.FS {
 	return s
 }
 
-// pageNames are the templates, each rendered inside layout.html.
-var pageNames = []string{"overview", "services", "service", "test", "applications", "application",
-	"rules", "rule", "registry", "login", "error"}
-
 type pages struct {
 	t map[string]*template.Template
 }
@@ -83,23 +79,60 @@ var funcs = template.FuncMap{
 
 type crumb struct{ Name, Path string }
 
-func newPages() (*pages, error) {
+// page is a page's view: the typed data its template reads as .D.
+type page interface {
+	// name is the page's template (templates/<name>.html, inside
+	// layout.html), and the entry the navigation lights.
+	name() string
+	title() string
+}
+
+// allPages has one view of each page: newPages builds their templates,
+// and renders each with this empty view to check it.
+var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, applicationsPage{},
+	applicationPage{}, rulesPage{}, rulePage{}, registryPage{}, loginPage{}, errorPage{}}
+
+// newPages parses the templates of fsys (templates/*.html: templateFS)
+// and renders each page once with its empty view: a template that reads a
+// field its view does not have (a misspelt one) fails here, at start-up,
+// rather than in front of a user. missingkey=error makes a missing map key
+// fail as well.
+func newPages(fsys fs.FS) (*pages, error) {
 	p := &pages{t: map[string]*template.Template{}}
-	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+	for _, pg := range allPages {
+		name := pg.name()
+		t, err := template.New(name).Option("missingkey=error").Funcs(funcs).ParseFS(fsys, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
 		}
 		p.t[name] = t
+		if _, err := p.execute(pg, view{Title: pg.title(), Nav: name, D: pg}, false); err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
 	}
 	return p, nil
+}
+
+// execute renders a page's view: the whole page, or only its "live" part
+// (when it has one).
+func (p *pages) execute(pg page, v view, live bool) ([]byte, error) {
+	t := p.t[pg.name()]
+	tmpl := "layout"
+	if live && t.Lookup("live") != nil {
+		tmpl = "live"
+	}
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, tmpl, v); err != nil {
+		return nil, fmt.Errorf("render %s: %w", pg.name(), err)
+	}
+	return b.Bytes(), nil
 }
 
 // view is what every page template gets.
 type view struct {
 	Title    string
 	Nav      string
-	D        any
+	D        page
 	CSRF     string
 	Token    bool // a token is configured
 	LoggedIn bool
@@ -107,48 +140,63 @@ type view struct {
 	Live     string
 }
 
-// render writes page name with data d: the whole page, or with
-// ?partial=1 only its "live" part (what the refresh script fetches).
-func (c *Console) render(ec echo.Context, status int, name string, d any) error {
-	t := c.pages.t[name]
-	v := view{Title: name, Nav: name, D: d, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
+// render writes page pg: the whole page, or with ?partial=1 only its
+// "live" part (what the refresh script fetches).
+func (c *Console) render(ec echo.Context, status int, pg page) error {
+	v := view{Title: pg.title(), Nav: pg.name(), D: pg, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
 		LoggedIn: c.loggedIn(ec.Request()), Refresh: c.opts.Refresh.Milliseconds()}
-	switch m := d.(type) {
-	case map[string]any:
-		if s, ok := m["Title"].(string); ok {
-			v.Title = s
-		}
-	case *testData:
-		v.Title = m.Title
-	}
 	u := *ec.Request().URL
 	q := u.Query()
 	q.Set("partial", "1")
 	u.RawQuery = q.Encode()
 	v.Live = u.RequestURI()
-	tmpl := "layout"
-	if ec.QueryParam("partial") == "1" && t.Lookup("live") != nil {
-		tmpl = "live"
+	b, err := c.pages.execute(pg, v, ec.QueryParam("partial") == "1")
+	if err != nil {
+		return err
 	}
-	var b bytes.Buffer
-	if err := t.ExecuteTemplate(&b, tmpl, v); err != nil {
-		return fmt.Errorf("render %s: %w", name, err)
-	}
-	return ec.HTMLBlob(status, b.Bytes())
+	return ec.HTMLBlob(status, b)
 }
 
+// overviewPage is /.
+type overviewPage struct{ Overview Overview }
+
+func (overviewPage) name() string  { return "overview" }
+func (overviewPage) title() string { return "Overview" }
+
 func (c *Console) pageOverview(ec echo.Context) error {
-	return c.render(ec, http.StatusOK, "overview", map[string]any{"Title": "Overview", "O": c.overview(ec.Request().Context())})
+	return c.render(ec, http.StatusOK, overviewPage{Overview: c.overview(ec.Request().Context())})
 }
+
+// servicesPage is /services?q=.
+type servicesPage struct {
+	Query    string
+	Services []catalog.Service
+}
+
+func (servicesPage) name() string  { return "services" }
+func (servicesPage) title() string { return "Services" }
 
 func (c *Console) pageServices(ec echo.Context) error {
 	q := ec.QueryParam("q")
-	return c.render(ec, http.StatusOK, "services", map[string]any{"Title": "Services", "Q": q, "Services": c.services(q)})
+	return c.render(ec, http.StatusOK, servicesPage{Query: q, Services: c.services(q)})
 }
 
+// servicePage is /services/{interface}?range=&side=: the service's view,
+// its traffic drawn, and where a new rule for it starts.
+type servicePage struct {
+	Service ServiceView
+	Charts  Charts // drawn when Service.Traffic has no Error
+	Ranges  []Range
+	// NewRuleKey is the key the "add a rule" links start from: the
+	// service's first version and group.
+	NewRuleKey string
+}
+
+func (servicePage) name() string    { return "service" }
+func (p servicePage) title() string { return p.Service.Interface }
+
 func (c *Console) pageService(ec echo.Context) error {
-	ctx := ec.Request().Context()
-	d, err := c.service(param(ec, "interface"))
+	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), ec.QueryParam("range"), ec.QueryParam("side"))
 	if err != nil {
 		// /services/<app> is where Dubbo keeps an application's
 		// instances; the console shows them at /applications/<app>.
@@ -157,29 +205,20 @@ func (c *Console) pageService(ec echo.Context) error {
 		}
 		return err
 	}
-	ps, err := c.providers(d.Interface, nil, nil)
-	if err != nil {
-		return err
+	p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v)}
+	if v.Traffic.Error == "" {
+		p.Charts = charts(v.Traffic)
 	}
-	ms, err := c.methods(ctx, d.Interface, nil, nil)
-	if err != nil {
-		c.log.Debug("methods not read", "interface", d.Interface, "err", err)
-	}
-	return c.render(ec, http.StatusOK, "service", map[string]any{
-		"Title": d.Interface, "S": d, "Providers": ps, "Methods": ms, "Rules": c.serviceRules(d),
-		"Charts": c.charts(ctx, d.Interface, ec.QueryParam("range"), ec.QueryParam("side")), "Ranges": Ranges,
-		"NewRule": newConditionRule(d),
-	})
+	return c.render(ec, http.StatusOK, p)
 }
 
-// newConditionRule is the key and YAML the "add a condition rule" link
-// starts from: the service's first version and group.
-func newConditionRule(d catalog.ServiceDetail) map[string]string {
-	v, g := "", ""
-	if len(d.Rows) > 0 {
-		v, g = d.Rows[0].Version, d.Rows[0].Group
+// newRuleKey is the service key of v's first version and group.
+func newRuleKey(v ServiceView) string {
+	ver, g := "", ""
+	if len(v.Rows) > 0 {
+		ver, g = v.Rows[0].Version, v.Rows[0].Group
 	}
-	return map[string]string{"Kind": rules.KindCondition, "Key": rules.ServiceKey(d.Interface, v, g)}
+	return rules.ServiceKey(v.Interface, ver, g)
 }
 
 func (c *Console) formProvider(ec echo.Context) error {
@@ -207,20 +246,23 @@ func (c *Console) formProvider(ec echo.Context) error {
 	return ec.Redirect(http.StatusSeeOther, "/services/"+neturl.PathEscape(iface))
 }
 
-// testData is the test page's model.
-type testData struct {
-	Title     string
+// testPage is /services/{interface}/test: the form, and once a call was
+// made (Done) what it answered.
+type testPage struct {
 	Interface string
 	Methods   []MethodView
-	Chosen    int
+	Chosen    int // index in Methods
 	Args      string
-	Status    int
+	Done      bool
+	Status    int // the gateway's HTTP status
 	Result    string
 	Error     *errorDetail
-	Class     string
-	Types     string
-	Done      bool
+	Class     string // the exception's Java class
+	Types     string // the parameter types the gateway used
 }
+
+func (testPage) name() string    { return "test" }
+func (p testPage) title() string { return "Test " + p.Interface }
 
 func (c *Console) pageTest(ec echo.Context) error {
 	iface := param(ec, "interface")
@@ -228,7 +270,7 @@ func (c *Console) pageTest(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := &testData{Title: "Test " + iface, Interface: iface, Methods: ms, Args: "[]"}
+	d := testPage{Interface: iface, Methods: ms, Args: "[]"}
 	if m := ec.QueryParam("method"); m != "" {
 		for i, mv := range ms {
 			if mv.Name == m {
@@ -240,7 +282,7 @@ func (c *Console) pageTest(ec echo.Context) error {
 	if len(ms) > 0 {
 		d.Args = sampleArgs(ms[d.Chosen].ParameterTypes)
 	}
-	return c.render(ec, http.StatusOK, "test", d)
+	return c.render(ec, http.StatusOK, d)
 }
 
 // sampleArgs is a starting point for the arguments of a method.
@@ -273,7 +315,7 @@ func (c *Console) formTest(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := &testData{Title: "Test " + iface, Interface: iface, Methods: ms, Args: ec.FormValue("args"), Done: true}
+	d := testPage{Interface: iface, Methods: ms, Args: ec.FormValue("args"), Done: true}
 	i, err := strconv.Atoi(ec.FormValue("method"))
 	if err != nil || i < 0 || i >= len(ms) {
 		return badRequest("pick a method")
@@ -281,7 +323,7 @@ func (c *Console) formTest(ec echo.Context) error {
 	d.Chosen = i
 	m := ms[i]
 	q := neturl.Values{"version": {m.Version}, "group": {m.Group}}
-	if m.Signature != m.Name+"(?)" {
+	if m.Typed {
 		q.Set("types", strings.Join(m.ParameterTypes, ","))
 	}
 	r, err := http.NewRequestWithContext(ec.Request().Context(), http.MethodPost,
@@ -312,9 +354,9 @@ func (c *Console) formTest(ec echo.Context) error {
 	} else if json.Unmarshal(w.body.Bytes(), &bad) == nil {
 		d.Error, d.Class = &bad.Error.errorDetail, bad.Error.Class
 	} else {
-		d.Error = &errorDetail{Kind: "other", Message: w.body.String()}
+		d.Error = &errorDetail{Kind: kindOther, Message: w.body.String()}
 	}
-	return c.render(ec, http.StatusOK, "test", d)
+	return c.render(ec, http.StatusOK, d)
 }
 
 // recorder is a ResponseWriter that keeps what the gateway answered.
@@ -342,21 +384,42 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 
+// applicationsPage is /applications.
+type applicationsPage struct{ Apps []catalog.Application }
+
+func (applicationsPage) name() string  { return "applications" }
+func (applicationsPage) title() string { return "Applications" }
+
 func (c *Console) pageApplications(ec echo.Context) error {
-	return c.render(ec, http.StatusOK, "applications", map[string]any{"Title": "Applications", "Apps": c.cat.Applications()})
+	return c.render(ec, http.StatusOK, applicationsPage{Apps: c.cat.Applications()})
 }
+
+// applicationPage is /applications/{name}: its instances, and the rules
+// keyed by it.
+type applicationPage struct {
+	App   catalog.Application
+	Rules []RuleView
+}
+
+func (applicationPage) name() string    { return "application" }
+func (p applicationPage) title() string { return p.App.Name }
 
 func (c *Console) pageApplication(ec echo.Context) error {
 	a, ok := c.cat.Application(param(ec, "name"))
 	if !ok {
 		return notFound("application %s has no instances in the registry", param(ec, "name"))
 	}
-	return c.render(ec, http.StatusOK, "application", map[string]any{"Title": a.Name, "App": a,
-		"Rules": c.ruleViews(func(_, key string) bool { return key == a.Name })})
+	return c.render(ec, http.StatusOK, applicationPage{App: a, Rules: c.ruleViews(func(_, key string) bool { return key == a.Name })})
 }
 
+// rulesPage is /rules.
+type rulesPage struct{ Rules []RuleView }
+
+func (rulesPage) name() string  { return "rules" }
+func (rulesPage) title() string { return "Rules" }
+
 func (c *Console) pageRules(ec echo.Context) error {
-	return c.render(ec, http.StatusOK, "rules", map[string]any{"Title": "Rules", "Rules": c.ruleViews(nil), "Kinds": rules.Kinds})
+	return c.render(ec, http.StatusOK, rulesPage{Rules: c.ruleViews(nil)})
 }
 
 // ruleTemplates start a new rule of each kind.
@@ -366,29 +429,51 @@ var ruleTemplates = map[string]string{
 	rules.KindOverride:  "configVersion: v3.0\nscope: service\nkey: org.example.Greeter\nenabled: true\nconfigs:\n  - side: provider\n    addresses: [\"0.0.0.0\"]\n    parameters:\n      timeout: 3000\n",
 }
 
+// rulePage is /rules/new and /rules/{kind}/{key}: one rule's editor.
+type rulePage struct {
+	New     bool // a rule not stored yet: Kind and Key can be chosen
+	Kind    string
+	Key     string
+	Doc     string // the YAML
+	Enabled bool
+	Kinds   []string // the kinds a new rule can be
+	Error   string   // why the form's rule was not saved
+}
+
+func (rulePage) name() string { return "rule" }
+
+func (p rulePage) title() string {
+	switch {
+	case p.Error != "":
+		return "Rule not saved"
+	case p.New:
+		return "New rule"
+	}
+	return p.Kind + " rule " + p.Key
+}
+
 func (c *Console) pageRuleEdit(ec echo.Context) error {
 	kind, key := param(ec, "kind"), param(ec, "key")
-	d := map[string]any{"Title": "New rule", "Kinds": rules.Kinds, "New": key == ""}
-	if key == "" {
+	p := rulePage{New: key == "", Kinds: rules.Kinds}
+	if p.New {
 		kind = ec.QueryParam("kind")
 		if kind == "" {
 			kind = rules.KindCondition
 		}
 		key = ec.QueryParam("key")
-		doc := ruleTemplates[kind]
-		if k := key; k != "" && kind != rules.KindTag {
-			doc = strings.Replace(doc, "key: org.example.Greeter", "key: "+interfaceOfKey(k), 1)
+		p.Doc = ruleTemplates[kind]
+		if key != "" && kind != rules.KindTag {
+			p.Doc = strings.Replace(p.Doc, "key: org.example.Greeter", "key: "+interfaceOfKey(key), 1)
 		}
-		d["Doc"] = doc
 	} else {
 		doc, err := c.getRule(ec.Request().Context(), kind, key)
 		if err != nil {
 			return err
 		}
-		d["Title"], d["Doc"], d["Enabled"] = kind+" rule "+key, doc, rules.Enabled([]byte(doc))
+		p.Doc, p.Enabled = doc, rules.Enabled([]byte(doc))
 	}
-	d["Kind"], d["Key"] = kind, key
-	return c.render(ec, http.StatusOK, "rule", d)
+	p.Kind, p.Key = kind, key
+	return c.render(ec, http.StatusOK, p)
 }
 
 func interfaceOfKey(k string) string {
@@ -422,13 +507,19 @@ func (c *Console) formRule(ec echo.Context) error {
 			return ec.Redirect(http.StatusSeeOther, "/rules/"+neturl.PathEscape(kind)+"/"+neturl.PathEscape(key)+"?saved=1")
 		}
 	}
-	ae := classify(err).(*apiErr)
+	ae := classify(err)
 	if ae.status >= 500 {
 		return err
 	}
-	return c.render(ec, ae.status, "rule", map[string]any{"Title": "Rule not saved", "Kinds": rules.Kinds, "New": isNew,
-		"Kind": kind, "Key": key, "Doc": doc, "Error": ae.msg, "Enabled": rules.Enabled([]byte(doc))})
+	return c.render(ec, ae.status, rulePage{New: isNew, Kind: kind, Key: key, Doc: doc, Enabled: rules.Enabled([]byte(doc)),
+		Kinds: rules.Kinds, Error: ae.msg})
 }
+
+// registryPage is /registry?path=: one node of the registry's tree.
+type registryPage struct{ Node catalog.Node }
+
+func (registryPage) name() string    { return "registry" }
+func (p registryPage) title() string { return "Registry " + p.Node.Path }
 
 func (c *Console) pageRegistry(ec echo.Context) error {
 	p := ec.QueryParam("path")
@@ -439,5 +530,23 @@ func (c *Console) pageRegistry(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.render(ec, http.StatusOK, "registry", map[string]any{"Title": "Registry " + p, "N": n})
+	return c.render(ec, http.StatusOK, registryPage{Node: n})
 }
+
+// loginPage is /login.
+type loginPage struct {
+	Next  string // where to go once logged in
+	Error string
+}
+
+func (loginPage) name() string  { return "login" }
+func (loginPage) title() string { return "Log in" }
+
+// errorPage is what a page answers when it fails.
+type errorPage struct {
+	Status  int
+	Message string
+}
+
+func (errorPage) name() string    { return "error" }
+func (p errorPage) title() string { return http.StatusText(p.Status) }

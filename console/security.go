@@ -173,7 +173,7 @@ func (c *Console) validCSRF(ec echo.Context) bool {
 }
 
 func (c *Console) pageLogin(ec echo.Context) error {
-	return c.render(ec, http.StatusOK, "login", map[string]any{"Next": safeNext(ec.QueryParam("next"))})
+	return c.render(ec, http.StatusOK, loginPage{Next: safeNext(ec.QueryParam("next"))})
 }
 
 func (c *Console) formLogin(ec echo.Context) error {
@@ -183,7 +183,7 @@ func (c *Console) formLogin(ec echo.Context) error {
 	}
 	if subtle.ConstantTimeCompare([]byte(ec.FormValue("token")), []byte(c.opts.Token)) != 1 {
 		time.Sleep(200 * time.Millisecond) // slows guessing down a little
-		return c.render(ec, http.StatusUnauthorized, "login", map[string]any{"Next": next, "Error": "Wrong token."})
+		return c.render(ec, http.StatusUnauthorized, loginPage{Next: next, Error: "Wrong token."})
 	}
 	ec.SetCookie(&http.Cookie{Name: sessionCookie, Value: c.sessionValue(), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: ec.Request().TLS != nil, MaxAge: 12 * 3600})

@@ -15,11 +15,16 @@ import (
 	"github.com/dubbo-lab/dubbo/console"
 )
 
+// One rule for the whole URL space: beyond loopback the console does not
+// start without a token, with a registry (the web console) or without one
+// (the statistics API and /metrics alone).
 func TestRefusesOpenListenWithoutToken(t *testing.T) {
-	for _, listen := range []string{"0.0.0.0:0", "[::]:0", ":8080", "192.0.2.10:8080"} {
-		_, err := console.New(testCtx(t), console.Options{Listen: listen, Registry: "zookeeper://127.0.0.1:1", Logger: quiet()})
-		if err == nil || !strings.Contains(err.Error(), "console.token") {
-			t.Errorf("listen %s without a token: %v", listen, err)
+	for _, registry := range []string{"zookeeper://127.0.0.1:1", ""} {
+		for _, listen := range []string{"0.0.0.0:0", "[::]:0", ":8080", "192.0.2.10:8080"} {
+			_, err := console.New(testCtx(t), console.Options{Listen: listen, Registry: registry, Logger: quiet()})
+			if err == nil || !strings.Contains(err.Error(), "console.token") {
+				t.Errorf("listen %s without a token, registry %q: %v", listen, registry, err)
+			}
 		}
 	}
 }
@@ -105,12 +110,15 @@ func TestTokenCSRFAndOrigin(t *testing.T) {
 		t.Fatal("a refused DELETE deleted the rule")
 	}
 
-	// Every response forbids outside sources.
-	for _, p := range []string{"/", "/api/v1/services", "/nope"} {
+	// Every response forbids outside sources: pages, the API, its errors,
+	// the statistics and the metrics.
+	for _, p := range []string{"/", "/api/v1/services", "/nope", "/api/v1/nope", "/api/v1/stats?interface=" + greeter,
+		"/api/v1/stats", "/metrics", "/static/console.css"} {
 		_, _, hdr := do(t, "GET", e.ConsoleURL+p, "", "")
 		csp := hdr.Get("Content-Security-Policy")
-		if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || hdr.Get("X-Frame-Options") != "DENY" {
-			t.Errorf("%s: CSP %q", p, csp)
+		if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") || hdr.Get("X-Frame-Options") != "DENY" ||
+			hdr.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: CSP %q, X-Frame-Options %q, X-Content-Type-Options %q", p, csp, hdr.Get("X-Frame-Options"), hdr.Get("X-Content-Type-Options"))
 		}
 	}
 

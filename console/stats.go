@@ -2,10 +2,8 @@ package console
 
 import (
 	"context"
-	"errors"
 	"html/template"
 	"math"
-	"net/http"
 
 	"github.com/dubbo-lab/dubbo/console/chart"
 	"github.com/dubbo-lab/dubbo/monitor/store"
@@ -75,43 +73,60 @@ func rangeOf(name string) Range {
 	return Ranges[0]
 }
 
-// Charts are a service's charts over one range.
-type Charts struct {
-	Range  string
-	Side   string
-	Calls  template.HTML
-	Fail   template.HTML
-	Time   template.HTML
-	Total  int64
-	Failed int64
-	Error  string
+// ServiceTraffic is a service's calls over one chart range, on one side:
+// the buckets its charts draw.
+type ServiceTraffic struct {
+	Range    string         `json:"range"`
+	Side     string         `json:"side"`
+	Step     int64          `json:"step"` // seconds per bucket
+	Buckets  []store.Bucket `json:"buckets"`
+	Calls    int64          `json:"calls"`
+	Failures int64          `json:"failures"`
+	Error    string         `json:"error,omitempty"`
 }
 
-// charts draws calls/s, failures/s and latency (average, max) of iface.
-func (c *Console) charts(ctx context.Context, iface, rng, side string) Charts {
+// serviceTraffic reads the buckets of iface over the range named rng
+// (default 15m) on side (default consumer).
+func (c *Console) serviceTraffic(ctx context.Context, iface, rng, side string) ServiceTraffic {
 	r := rangeOf(rng)
 	if side != store.SideProvider {
 		side = store.SideConsumer
 	}
-	out := Charts{Range: r.Name, Side: side}
+	t := ServiceTraffic{Range: r.Name, Side: side, Step: r.Step, Buckets: []store.Bucket{}}
 	if c.opts.Stats == nil {
-		out.Error = "no statistics: the console runs without the monitor's store"
-		return out
+		t.Error = errNoStats.msg
+		return t
 	}
 	now := c.opts.Now().Unix()
 	bs, err := c.opts.Stats.Series(ctx, store.SeriesQuery{Interface: iface, Side: side, From: now - r.Seconds + 1, To: now, Step: r.Step})
 	if err != nil {
-		out.Error = err.Error()
-		return out
+		t.Error = err.Error()
+		return t
 	}
+	t.Buckets = bs
+	for _, b := range bs {
+		t.Calls += b.Calls
+		t.Failures += b.Failure
+	}
+	return t
+}
+
+// Charts are a service's traffic drawn: calls/s, failures/s and latency
+// (average, max).
+type Charts struct {
+	Calls template.HTML
+	Fail  template.HTML
+	Time  template.HTML
+}
+
+func charts(t ServiceTraffic) Charts {
+	bs := t.Buckets
 	times := make([]int64, len(bs))
 	calls, fails, avg, peak := make([]float64, len(bs)), make([]float64, len(bs)), make([]float64, len(bs)), make([]float64, len(bs))
 	for i, b := range bs {
 		times[i] = b.Time
-		calls[i] = float64(b.Calls) / float64(r.Step)
-		fails[i] = float64(b.Failure) / float64(r.Step)
-		out.Total += b.Calls
-		out.Failed += b.Failure
+		calls[i] = float64(b.Calls) / float64(t.Step)
+		fails[i] = float64(b.Failure) / float64(t.Step)
 		if b.Calls > 0 {
 			avg[i] = float64(b.ElapsedMs) / float64(b.Calls)
 			peak[i] = float64(b.MaxElapsedMs)
@@ -119,21 +134,12 @@ func (c *Console) charts(ctx context.Context, iface, rng, side string) Charts {
 			avg[i], peak[i] = math.NaN(), math.NaN()
 		}
 	}
-	out.Calls = chart.SVG(chart.Chart{Title: "Calls", Unit: "per second", Times: times,
-		Series: []chart.Series{{Name: "calls/s", Class: "s0", Values: calls}}})
-	out.Fail = chart.SVG(chart.Chart{Title: "Failures", Unit: "per second", Times: times,
-		Series: []chart.Series{{Name: "failures/s", Class: "s2", Values: fails}}})
-	out.Time = chart.SVG(chart.Chart{Title: "Latency", Unit: "ms", Times: times,
-		Series: []chart.Series{{Name: "avg", Class: "s0", Values: avg}, {Name: "max", Class: "s1", Values: peak}}})
-	return out
-}
-
-// statsErr maps store errors: a bad query is the caller's.
-func statsErr(err error) error {
-	if errors.Is(err, store.ErrBadQuery) {
-		return &apiErr{http.StatusBadRequest, "bad_request", err.Error()}
+	return Charts{
+		Calls: chart.SVG(chart.Chart{Title: "Calls", Unit: "per second", Times: times,
+			Series: []chart.Series{{Name: "calls/s", Class: "s0", Values: calls}}}),
+		Fail: chart.SVG(chart.Chart{Title: "Failures", Unit: "per second", Times: times,
+			Series: []chart.Series{{Name: "failures/s", Class: "s2", Values: fails}}}),
+		Time: chart.SVG(chart.Chart{Title: "Latency", Unit: "ms", Times: times,
+			Series: []chart.Series{{Name: "avg", Class: "s0", Values: avg}, {Name: "max", Class: "s1", Values: peak}}}),
 	}
-	return err
 }
-
-var errNoStats = &apiErr{http.StatusServiceUnavailable, "no_statistics", "no statistics: the console runs without the monitor's store"}

@@ -31,6 +31,9 @@ type outFrame struct {
 	b          []byte
 	tag        int64
 	closeAfter bool
+	// reply answers a request: the request is outstanding until the
+	// reply is written (it waits for the log, or for the client to read).
+	reply bool
 }
 
 // conn is one client connection. The reader goroutine handles requests in
@@ -97,7 +100,20 @@ func (c *conn) close() {
 			c.s.sessions.Unbind(id, c)
 		}
 		c.s.forget(c)
+		c.qmu.Lock()
+		c.unsent(c.queue)
+		c.queue, c.qbytes = nil, 0
+		c.qmu.Unlock()
 	})
+}
+
+// unsent stops counting the replies among frames that will not be written.
+func (c *conn) unsent(frames []outFrame) {
+	for _, f := range frames {
+		if f.reply {
+			c.s.stats.outstanding.Add(-1)
+		}
+	}
 }
 
 func (c *conn) isClosed() bool {
@@ -120,8 +136,15 @@ func (c *conn) enqueue(f outFrame) {
 		f.b = wire.AppendFrame(nil, &wire.ReplyHeader{Xid: xid, Zxid: f.tag, Err: wire.ErrMarshallingError})
 	}
 	c.qmu.Lock()
+	if c.isClosed() { // close dropped the queue; nothing writes it any more
+		c.qmu.Unlock()
+		return
+	}
 	c.queue = append(c.queue, f)
 	c.qbytes += len(f.b)
+	if f.reply {
+		c.s.stats.outstanding.Add(1)
+	}
 	over := c.qbytes > maxQueuedBytes
 	c.qmu.Unlock()
 	if over {
@@ -140,7 +163,7 @@ func (c *conn) reply(xid int32, zxid int64, code wire.ErrCode, body wire.Record)
 	if code != wire.ErrOk {
 		body = nil // clients read a body only on success
 	}
-	c.enqueue(outFrame{b: wire.AppendFrame(nil, &wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}, body), tag: zxid})
+	c.enqueue(outFrame{b: wire.AppendFrame(nil, &wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}, body), tag: zxid, reply: true})
 	c.stats.sent.Add(1)
 	c.s.stats.sent.Add(1)
 }
@@ -176,18 +199,22 @@ func (c *conn) writeLoop() {
 			if len(batch) == 0 {
 				break
 			}
-			for _, f := range batch {
+			for i, f := range batch {
 				if err := c.s.waitDurable(c.s.ctx, f.tag); err != nil {
 					// The log reports its failure once; this is per connection.
 					c.s.logger.Debug("transaction log not durable, closing connection", "remote", c.remote, "err", err)
+					c.unsent(batch[i:])
 					c.close()
 					return
 				}
 				if _, err := bw.Write(f.b); err != nil {
+					c.unsent(batch[i:])
 					c.close()
 					return
 				}
+				c.unsent(batch[i : i+1]) // answered
 				if f.closeAfter {
+					c.unsent(batch[i+1:])
 					bw.Flush()
 					c.close()
 					return

@@ -167,7 +167,8 @@ func (s *Server) writeSrvr(b *strings.Builder, clients bool) {
 	zxid, nodes := s.tree.LastZxid(), s.tree.NodeCount()
 	s.mu.RUnlock()
 	fmt.Fprintf(b, "Latency min/avg/max: %d/%s/%d\n", lat.min, formatAvg(lat.avg()), lat.max)
-	fmt.Fprintf(b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: 0\n", s.stats.received.Load(), s.stats.sent.Load(), len(s.sessionConns()))
+	fmt.Fprintf(b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: %d\n", s.stats.received.Load(), s.stats.sent.Load(),
+		len(s.sessionConns()), s.stats.outstanding.Load())
 	fmt.Fprintf(b, "Zxid: 0x%x\nMode: standalone\nNode count: %d\n", zxid, nodes)
 }
 
@@ -211,7 +212,7 @@ func (s *Server) writeMntr(b *strings.Builder) {
 		{"zk_packets_received", s.stats.received.Load()},
 		{"zk_packets_sent", s.stats.sent.Load()},
 		{"zk_num_alive_connections", len(s.sessionConns())},
-		{"zk_outstanding_requests", 0},
+		{"zk_outstanding_requests", s.stats.outstanding.Load()},
 		{"zk_znode_count", nodes},
 		{"zk_watch_count", n},
 		{"zk_ephemerals_count", eph},

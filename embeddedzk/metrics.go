@@ -26,7 +26,7 @@ var zkGauges = []struct {
 	{"packets_received", "Packets received", func(z zkReading) float64 { return float64(z.received) }},
 	{"packets_sent", "Packets sent", func(z zkReading) float64 { return float64(z.sent) }},
 	{"num_alive_connections", "Client connections with a session", func(z zkReading) float64 { return float64(z.alive) }},
-	{"outstanding_requests", "Requests received and not yet answered", func(z zkReading) float64 { return 0 }},
+	{"outstanding_requests", "Requests whose reply is not written yet (waiting for the log, or for the client to read)", func(z zkReading) float64 { return float64(z.outstanding) }},
 	{"znode_count", "Znodes in the tree", func(z zkReading) float64 { return float64(z.nodes) }},
 	{"watch_count", "Watches set", func(z zkReading) float64 { return float64(z.watches) }},
 	{"ephemerals_count", "Ephemeral znodes", func(z zkReading) float64 { return float64(z.ephemerals) }},
@@ -39,7 +39,7 @@ var zkGauges = []struct {
 type zkReading struct {
 	avgLatency                        float64
 	maxLatency, minLatency            int64
-	received, sent                    int64
+	received, sent, outstanding       int64
 	alive, nodes, watches, ephemerals int
 	sessions                          int
 	dataSize                          int64
@@ -54,7 +54,7 @@ func (s *Server) reading() zkReading {
 	s.mu.RUnlock()
 	return zkReading{
 		avgLatency: lat.avg(), maxLatency: lat.max, minLatency: lat.min,
-		received: s.stats.received.Load(), sent: s.stats.sent.Load(),
+		received: s.stats.received.Load(), sent: s.stats.sent.Load(), outstanding: s.stats.outstanding.Load(),
 		alive: len(s.sessionConns()), nodes: nodes, watches: watches, ephemerals: eph,
 		sessions: s.sessions.Len(), dataSize: int64(size), uptime: time.Since(s.started),
 	}

@@ -257,7 +257,7 @@ func (c *conn) closeSession(xid int32) next {
 
 // replyThenClose queues a bare reply that closes the connection once sent.
 func (c *conn) replyThenClose(xid int32, zxid int64, code wire.ErrCode) {
-	c.enqueue(outFrame{b: wire.AppendFrame(nil, &wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}), tag: zxid, closeAfter: true})
+	c.enqueue(outFrame{b: wire.AppendFrame(nil, &wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}), tag: zxid, closeAfter: true, reply: true})
 	c.stats.sent.Add(1)
 	c.s.stats.sent.Add(1)
 }

@@ -13,6 +13,9 @@ import (
 type serverStats struct {
 	received atomic.Int64
 	sent     atomic.Int64
+	// outstanding are the requests handled whose reply is not written yet
+	// (a gauge: reset leaves it).
+	outstanding atomic.Int64
 
 	mu  sync.Mutex
 	lat latency

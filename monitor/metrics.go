@@ -1,10 +1,7 @@
 package monitor
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dubbo-lab/dubbo/monitor/store"
 )
@@ -73,8 +70,4 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter(m.retainRuns, float64(st.RetainRuns))
 	counter(m.retainErrs, float64(st.RetainErrors))
 	gauge(m.dbB, float64(st.DBBytes))
-}
-
-func promHandler(g prometheus.Gatherer) http.Handler {
-	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 }

@@ -9,16 +9,17 @@
 // (node/report); the Collector turns it into a store.Row and answers once
 // it is stored (store.Store, SQLite, which keeps each interval of each node
 // once, so a sample sent again after a lost answer is not counted twice).
-// Retention runs in the background. The HTTP server on console.listen
-// serves GET /api/v1/stats (the rows, as JSON), GET /metrics, and hands
-// every other path to the web console (HTTPOptions.Console).
+// Retention runs in the background. The monitor serves no HTTP: package
+// console owns the URL space on console.listen, and the role that runs
+// the monitor (package roles) hands it the store (GET /api/v1/stats) and a
+// metrics registry holding Collector (GET /metrics).
 //
 // Nodes report through a Reporter (NewReporter): every monitor.interval it
 // sends each interval's samples of the node's stats.Recorders, over the
 // node's consumer (which finds the monitor in the registry) or straight to
 // monitor.address, from a bounded queue, off the call path.
 //
-//	m, err := monitor.Start(ctx, monitor.Options{Config: cfg.Monitor.Server, Registry: reg, Listen: "127.0.0.1:8080"})
+//	m, err := monitor.Start(ctx, monitor.Options{Config: cfg.Monitor.Server, Registry: reg})
 //	...
 //	rep, err := monitor.NewReporter(cfg.Monitor, monitor.ReporterOptions{Consumer: cons}, cons.Stats())
 //	rep.Start()
@@ -32,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,13 +58,6 @@ type Options struct {
 	// (who shares it with the web console and closes it after Shutdown).
 	// Default nil: Start opens Config.DB, and Shutdown closes it.
 	Store *store.Store
-	// Listen is the HTTP server's address (console.listen); "" = none.
-	Listen string
-	// Console serves the web console's paths on the HTTP server; nil: none.
-	Console http.Handler
-	// Metrics serves GET /metrics on the HTTP server; nil: the monitor's
-	// own metrics (Monitor.Collector) only.
-	Metrics http.Handler
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the store's clock, for retention. Default time.Now.
@@ -79,7 +72,6 @@ type Monitor struct {
 	ownsDB  bool // the store is ours to close
 	coll    *Collector
 	prov    *provider.Provider
-	http    *httpServer
 	metrics *metrics
 	log     *slog.Logger
 
@@ -88,7 +80,7 @@ type Monitor struct {
 }
 
 // Start opens the store, starts its retention, serves and registers the
-// MonitorService, and starts the HTTP server.
+// MonitorService.
 func Start(ctx context.Context, o Options) (_ *Monitor, err error) {
 	if o.Application == "" {
 		o.Application = "dubbo-monitor"
@@ -137,19 +129,7 @@ func Start(ctx context.Context, o Options) (_ *Monitor, err error) {
 			return nil, fmt.Errorf("monitor: %w", err)
 		}
 	}
-	if o.Listen != "" {
-		mh := o.Metrics
-		if mh == nil {
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(m.metrics)
-			mh = promHandler(reg)
-		}
-		m.http, err = startHTTP(o.Listen, Handler(HTTPOptions{Stats: m.store, Metrics: mh, Console: o.Console, Logger: log}), log)
-		if err != nil {
-			return nil, err
-		}
-	}
-	log.Info("monitor started", "dubbo", m.prov.Addr(), "http", m.HTTPAddr(), "db", o.Config.DB)
+	log.Info("monitor started", "dubbo", m.prov.Addr(), "db", o.Config.DB)
 	return m, nil
 }
 
@@ -169,14 +149,6 @@ func OpenStore(cfg ServerConfig, now func() time.Time, log *slog.Logger) (*store
 
 // Addr is the MonitorService's host:port.
 func (m *Monitor) Addr() string { return m.prov.Addr() }
-
-// HTTPAddr is the HTTP server's host:port; "" without one.
-func (m *Monitor) HTTPAddr() string {
-	if m.http == nil {
-		return ""
-	}
-	return m.http.ln.Addr().String()
-}
 
 // Store is the statistics store.
 func (m *Monitor) Store() *store.Store { return m.store }
@@ -199,17 +171,12 @@ func (m *Monitor) Ready() (bool, string) {
 func (m *Monitor) Provider() *provider.Provider { return m.prov }
 
 // Shutdown unregisters the MonitorService and lets calls in flight finish
-// (their samples are stored), then stops the HTTP server, retention and
-// the store.
+// (their samples are stored), then stops retention and the store.
 func (m *Monitor) Shutdown(ctx context.Context) error {
 	var errs []error
 	if m.prov != nil {
 		errs = append(errs, m.prov.Shutdown(ctx))
 		m.prov = nil
-	}
-	if m.http != nil {
-		errs = append(errs, m.http.shutdown(ctx))
-		m.http = nil
 	}
 	errs = append(errs, m.close())
 	if err := errors.Join(errs...); err != nil {
@@ -223,11 +190,6 @@ func (m *Monitor) close() error {
 	var errs []error
 	if m.prov != nil {
 		errs = append(errs, m.prov.Close())
-	}
-	if m.http != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		errs = append(errs, m.http.shutdown(ctx))
-		cancel()
 	}
 	if m.coll != nil {
 		m.coll.Close()

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	hessian "github.com/apache/dubbo-go-hessian2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/dubbo-lab/dubbo/console"
 	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/monitor/store"
 	"github.com/dubbo-lab/dubbo/node/provider"
@@ -35,27 +37,50 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// running is a monitor role and the HTTP API a user reads it through.
+type running struct {
+	*monitor.Monitor
+	http string // http://host:port of GET /api/v1/stats and GET /metrics
+}
+
 // startMonitor runs the monitor role on free loopback ports, without a
-// registry.
-func startMonitor(t *testing.T) *monitor.Monitor {
+// registry, as roles does: the console (with no registry: its statistics
+// API and /metrics only) serves the monitor's store and metrics.
+func startMonitor(t *testing.T) running {
 	t.Helper()
-	m, err := monitor.Start(testCtx(t), monitor.Options{
-		Config:   monitor.ServerConfig{Port: -1, DB: filepath.Join(t.TempDir(), "monitor.db")},
-		Protocol: provider.ProtocolConfig{Host: "127.0.0.1"},
-		Listen:   "127.0.0.1:0",
-		Logger:   quiet(),
-	})
+	return startMonitorWith(t, monitor.Options{})
+}
+
+func startMonitorWith(t *testing.T, o monitor.Options) running {
+	t.Helper()
+	if o.Config.DB == "" {
+		o.Config.DB = filepath.Join(t.TempDir(), "monitor.db")
+	}
+	o.Config.Port = -1
+	o.Protocol = provider.ProtocolConfig{Host: "127.0.0.1"}
+	o.Logger = quiet()
+	m, err := monitor.Start(testCtx(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	return m
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.Collector())
+	c, err := console.New(testCtx(t), console.Options{Listen: "127.0.0.1:0", Stats: m.Store(), Metrics: reg, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown(context.Background()) })
+	return running{m, "http://" + c.Addr()}
 }
 
 // stats GETs /api/v1/stats?query and decodes the rows.
-func getStats(t *testing.T, m *monitor.Monitor, query string) []store.Row {
+func getStats(t *testing.T, m running, query string) []store.Row {
 	t.Helper()
-	code, body := get(t, "http://"+m.HTTPAddr()+"/api/v1/stats?"+query)
+	code, body := get(t, m.http+"/api/v1/stats?"+query)
 	if code != http.StatusOK {
 		t.Fatalf("GET /api/v1/stats?%s: %d %s", query, code, body)
 	}
@@ -241,9 +266,9 @@ func TestJavaSamplesAndBadOnes(t *testing.T) {
 
 // scrape reads GET /metrics with Prometheus's parser: name -> value of
 // the unlabelled series.
-func scrape(t *testing.T, m *monitor.Monitor) map[string]float64 {
+func scrape(t *testing.T, m running) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + m.HTTPAddr() + "/metrics")
+	resp, err := http.Get(m.http + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,50 +290,6 @@ func scrape(t *testing.T, m *monitor.Monitor) map[string]float64 {
 		}
 	}
 	return out
-}
-
-// The API answers a bad query with 400 and what is wrong, and paths that
-// are neither the API nor metrics with 404 (until the console is mounted).
-func TestHTTPErrors(t *testing.T) {
-	m := startMonitor(t)
-	base := "http://" + m.HTTPAddr()
-	for _, tc := range []struct {
-		path, want string
-		code       int
-	}{
-		{"/api/v1/stats", "interface is required", 400},
-		{"/api/v1/stats?interface=x&side=both", "side", 400},
-		{"/api/v1/stats?interface=x&from=yesterday", "from", 400},
-		{"/api/v1/stats?interface=x&from=9&to=3", "after", 400},
-		{"/api/v1/stats?interface=nobody", "[]", 200},
-		{"/", "/api/v1/stats", 200},
-		{"/services", "404", 404},
-	} {
-		code, body := get(t, base+tc.path)
-		if code != tc.code || !strings.Contains(body, tc.want) {
-			t.Errorf("GET %s: %d %q, want %d with %q", tc.path, code, body, tc.code, tc.want)
-		}
-	}
-}
-
-// A console handler mounted on the monitor's HTTP server gets every path
-// but the API's and the metrics'.
-func TestConsoleMount(t *testing.T) {
-	h := monitor.Handler(monitor.HTTPOptions{Stats: nil, Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "console "+r.URL.Path)
-	}), Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "metrics") })})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	for path, want := range map[string]string{"/": "console /", "/services/x": "console /services/x", "/metrics": "metrics"} {
-		if _, body := get(t, "http://"+ln.Addr().String()+path); body != want {
-			t.Errorf("GET %s = %q, want %q", path, body, want)
-		}
-	}
 }
 
 // A node stopping while no monitor is there does not wait for one.
@@ -394,18 +375,11 @@ func (c *clock) Set(t time.Time) {
 func TestRetentionThroughTheMonitor(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	clk := &clock{t: t0.Add(3 * time.Hour)}
-	m, err := monitor.Start(testCtx(t), monitor.Options{
-		Config:      monitor.ServerConfig{Port: -1, DB: filepath.Join(t.TempDir(), "monitor.db"), RawRetention: 24 * time.Hour, RollupRetention: 48 * time.Hour},
-		Protocol:    provider.ProtocolConfig{Host: "127.0.0.1"},
-		Listen:      "127.0.0.1:0",
-		Logger:      quiet(),
+	m := startMonitorWith(t, monitor.Options{
+		Config:      monitor.ServerConfig{RawRetention: 24 * time.Hour, RollupRetention: 48 * time.Hour},
 		Now:         clk.Now,
 		RetainEvery: 10 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
 	ctx := testCtx(t)
 	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
 	if err != nil {

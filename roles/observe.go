@@ -131,9 +131,9 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 	return nil
 }
 
-// startMonitor runs the monitor role: the MonitorService, its store, and
-// the HTTP server on console.listen with the web console, the stats API
-// and the process's metrics.
+// startMonitor runs the monitor role: its store, the MonitorService, and
+// on console.listen the console, which serves the store's statistics and
+// the process's metrics (and, with a registry to show, the web console).
 func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	log := n.log.With("role", Monitor)
 	st, err := monitor.OpenStore(cfg.Monitor.Server, nil, log)
@@ -141,17 +141,20 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		return err
 	}
 	n.onStop("monitor store", func(context.Context) error { return st.Close() }) // after the console and the monitor
-	var consoleHandler http.Handler
-	if cfg.Console.Listen != "" && cfg.Registry.Address != "" {
-		c, err := console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token,
+	var c *console.Console
+	if cfg.Console.Listen != "" {
+		if cfg.Registry.Address == "" {
+			log.Warn("no web console without a registry (registry.address is empty); the stats API and /metrics are served")
+		}
+		c, err = console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token,
 			Registry: cfg.Registry.Address, Stats: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
 		if err != nil {
 			return err
 		}
 		n.onStop("console", c.Shutdown)
-		consoleHandler = c.Handler()
-	} else if cfg.Console.Listen != "" {
-		log.Warn("no web console without a registry (registry.address is empty); the stats API and /metrics are served")
+		if err := c.Start(); err != nil {
+			return inUse(err, "console", cfg.Console.Listen, `set console.listen to a free address, or "" to run no console`)
+		}
 	}
 	m, err := monitor.Start(ctx, monitor.Options{
 		Config:      cfg.Monitor.Server,
@@ -159,13 +162,10 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		Application: cfg.Application.Name,
 		Registry:    cfg.Registry.Address,
 		Protocol:    cfg.Protocol,
-		Listen:      cfg.Console.Listen,
-		Console:     consoleHandler,
-		Metrics:     n.metricsHandler(),
 		Logger:      log,
 	})
 	if err != nil {
-		return monitorInUse(err, cfg)
+		return monitorInUse(err)
 	}
 	n.mu.Lock()
 	n.mon = m // the QoS port may be asked meanwhile
@@ -173,25 +173,21 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	n.gatherer.MustRegister(m.Collector())
 	n.onStop(Monitor, m.Shutdown)
 	fmt.Fprintf(n.out, "monitor    dubbo://%s   db %s\n", m.Addr(), cfg.Monitor.Server.DB)
-	if a := m.HTTPAddr(); a != "" {
-		if consoleHandler != nil {
-			fmt.Fprintf(n.out, "console    http://%s/\n", a)
+	if c != nil {
+		if c.Catalog() != nil {
+			fmt.Fprintf(n.out, "console    %s\n", c.URL())
 		}
-		fmt.Fprintf(n.out, "stats      http://%s/api/v1/stats?interface=<interface>   /metrics\n", a)
+		fmt.Fprintf(n.out, "stats      http://%s/api/v1/stats?interface=<interface>   /metrics\n", c.Addr())
 	}
 	return nil
 }
 
-// monitorInUse names which of the monitor's two addresses is taken: its
-// MonitorService's port or the console's HTTP address.
-func monitorInUse(err error, cfg *config.File) error {
+// monitorInUse names the MonitorService's port when another process holds
+// it.
+func monitorInUse(err error) error {
 	var op *net.OpError
 	if !errors.As(err, &op) || op.Addr == nil {
 		return err
-	}
-	_, port, _ := net.SplitHostPort(op.Addr.String())
-	if _, consolePort, _ := net.SplitHostPort(cfg.Console.Listen); cfg.Console.Listen != "" && port == consolePort {
-		return inUse(err, "console", cfg.Console.Listen, `set console.listen to a free address, or "" to run no console`)
 	}
 	return inUse(err, Monitor, op.Addr.String(), "set monitor.server.port to a free port (or monitor.enabled = false: no monitor, and no statistics reported)")
 }

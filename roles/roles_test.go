@@ -141,24 +141,10 @@ monitor.server.port = -1
 console.listen = ""
 `, "zookeeper://"+zkAddr, self))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, logs syncbuf.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, cfg, []string{Monitor, Provider, Consumer}, Options{Out: &out,
-			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	}()
-	waitFor(t, "the ready line", func() (bool, string) { return strings.Contains(out.String(), "ready; Ctrl-C"), out.String() })
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after its context ended")
-	}
+	var logs syncbuf.Buffer
+	_, stop := startRun(t, cfg, []string{Monitor, Provider, Consumer},
+		slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	stop()
 	var order []string
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if _, what, ok := strings.Cut(line, "msg=stopped what="); ok {
@@ -290,16 +276,9 @@ provider.plugins = [%q]
 monitor.enabled = false
 `, "zookeeper://"+zkAddr, self))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out syncbuf.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, cfg, []string{Provider}, Options{Out: &out, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	}()
+	_, stop := startRun(t, cfg, []string{Provider}, slog.New(slog.DiscardHandler))
 	zc := zkConn(t, zkAddr)
 	waitChildren(t, zc, greeterProviders, 1, "registered once the plugin is up")
-	waitFor(t, "the ready line", func() (bool, string) { return strings.Contains(out.String(), "ready; Ctrl-C"), out.String() })
 
 	first := readPid(t, pidFile)
 	if err := os.WriteFile(downFile, nil, 0o644); err != nil {
@@ -318,15 +297,7 @@ monitor.enabled = false
 		t.Fatalf("the plugin's pid did not change (%d)", first)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after its context ended")
-	}
+	stop()
 	if err := syscall.Kill(second, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("plugin process %d outlived the node (kill 0: %v)", second, err)
 	}
@@ -351,6 +322,31 @@ func loadConfig(t *testing.T, toml string) *config.File {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// startRun runs roles as the command line does, until the ready line;
+// stop ends it and waits (30 s at most) for Run to return, which must be
+// without an error. out is what Run printed.
+func startRun(t *testing.T, cfg *config.File, roles []string, log *slog.Logger) (out *syncbuf.Buffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out = &syncbuf.Buffer{}
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, roles, Options{Out: out, Logger: log}) }()
+	waitFor(t, "the ready line", func() (bool, string) { return strings.Contains(out.String(), "ready; Ctrl-C"), out.String() })
+	return out, func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return after its context ended")
+		}
+	}
 }
 
 // newTestNode is a node as Run makes it, before any role starts.

@@ -1,0 +1,175 @@
+package console
+
+import (
+	"io/fs"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/dubbo-lab/dubbo/console/catalog"
+	"github.com/dubbo-lab/dubbo/monitor/store"
+)
+
+// pageSamples are views of every page with data in every list and on both
+// sides of the templates' main branches, and a text each must show.
+func pageSamples() []struct {
+	page page
+	want []string
+} {
+	svc := catalog.Service{Interface: "org.example.Greeter", Version: "1.0.0", Group: "g", Providers: 2, Consumers: 1,
+		Applications: []string{"greeter-app"}, Registration: "interface"}
+	inst := catalog.Instance{Application: "greeter-app", ID: "10.0.0.1:20880", Address: "10.0.0.1:20880", Revision: "rev-1234abcd",
+		Metadata: map[string]string{"dubbo.metadata.revision": "rev-1234abcd"}, Registered: 1700000000000, Raw: "raw-instance-data"}
+	rule := RuleView{Kind: "condition", Key: "org.example.Greeter:1.0.0:g", Scope: "service", Enabled: true,
+		Path: "/dubbo/config/dubbo/org.example.Greeter:1.0.0:g.condition-router", Content: "conditions: []"}
+	off := rule
+	off.Enabled, off.Key = false, "greeter-app"
+	method := MethodView{Name: "sayHello", ParameterTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String",
+		Signature: "java.lang.String sayHello(java.lang.String)", Version: "1.0.0", Group: "g", Typed: true}
+	traffic := ServiceTraffic{Range: "1h", Side: "provider", Step: 60, Calls: 4321, Failures: 12,
+		Buckets: []store.Bucket{{Time: 1700000040, Calls: 2, Success: 1, Failure: 1, ElapsedMs: 4, MaxElapsedMs: 3}}}
+	view := ServiceView{Interface: "org.example.Greeter", Rows: []catalog.Service{svc},
+		Providers: []ProviderView{
+			{Address: "10.0.0.1:20880", URL: "dubbo://10.0.0.1:20880/org.example.Greeter", Weight: 250, Enabled: true,
+				Application: "greeter-app", Version: "1.0.0", Group: "g", Params: map[string]string{"timeout": "3000"}},
+			{Address: "10.0.0.2:20880", Enabled: false, Withdrawn: true, Version: "1.0.0", Group: "g"},
+		},
+		Consumers: []catalog.Consumer{{Address: "10.0.0.9", URL: "consumer://10.0.0.9/org.example.Greeter", Application: "web-app"}},
+		Instances: []catalog.Instance{inst}, Apps: []string{"greeter-app"},
+		Routers: []string{"route://0.0.0.0/org.example.Greeter"}, Overrides: []string{"override://0.0.0.0/org.example.Greeter"},
+		Methods: []MethodView{method}, Rules: []RuleView{rule, off}, Traffic: traffic}
+	noStats := view
+	noStats.Traffic = ServiceTraffic{Range: "15m", Side: "consumer", Error: errNoStats.msg}
+	pager := func(v ServiceView) servicePage {
+		p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v)}
+		if v.Traffic.Error == "" {
+			p.Charts = charts(v.Traffic)
+		}
+		return p
+	}
+	counts := catalog.Counts{Services: 11, Applications: 12, Providers: 13, Consumers: 14, Instances: 15, Rules: 16}
+	health := catalog.Health{Servers: []string{"127.0.0.1:2181"}, Connected: true, Since: time.Now(), Server: "127.0.0.1:2181", Nodes: 17}
+	app := catalog.Application{Name: "greeter-app", Instances: []catalog.Instance{inst}, Services: []string{"org.example.Greeter"}}
+	return []struct {
+		page page
+		want []string
+	}{
+		{overviewPage{Overview{Counts: counts, Registry: health, Traffic: &Traffic{CallsPerSecond: 2.5, ErrorRate: 0.25, Calls: 150, Failures: 3}}},
+			[]string{`id="count-rules">16<`, `id="calls-per-second">2.50<`, "25.00%", "3 of 150 calls", "connected", "127.0.0.1:2181"}},
+		{overviewPage{Overview{Counts: counts, Registry: health, Traffic: &Traffic{Error: "store is gone"}}},
+			[]string{"Statistics: store is gone"}},
+		{overviewPage{Overview{Counts: counts}}, []string{"No statistics", "disconnected"}},
+		{servicesPage{Query: "greet", Services: []catalog.Service{svc}}, []string{`value="greet"`, "/services/org.example.Greeter", "greeter-app"}},
+		{servicesPage{Query: "nothing"}, []string{"No service matches “nothing”"}},
+		{pager(view), []string{"<h1>org.example.Greeter</h1>", "version 1.0.0, group g", `id="calls-total">4321<`, "12 failed",
+			"<svg", "10.0.0.1:20880", `value="250"`, "disabled (withdrawn)", "timeout", "rev-1234abcd", "web-app",
+			"java.lang.String sayHello(java.lang.String)", "org.example.Greeter:1.0.0:g", "route://", "override://",
+			"key=org.example.Greeter%3a1.0.0%3ag"}},
+		{pager(noStats), []string{"no statistics: the console runs without the monitor"}},
+		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Args: `["x"]`, Done: true, Status: 200,
+			Result: "result-text", Types: "java.lang.String"}, []string{"Test org.example.Greeter", "result-text", "HTTP 200", `[&#34;x&#34;]`}},
+		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Done: true, Status: 500,
+			Error: &errorDetail{Kind: "exception", Message: "boom"}, Class: "java.lang.IllegalStateException"},
+			[]string{"<b>exception</b> <code>java.lang.IllegalStateException</code>: boom"}},
+		{testPage{Interface: "org.example.Nope"}, []string{"No methods are known"}},
+		{applicationsPage{Apps: []catalog.Application{app}}, []string{"/applications/greeter-app", "rev-1234abcd", "/services/org.example.Greeter"}},
+		{applicationPage{App: app, Rules: []RuleView{rule, off}}, []string{"<h1>greeter-app</h1>", "raw-instance-data", "dubbo.metadata.revision", "(disabled)"}},
+		{rulesPage{Rules: []RuleView{rule, off}}, []string{rule.Path, "enabled", "disabled"}},
+		{rulePage{New: true, Kind: "tag", Key: "greeter-app", Doc: "tags: []", Kinds: []string{"condition", "tag", "override"}},
+			[]string{"<h1>New rule</h1>", `<option value="tag" selected>`, "tags: []"}},
+		{rulePage{Kind: "condition", Key: "org.example.Greeter:1.0.0:g", Doc: "conditions: []", Enabled: true},
+			[]string{"<h1>condition rule org.example.Greeter:1.0.0:g</h1>", ".condition-router", `value="disable"`}},
+		{rulePage{Kind: "override", Key: "greeter-app", Doc: "configs: []", Error: "no configs"},
+			[]string{"<h1>Rule not saved</h1>", `id="rule-error">no configs<`, ".configurators", `value="enable"`}},
+		{registryPage{catalog.Node{Path: "/dubbo/org.example.Greeter", Data: "node-data", Truncated: true, URL: "dubbo://10.0.0.1:20880/x",
+			Version: 3, Modified: time.Now(), Children: []catalog.Child{{Name: "providers"}, {Name: "c", URL: "dubbo://child"}}}},
+			[]string{"Registry /dubbo/org.example.Greeter", "node-data", "first 64 KiB", "Children (2)", "dubbo://child", "/registry?path=%2Fdubbo"}},
+		{loginPage{Next: "/rules", Error: "Wrong token."}, []string{`value="/rules"`, "Wrong token."}},
+		{errorPage{Status: http.StatusNotFound, Message: "service x is not in the registry"}, []string{"<h1>404</h1>", "service x is not in the registry", "Not Found"}},
+	}
+}
+
+// Every page renders with data, whole and its live part, logged in and
+// not, and shows what its view holds; no page is left without a sample.
+func TestEveryPageRendersItsView(t *testing.T) {
+	p, err := newPages(templateFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string]bool{}
+	for _, s := range pageSamples() {
+		name := s.page.name()
+		covered[name] = true
+		for _, loggedIn := range []bool{true, false} {
+			v := view{Title: s.page.title(), Nav: name, D: s.page, CSRF: "csrf-token-value", Token: true, LoggedIn: loggedIn,
+				Refresh: 5000, Live: "/x?partial=1"}
+			whole, err := p.execute(s.page, v, false)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if _, err := p.execute(s.page, v, true); err != nil {
+				t.Fatalf("%s, live part: %v", name, err)
+			}
+			for _, w := range append([]string{"<title>" + s.page.title() + " · dubbo console</title>"}, s.want...) {
+				if !strings.Contains(string(whole), w) {
+					t.Errorf("%s (logged in %v) does not show %q:\n%s", name, loggedIn, w, whole)
+				}
+			}
+		}
+	}
+	for _, pg := range allPages {
+		if !covered[pg.name()] {
+			t.Errorf("page %s has no sample", pg.name())
+		}
+	}
+}
+
+// copyTemplates is the console's templates, with some replaced.
+func copyTemplates(t *testing.T, replace map[string]string) fstest.MapFS {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	err := fs.WalkDir(templateFS, "templates", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(templateFS, path)
+		fsys[path] = &fstest.MapFile{Data: b}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range replace {
+		fsys["templates/"+name+".html"] = &fstest.MapFile{Data: []byte(content)}
+	}
+	return fsys
+}
+
+// A template that reads a field its view lacks stops the console at
+// start-up; a map key that is not there fails the page (and so the test
+// that renders it with data) instead of rendering as nothing.
+func TestMisspeltFieldFails(t *testing.T) {
+	for _, tc := range []struct{ page, content string }{
+		{"services", `{{define "content"}}{{.D.Querry}}{{end}}`},
+		{"overview", `{{define "content"}}{{.D.Overview.Counts.Servics}}{{end}}`},
+		{"login", `{{define "content"}}{{.Nxt}}{{end}}`},
+	} {
+		if _, err := newPages(copyTemplates(t, map[string]string{tc.page: tc.content})); err == nil || !strings.Contains(err.Error(), tc.page) {
+			t.Errorf("%s reading %s: %v, want a start-up error naming the page", tc.page, tc.content, err)
+		}
+	}
+	if _, err := newPages(templateFS); err != nil {
+		t.Fatalf("the console's own templates: %v", err)
+	}
+
+	p, err := newPages(copyTemplates(t, map[string]string{"service": `{{define "content"}}{{range .D.Service.Providers}}{{.Params.wieght}}{{end}}{{end}}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := servicePage{Service: ServiceView{Providers: []ProviderView{{Params: map[string]string{"weight": "100"}}}}}
+	if _, err := p.execute(pg, view{D: pg}, false); err == nil || !strings.Contains(err.Error(), "wieght") {
+		t.Errorf("a missing map key: %v, want an error naming it", err)
+	}
+}
