@@ -22,6 +22,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/report"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -190,7 +191,7 @@ func (f *callFlags) callAttachments(fl *pflag.FlagSet) (map[string]string, error
 // calls are counted and reported to the monitor like any consumer's.
 type caller struct {
 	cons *consumer.Consumer
-	rep  *monitor.Reporter // nil: not reported
+	rep  *report.Reporter // nil: not reported
 	log  *slog.Logger
 	inv  *rpc.Invocation
 }
@@ -198,9 +199,9 @@ type caller struct {
 // close sends the last statistics (a monitor that is not there is not
 // waited for) and closes the consumer.
 func (c *caller) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), monitor.CloseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), report.CloseTimeout)
 	defer cancel()
-	if err := c.rep.Close(ctx); errors.Is(err, monitor.ErrNoMonitor) {
+	if err := c.rep.Close(ctx); errors.Is(err, report.ErrNoMonitor) {
 		c.log.Debug("statistics not sent", "err", err)
 	} else if err != nil {
 		c.log.Warn("statistics not sent", "err", err)
@@ -264,7 +265,7 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 		return nil, fmt.Errorf("connect to registry %s: %w", cc.Registry, err)
 	}
 	ok := false
-	var rep *monitor.Reporter
+	var rep *report.Reporter
 	defer func() {
 		if !ok {
 			(&caller{cons: cons, rep: rep, log: logger}).close()
