@@ -34,18 +34,7 @@ func TestTornTailThatCannotBeCut(t *testing.T) {
 	want := writeNodes(t, connect(t, reg.target()), "/torn", 100)
 	reg.kill9(t)
 
-	log := newestLog(t, reg.dataDir)
-	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Half a record header: what a crash in the middle of a write leaves.
-	if _, err := f.Write([]byte{0x00, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	log := tearLog(t, reg.dataDir)
 	torn, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)

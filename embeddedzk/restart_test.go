@@ -45,20 +45,7 @@ func TestRestart(t *testing.T) {
 		want := writeNodes(t, c, "/torn", 100)
 		reg.kill9(t)
 
-		log := newestLog(t, reg.dataDir)
-		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("appending garbage to %s", log)
-		// Half a record header: what a crash in the middle of a write leaves.
-		if _, err := f.Write([]byte{0x00, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef}); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-
+		tearLog(t, reg.dataDir)
 		reg.start(t)
 		c = connect(t, reg.target())
 		checkNodes(t, c, want)
@@ -352,6 +339,25 @@ func versionOf(st *zk.Stat) int32 {
 		return -1
 	}
 	return st.Version
+}
+
+// tearLog appends half a record header to the newest log in dir, what a
+// crash in the middle of a write leaves, and returns the log's path.
+func tearLog(t *testing.T, dir string) string {
+	t.Helper()
+	log := newestLog(t, dir)
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("appending half a record to %s", log)
+	if _, err := f.Write([]byte{0x00, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return log
 }
 
 // newestLog returns the most recently written log.* file in the data dir.
