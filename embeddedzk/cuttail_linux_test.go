@@ -53,15 +53,7 @@ func TestTornTailThatCannotBeCut(t *testing.T) {
 		t.Fatalf("the refused start changed the log (%d bytes, was %d)", len(now), len(torn))
 	}
 
-	reg.start(t)
-	c := connect(t, reg.target())
-	checkNodes(t, c, want)
-	more := writeNodes(t, c, "/torn-after", 20)
-	reg.kill9(t)
-	reg.start(t)
-	c = connect(t, reg.target())
-	checkNodes(t, c, want)
-	checkNodes(t, c, more)
+	startsWithEverything(t, reg, want)
 }
 
 // fsAppendFL is FS_APPEND_FL of linux/fs.h, which x/sys/unix does not name.

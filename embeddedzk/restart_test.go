@@ -46,17 +46,9 @@ func TestRestart(t *testing.T) {
 		reg.kill9(t)
 
 		tearLog(t, reg.dataDir)
-		reg.start(t)
-		c = connect(t, reg.target())
-		checkNodes(t, c, want)
 		// The server keeps writing after the torn tail, and the new writes
 		// survive the next crash too.
-		more := writeNodes(t, c, "/torn-after", 20)
-		reg.kill9(t)
-		reg.start(t)
-		c = connect(t, reg.target())
-		checkNodes(t, c, want)
-		checkNodes(t, c, more)
+		startsWithEverything(t, reg, want)
 	})
 
 	// The case: 16 bytes overwritten at a record in the middle of
@@ -339,6 +331,21 @@ func versionOf(st *zk.Stat) int32 {
 		return -1
 	}
 	return st.Version
+}
+
+// startsWithEverything starts reg and checks that it has every write of
+// want, that it takes new writes, and that those survive the next crash.
+func startsWithEverything(t *testing.T, reg *registryProcess, want nodeSet) {
+	t.Helper()
+	reg.start(t)
+	c := connect(t, reg.target())
+	checkNodes(t, c, want)
+	more := writeNodes(t, c, "/after-restart", 20)
+	reg.kill9(t)
+	reg.start(t)
+	c = connect(t, reg.target())
+	checkNodes(t, c, want)
+	checkNodes(t, c, more)
 }
 
 // tearLog appends half a record header to the newest log in dir, what a
