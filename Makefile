@@ -1,11 +1,14 @@
 # make           build the dubbo binary
 # make up        build and run the all-in-one environment (dubbo up)
-# make test      vet, every test, and a short run of every fuzz target
+# make test      gofmt, vet, staticcheck, every test, and a short run of every fuzz target
 # make soak      30 minutes (SOAK_DURATION) of dubbo up, providers and load with a fault a minute; not in make test
 # make bench     every benchmark, ours and the peers' (Apache ZooKeeper, dubbo-go), in one run: bench/REPORT.md
 GO        ?= go
 BIN       ?= ./dubbo
 FUZZTIME  ?= 10000x
+# staticcheck at a pinned version, fetched and built by the go command on
+# first use (then from its build cache): nothing to install, on CI or here.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHTIME ?= 2s
 # Minutes of the monitor store benchmark's data set: 1440x is a day (28.8
 # million rows, several minutes); 60x is an hour.
@@ -32,6 +35,7 @@ test: unit fuzz
 unit:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -w needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v -E '$(SERIAL)')
 	$(GO) test -count=1 -timeout 15m -p 1 $(addprefix ./,$(subst |, ,$(SERIAL)))
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dubbo-lab/dubbo/node/loadgen"
+	"github.com/dubbo-lab/dubbo/loadgen"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 

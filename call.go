@@ -8,20 +8,22 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/cluster/loadbalance"
 	"github.com/dubbo-lab/dubbo/node/cluster/router"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
+	"github.com/dubbo-lab/dubbo/node/jsoncall"
 	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/report"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -66,91 +68,54 @@ func (f *callFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.tag, "tag", "", "request tag (Dubbo's dubbo.tag attachment): call the providers of this tag, else untagged ones")
 }
 
-// reference is the reference the call goes through: the config file's
-// reference to iface (with --version and --group, when given, among its
-// keys; the one reference to iface otherwise), or a new one, with the
-// call settings given as flags laid over it and over the settings of
-// method. Its errors are usage errors.
-func (f *callFlags) reference(fl *pflag.FlagSet, refs []consumer.ReferenceConfig, iface, method string) (consumer.ReferenceConfig, error) {
-	var matches []consumer.ReferenceConfig
-	for _, r := range refs {
-		if r.Interface == iface && (!fl.Changed("version") || r.Version == f.version) && (!fl.Changed("group") || r.Group == f.group) {
-			matches = append(matches, r)
-		}
+// settings are the call settings given as flags, checked. Its errors are
+// usage errors.
+func (f *callFlags) settings(fl *pflag.FlagSet) (jsoncall.Settings, error) {
+	var s jsoncall.Settings
+	if fl.Changed("version") {
+		s.Version = &f.version
 	}
-	rc := consumer.ReferenceConfig{Interface: iface, Version: f.version, Group: f.group}
-	switch {
-	case len(matches) == 1:
-		rc = matches[0]
-		rc.Methods = slices.Clone(rc.Methods)
-	case len(matches) > 1:
-		exact := slices.IndexFunc(matches, func(r consumer.ReferenceConfig) bool { return r.Version == f.version && r.Group == f.group })
-		if exact < 0 {
-			keys := make([]string, len(matches))
-			for i, r := range matches {
-				keys[i] = url.ServiceKey(r.Interface, r.Group, r.Version)
-			}
-			return rc, usage(fmt.Errorf("the config has %d references to %s (%s); say which with --version and --group", len(matches), iface, strings.Join(keys, ", ")))
-		}
-		rc = matches[exact]
-		rc.Methods = slices.Clone(rc.Methods)
+	if fl.Changed("group") {
+		s.Group = &f.group
 	}
-	check := false // a call reports no_provider itself
-	rc.Check = &check
-
-	switch {
-	case fl.Changed("url"):
+	if fl.Changed("url") {
 		if err := checkDirectURL(f.direct); err != nil {
-			return rc, usage(fmt.Errorf("--url: %w", err))
+			return s, usage(fmt.Errorf("--url: %w", err))
 		}
-		rc.URL = f.direct
-	case fl.Changed("registry"):
-		rc.URL = ""
+		s.URL = &f.direct
 	}
-	// A flag overrides the setting of the method too, as the file's method
-	// settings override its reference's.
-	overMethod := func(set func(m *consumer.MethodConfig)) {
-		for i := range rc.Methods {
-			if rc.Methods[i].Name == method {
-				set(&rc.Methods[i])
-			}
-		}
-	}
+	s.Registry = fl.Changed("registry")
 	if fl.Changed("timeout") {
 		if f.timeout < time.Millisecond {
-			return rc, usage(fmt.Errorf("--timeout %v: must be at least 1ms", f.timeout))
+			return s, usage(fmt.Errorf("--timeout %v: must be at least 1ms", f.timeout))
 		}
-		rc.Timeout = f.timeout
-		overMethod(func(m *consumer.MethodConfig) { m.Timeout = 0 })
+		s.Timeout = &f.timeout
 	}
 	if fl.Changed("retries") {
 		if f.retries < 0 {
-			return rc, usage(fmt.Errorf("--retries %d: must be 0 or more", f.retries))
+			return s, usage(fmt.Errorf("--retries %d: must be 0 or more", f.retries))
 		}
-		retries := f.retries
-		rc.Retries = &retries
-		overMethod(func(m *consumer.MethodConfig) { m.Retries = nil })
+		s.Retries = &f.retries
 	}
 	if fl.Changed("loadbalance") {
 		if _, err := loadbalance.New(f.loadbalance, nil); err != nil {
-			return rc, usage(fmt.Errorf("--loadbalance: %w", err))
+			return s, usage(fmt.Errorf("--loadbalance: %w", err))
 		}
-		rc.LoadBalance = f.loadbalance
-		overMethod(func(m *consumer.MethodConfig) { m.LoadBalance = "" })
+		s.LoadBalance = &f.loadbalance
 	}
 	if fl.Changed("cluster") {
 		if !slices.Contains(cluster.Names(), f.cluster) {
-			return rc, usage(fmt.Errorf("--cluster %q: unknown; use one of %s", f.cluster, strings.Join(cluster.Names(), ", ")))
+			return s, usage(fmt.Errorf("--cluster %q: unknown; use one of %s", f.cluster, strings.Join(cluster.Names(), ", ")))
 		}
-		rc.Cluster = f.cluster
+		s.Cluster = &f.cluster
 	}
 	if fl.Changed("connections") {
 		if f.connections < 1 {
-			return rc, usage(fmt.Errorf("--connections %d: must be 1 or more", f.connections))
+			return s, usage(fmt.Errorf("--connections %d: must be 1 or more", f.connections))
 		}
-		rc.Connections = f.connections
+		s.Connections = &f.connections
 	}
-	return rc, nil
+	return s, nil
 }
 
 // checkDirectURL refuses what a reference's direct url cannot be.
@@ -165,83 +130,45 @@ func checkDirectURL(s string) error {
 	return nil
 }
 
-// callAttachments are the attachments every call carries: --attachment,
-// then --tag, then --timeout when given (Dubbo's per-call timeout, which
-// wins over every configured one). Its errors are usage errors.
-func (f *callFlags) callAttachments(fl *pflag.FlagSet) (map[string]string, error) {
-	out := make(map[string]string, len(f.attachments)+2)
+// call is the call of method on iface with the JSON arguments as the flags
+// give it: --types, --timeout, and the attachments: --attachment, then
+// --tag. Its errors are usage errors.
+func (f *callFlags) call(fl *pflag.FlagSet, iface, method string, rawArgs []string) (jsoncall.Call, error) {
+	c := jsoncall.Call{Interface: iface, Method: method, Args: make([]json.RawMessage, len(rawArgs)),
+		Attachments: make(map[string]string, len(f.attachments)+1)}
+	for i, a := range rawArgs {
+		if !json.Valid([]byte(a)) {
+			return c, usage(fmt.Errorf("argument %d %q is not JSON (strings need quotes: '\"world\"')", i+1, a))
+		}
+		c.Args[i] = json.RawMessage(a)
+	}
+	if f.types != "" {
+		types, err := generic.ParseTypes(f.types)
+		if err != nil {
+			return c, usage(fmt.Errorf("--types: %w", err))
+		}
+		c.Types = types
+	}
+	if fl.Changed("timeout") {
+		c.Timeout = f.timeout
+	}
 	for _, a := range f.attachments {
 		k, v, ok := strings.Cut(a, "=")
 		if k = strings.TrimSpace(k); !ok || k == "" {
-			return nil, usage(fmt.Errorf("--attachment %q: want key=value", a))
+			return c, usage(fmt.Errorf("--attachment %q: want key=value", a))
 		}
-		out[k] = v
+		c.Attachments[k] = v
 	}
 	if fl.Changed("tag") {
-		out[router.KeyTag] = f.tag
+		c.Attachments[router.KeyTag] = f.tag
 	}
-	if fl.Changed("timeout") {
-		out[cluster.KeyTimeout] = strconv.FormatInt(f.timeout.Milliseconds(), 10)
-	}
-	return out, nil
+	return c, nil
 }
 
-// caller is a ready-to-use consumer for one service and method, whose
-// calls are counted and reported to the monitor like any consumer's.
-type caller struct {
-	cons *consumer.Consumer
-	rep  *monitor.Reporter // nil: not reported
-	log  *slog.Logger
-	inv  *rpc.Invocation
-}
-
-// close sends the last statistics (a monitor that is not there is not
-// waited for) and closes the consumer.
-func (c *caller) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), monitor.CloseTimeout)
-	defer cancel()
-	if err := c.rep.Close(ctx); errors.Is(err, monitor.ErrNoMonitor) {
-		c.log.Debug("statistics not sent", "err", err)
-	} else if err != nil {
-		c.log.Warn("statistics not sent", "err", err)
-	}
-	c.cons.Close()
-}
-
-// newCaller connects a consumer with the config file's consumer settings
-// (consumer.defaults, the reference to iface and its methods, migration,
-// cache file) and the flags over them, and prepares the invocation of
-// method with the JSON arguments, resolving their Java types. Mistakes of
-// the command line or the config are usage errors; failing to reach the
-// registry is not.
-func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callFlags, iface, method string, rawArgs []string) (*caller, error) {
-	cfg, logger, err := g.load(cmd)
-	if err != nil {
-		return nil, err
-	}
-	fl := cmd.Flags()
-	raws := make([]json.RawMessage, len(rawArgs))
-	for i, a := range rawArgs {
-		if !json.Valid([]byte(a)) {
-			return nil, usage(fmt.Errorf("argument %d %q is not JSON (strings need quotes: '\"world\"')", i+1, a))
-		}
-		raws[i] = json.RawMessage(a)
-	}
-	rc, err := f.reference(fl, cfg.Consumer.References, iface, method)
-	if err != nil {
-		return nil, err
-	}
-	attachments, err := f.callAttachments(fl)
-	if err != nil {
-		return nil, err
-	}
-	var types []string
-	if f.types != "" {
-		if types, err = generic.ParseTypes(f.types); err != nil {
-			return nil, usage(fmt.Errorf("--types: %w", err))
-		}
-	}
-
+// consumerConfig is the consumer of a call through rc: the config file's
+// consumer settings with no reference of their own, and --registry. Its
+// errors are usage errors.
+func (f *callFlags) consumerConfig(fl *pflag.FlagSet, cfg *config.File, rc consumer.ReferenceConfig) (consumer.Config, error) {
 	cc := cfg.Consumer.Config
 	cc.Application = cfg.Application.Name + "-cli"
 	cc.References = nil // only the one this call needs
@@ -252,104 +179,134 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 		cc.Registry = ""
 	}
 	if cc.Registry == "" && rc.URL == "" {
-		return nil, usage(errors.New("no registry and no --url: give --registry zookeeper://HOST:PORT or --url dubbo://HOST:PORT"))
+		return cc, usage(errors.New("no registry and no --url: give --registry zookeeper://HOST:PORT or --url dubbo://HOST:PORT"))
 	}
 	if cc.Registry != "" {
 		if u, err := url.Parse(cc.Registry); err != nil || u.Protocol() != "zookeeper" {
-			return nil, usage(fmt.Errorf("registry %q: want zookeeper://HOST:PORT[,HOST:PORT]", cc.Registry))
+			return cc, usage(fmt.Errorf("registry %q: want zookeeper://HOST:PORT[,HOST:PORT]", cc.Registry))
 		}
 	}
-	cons, err := consumer.New(ctx, cc, consumer.Options{Logger: logger})
+	return cc, nil
+}
+
+// caller is a ready-to-use consumer for one service and method, whose
+// calls are counted and reported to the monitor like any consumer's.
+type caller struct {
+	cons *consumer.Consumer
+	rep  *report.Reporter // nil: not reported
+	log  *slog.Logger
+	inv  *rpc.Invocation
+}
+
+// close sends the last statistics (a monitor that is not there is not
+// waited for) and closes the consumer.
+func (c *caller) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), report.CloseTimeout)
+	defer cancel()
+	if err := c.rep.Close(ctx); errors.Is(err, report.ErrNoMonitor) {
+		c.log.Debug("statistics not sent", "err", err)
+	} else if err != nil {
+		c.log.Warn("statistics not sent", "err", err)
+	}
+	c.cons.Close()
+}
+
+// newCaller connects a consumer with the config file's consumer settings
+// (consumer.defaults, the reference to iface and its methods, migration,
+// cache file) and the flags over them, and prepares the invocation of
+// method with the JSON arguments, resolving their Java types (package
+// jsoncall). Mistakes of the command line or the config are usage errors;
+// failing to reach the registry is not.
+func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callFlags, iface, method string, rawArgs []string) (*caller, error) {
+	cfg, logger, err := g.load(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("connect to registry %s: %w", cc.Registry, err)
-	}
-	ok := false
-	var rep *monitor.Reporter
-	defer func() {
-		if !ok {
-			(&caller{cons: cons, rep: rep, log: logger}).close()
-		}
-	}()
-	if cc.Registry != "" || cfg.Monitor.Address != "" {
-		rep, err = monitor.NewReporter(cfg.Monitor, monitor.ReporterOptions{Consumer: cons, Logger: logger}, cons.Stats())
-		if err != nil {
-			return nil, usage(err)
-		}
-	}
-	ref, err := cons.Reference(ctx, rc)
-	switch {
-	case errors.Is(err, cluster.ErrUnknownName):
-		return nil, usage(err)
-	case errors.Is(err, registry.ErrUnavailable):
-		return nil, fmt.Errorf("%w; is the registry running?", err)
-	case err != nil:
 		return nil, err
 	}
+	fl := cmd.Flags()
+	settings, err := f.settings(fl)
+	if err != nil {
+		return nil, err
+	}
+	call, err := f.call(fl, iface, method, rawArgs)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := jsoncall.Reference(cfg.Consumer.References, iface, method, settings)
+	if err != nil {
+		return nil, usage(fmt.Errorf("%w; say which with --version and --group", err))
+	}
+	call.Version, call.Group = rc.Version, rc.Group
+	cc, err := f.consumerConfig(fl, cfg, rc)
+	if err != nil {
+		return nil, err
+	}
+	c, ref, err := connect(ctx, cc, cfg.Monitor, rc, logger)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.close()
+		}
+	}()
 	// Connections open in the background; give the first one (and the tag
 	// rule of the providers) --timeout, else a second, to come, as a Java
 	// consumer connects before its first call.
 	wait := time.Second
-	if fl.Changed("timeout") {
-		wait = f.timeout
+	if call.Timeout > 0 {
+		wait = call.Timeout
 	}
 	ref.WaitAvailable(ctx, wait)
 
-	if types == nil {
-		if rc.URL == "" {
-			types, err = cons.ParamTypes(ctx, rc.Interface, rc.Version, rc.Group, method, len(raws))
-		}
-		if rc.URL != "" || err != nil {
-			logger.Debug("no parameter types in metadata; inferring them from the JSON", "err", err)
-			types = generic.InferTypes(raws)
-		}
+	var metadata jsoncall.TypeResolver
+	if rc.URL == "" { // a provider called directly has no metadata to read
+		metadata = c.cons
 	}
-	args, err := generic.Args(types, raws)
+	types, err := jsoncall.ParamTypes(ctx, metadata, call, logger)
 	if err != nil {
+		return nil, err
+	}
+	if c.inv, err = jsoncall.Invocation(call, types); err != nil {
 		return nil, usage(err)
 	}
-	var inv *rpc.Invocation
-	if needsGeneric(types) {
-		inv = generic.Invocation(rc.Interface, rc.Version, rc.Group, method, types, args)
-	} else {
-		inv = &rpc.Invocation{Service: rc.Interface, Version: rc.Version, Group: rc.Group, Method: method, ParamTypes: types, Args: args}
-	}
-	for k, v := range attachments {
-		inv.SetAttachment(k, v)
-	}
 	ok = true
-	if rep != nil {
-		rep.Start()
+	if c.rep != nil {
+		c.rep.Start()
 	}
-	return &caller{cons: cons, rep: rep, log: logger, inv: inv}, nil
+	return c, nil
+}
+
+// connect makes the consumer of cc, its reporter and the reference rc: a
+// caller with its invocation still to be made.
+func connect(ctx context.Context, cc consumer.Config, mon monitor.Config, rc consumer.ReferenceConfig, logger *slog.Logger) (*caller, *consumer.Reference, error) {
+	cons, err := consumer.New(ctx, cc, consumer.Options{Logger: logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to registry %s: %w", cc.Registry, err)
+	}
+	c := &caller{cons: cons, log: logger}
+	if cc.Registry != "" || mon.Address != "" {
+		if c.rep, err = monitor.NewReporter(mon, monitor.ReporterOptions{Consumer: cons, Logger: logger}, cons.Stats()); err != nil {
+			c.close()
+			return nil, nil, usage(err)
+		}
+	}
+	ref, err := cons.Reference(ctx, rc)
+	switch {
+	case err == nil:
+		return c, ref, nil
+	case errors.Is(err, cluster.ErrUnknownName):
+		err = usage(err)
+	case errors.Is(err, registry.ErrUnavailable):
+		err = fmt.Errorf("%w; is the registry running?", err)
+	}
+	c.close()
+	return nil, nil, err
 }
 
 // call makes one invocation; a business exception is returned as an error.
 func (c *caller) call(ctx context.Context) (*rpc.Result, error) {
-	inv := *c.inv
-	res, err := c.cons.Invoke(ctx, &inv)
-	if err != nil {
-		return nil, err
-	}
-	if res.Exception != nil {
-		return res, res.Exception
-	}
-	return res, nil
-}
-
-// needsGeneric reports whether an argument type is a POJO, which only
-// generic invocation ($invoke with a "class" map) can carry without the
-// class on our side.
-func needsGeneric(types []string) bool {
-	for _, t := range types {
-		t = strings.TrimSuffix(t, "[]")
-		switch {
-		case !strings.Contains(t, "."), strings.HasPrefix(t, "java.lang."), strings.HasPrefix(t, "java.util."),
-			strings.HasPrefix(t, "java.math."), strings.HasPrefix(t, "java.time."):
-		default:
-			return true
-		}
-	}
-	return false
+	return jsoncall.Invoke(ctx, c.cons, c.inv)
 }
 
 func newCallCommand(g *globalFlags) *cobra.Command {

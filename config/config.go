@@ -134,108 +134,149 @@ const EnvPrefix = "DUBBO_"
 // environment, then the key=value overrides.
 func Load(path string, optional bool, environ []string, sets []string) (*File, error) {
 	k := koanf.New(".")
-	var raw []byte
-	if path != "" {
-		b, err := os.ReadFile(path)
-		switch {
-		case err == nil:
-			raw = b
-			if err := k.Load(rawBytes(b), toml.Parser()); err != nil {
-				return nil, fmt.Errorf("config %s: %w", path, describeTOMLError(err))
-			}
-		case optional && errors.Is(err, os.ErrNotExist):
-			path = ""
-		default:
-			return nil, fmt.Errorf("config: %w", err)
-		}
+	path, raw, err := loadFile(k, path, optional)
+	if err != nil {
+		return nil, err
 	}
-
 	// Relative paths written in the file are relative to the file, as in
 	// docker-compose; those from the environment and --set stay relative to
 	// the current directory.
-	inFile := map[string]bool{}
+	var inFile []string
 	if path != "" {
 		for _, key := range pathKeys {
-			inFile[key] = k.Exists(key)
+			if k.Exists(key) {
+				inFile = append(inFile, key)
+			}
+		}
+	}
+	keys := knownKeys(reflect.TypeOf(File{}), "")
+	env, err := loadEnv(k, environ, keys)
+	if err != nil {
+		return nil, err
+	}
+	set, err := loadSets(k, sets, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range inFile {
+		if _, ok := env[key]; ok {
+			continue
+		}
+		if _, ok := set[key]; ok {
+			continue
+		}
+		if err := k.Set(key, relativeTo(filepath.Dir(path), k.Get(key))); err != nil {
+			return nil, fmt.Errorf("config %s: key %s: %w", path, key, err)
 		}
 	}
 
-	keys := knownKeys(reflect.TypeOf(File{}), "")
+	f, err := decode(k)
+	if err != nil {
+		return nil, locate(path, raw, err, k.Get)
+	}
+	if f.Warnings, err = applyAddressEnv(f, environ); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	f.applyDefaults()
+	if err := f.validate(); err != nil {
+		return nil, locate(path, raw, err, k.Get)
+	}
+	return f, nil
+}
+
+// loadFile loads the TOML file at path into k and returns the path ("" when
+// there is none: not given, or optional and missing) and its bytes.
+func loadFile(k *koanf.Koanf, path string, optional bool) (string, []byte, error) {
+	if path == "" {
+		return "", nil, nil
+	}
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := k.Load(rawBytes(b), toml.Parser()); err != nil {
+			return "", nil, fmt.Errorf("config %s: %w", path, describeTOMLError(err))
+		}
+		return path, b, nil
+	case optional && errors.Is(err, os.ErrNotExist):
+		return "", nil, nil
+	}
+	return "", nil, fmt.Errorf("config: %w", err)
+}
+
+// loadEnv loads the DUBBO_* variables of environ into k and returns them
+// by key.
+func loadEnv(k *koanf.Koanf, environ []string, keys map[string]reflect.Type) (map[string]any, error) {
 	env, err := envOverrides(environ, keys)
 	if err != nil {
 		return nil, fmt.Errorf("config: environment: %w", err)
-	}
-	for key := range env {
-		delete(inFile, key)
 	}
 	if len(env) > 0 {
 		if err := k.Load(confmap.Provider(env, "."), nil); err != nil {
 			return nil, fmt.Errorf("config: environment: %w", err)
 		}
 	}
-	if len(sets) > 0 {
-		m := make(map[string]any, len(sets))
-		for _, s := range sets {
-			key, val, ok := strings.Cut(s, "=")
-			key = strings.TrimSpace(key)
-			if !ok || key == "" {
-				return nil, fmt.Errorf("config: --set %q: want key=value", s)
-			}
-			typ, known := keys[key]
-			if !known {
-				return nil, fmt.Errorf("config: --set %q: unknown key %q%s", s, key, suggest(key, keys))
-			}
-			v, err := textValue(val, typ)
-			if err != nil {
-				return nil, fmt.Errorf("config: --set %q: key %s: %w", s, key, err)
-			}
-			m[key] = v
-			delete(inFile, key)
-		}
-		if err := k.Load(confmap.Provider(m, "."), nil); err != nil {
-			return nil, fmt.Errorf("config: --set: %w", err)
-		}
-	}
+	return env, nil
+}
 
-	for key, ok := range inFile {
-		if ok {
-			if err := k.Set(key, relativeTo(filepath.Dir(path), k.Get(key))); err != nil {
-				return nil, fmt.Errorf("config %s: key %s: %w", path, key, err)
-			}
-		}
+// loadSets loads the key=value overrides into k and returns them by key.
+func loadSets(k *koanf.Koanf, sets []string, keys map[string]reflect.Type) (map[string]any, error) {
+	if len(sets) == 0 {
+		return nil, nil
 	}
+	m := make(map[string]any, len(sets))
+	for _, s := range sets {
+		key, val, ok := strings.Cut(s, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return nil, fmt.Errorf("config: --set %q: want key=value", s)
+		}
+		typ, known := keys[key]
+		if !known {
+			return nil, fmt.Errorf("config: --set %q: unknown key %q%s", s, key, suggest(key, keys))
+		}
+		v, err := textValue(val, typ)
+		if err != nil {
+			return nil, fmt.Errorf("config: --set %q: key %s: %w", s, key, err)
+		}
+		m[key] = v
+	}
+	if err := k.Load(confmap.Provider(m, "."), nil); err != nil {
+		return nil, fmt.Errorf("config: --set: %w", err)
+	}
+	return m, nil
+}
 
+// decode decodes k into a File; every key must be one File knows.
+func decode(k *koanf.Koanf) (*File, error) {
 	// Keys whose "" means off get their defaults before decoding, so that
 	// "" set in the file stays "".
-	f := File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: console.DefaultListen},
+	f := &File{QoS: qos.Config{Listen: qos.DefaultListen}, Console: Console{Listen: console.DefaultListen},
 		Registry: Registry{Server: embeddedzk.Config{Listen: embeddedzk.Config{}.WithDefaults().Listen}}}
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook:       mapstructure.ComposeDecodeHookFunc(durationHook, boolTextHook),
 		ErrorUnused:      true,
 		WeaklyTypedInput: true,
-		Result:           &f,
+		Result:           f,
 		TagName:          "koanf",
 	}
-	if err := k.UnmarshalWithConf("", &f, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
-		return nil, locate(path, raw, err, k.Get)
+	if err := k.UnmarshalWithConf("", f, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
+		return nil, err
 	}
-	if f.Warnings, err = applyAddressEnv(&f, environ); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	f.applyDefaults()
+	return f, nil
+}
+
+// validate checks the sections that check themselves.
+func (f *File) validate() error {
 	if err := f.Registry.Server.Validate(); err != nil {
-		return nil, locate(path, raw, fmt.Errorf("registry.server.%w", err), k.Get)
+		return fmt.Errorf("registry.server.%w", err)
 	}
 	if err := f.Monitor.Validate(); err != nil {
-		return nil, locate(path, raw, err, k.Get)
+		return err
 	}
 	if err := f.Consumer.Validate(); err != nil {
-		return nil, locate(path, raw, err, k.Get)
+		return err
 	}
-	if err := f.Provider.Config.Validate(); err != nil {
-		return nil, locate(path, raw, err, k.Get)
-	}
-	return &f, nil
+	return f.Provider.Config.Validate()
 }
 
 // pathKeys are the keys whose values are file system paths. Defaults

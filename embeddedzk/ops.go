@@ -43,6 +43,8 @@ func (c *conn) handle(buf []byte) next {
 	return nx
 }
 
+// dispatch serves one request by its op: the ops without a body, then the
+// tree's writes and reads, then the ops of the session itself.
 func (c *conn) dispatch(h wire.RequestHeader, body []byte) next {
 	s := c.s
 	switch h.Type {
@@ -57,15 +59,8 @@ func (c *conn) dispatch(h wire.RequestHeader, body []byte) next {
 		return keepReading
 	}
 	rec, err := wire.DecodeRequest(h.Type, body)
-	if errors.Is(err, wire.ErrUnknownOp) {
-		s.logger.Debug("unimplemented op", "remote", c.remote, "op", int32(h.Type))
-		c.reply(h.Xid, s.lastZxid.Load(), wire.ErrUnimplemented, nil)
-		return keepReading
-	}
 	if err != nil {
-		s.logger.Warn("malformed request, closing", "remote", c.remote, "op", h.Type.String(), "err", err)
-		c.replyThenClose(h.Xid, s.lastZxid.Load(), wire.ErrMarshallingError)
-		return closeAfterReply
+		return c.undecodable(h, err)
 	}
 	switch info, _ := wire.Op(h.Type); info.Kind {
 	case wire.OpWrite:
@@ -75,58 +70,95 @@ func (c *conn) dispatch(h wire.RequestHeader, body []byte) next {
 		c.read(h.Xid, h.Type, rec)
 		return keepReading
 	}
+	return c.sessionOp(h, rec)
+}
+
+// undecodable answers a request whose body did not decode: an op we do
+// not know is unimplemented; a malformed body closes the connection.
+func (c *conn) undecodable(h wire.RequestHeader, err error) next {
+	s := c.s
+	if errors.Is(err, wire.ErrUnknownOp) {
+		s.logger.Debug("unimplemented op", "remote", c.remote, "op", int32(h.Type))
+		c.reply(h.Xid, s.lastZxid.Load(), wire.ErrUnimplemented, nil)
+		return keepReading
+	}
+	s.logger.Warn("malformed request, closing", "remote", c.remote, "op", h.Type.String(), "err", err)
+	c.replyThenClose(h.Xid, s.lastZxid.Load(), wire.ErrMarshallingError)
+	return closeAfterReply
+}
+
+// sessionOp serves the ops that act on the session rather than the tree:
+// who it is, its watches, its authentication.
+func (c *conn) sessionOp(h wire.RequestHeader, rec wire.Record) next {
+	s := c.s
 	switch h.Type {
 	case wire.OpWhoAmI:
 		c.reply(h.Xid, s.lastZxid.Load(), wire.ErrOk, c.whoAmI())
 	case wire.OpCheckWatches, wire.OpRemoveWatches:
-		r := rec.(*wire.WatchesRequest)
-		code := wire.ErrOk
-		switch {
-		case r.Type < wire.WatcherChildren || r.Type > wire.WatcherPersistentRecursive:
-			code = wire.ErrBadArguments
-		case h.Type == wire.OpCheckWatches && !s.watches.Has(r.Path, c, r.Type),
-			h.Type == wire.OpRemoveWatches && !s.watches.Remove(r.Path, c, r.Type):
-			code = wire.ErrNoWatcher
-		}
-		c.reply(h.Xid, s.lastZxid.Load(), code, nil)
+		c.reply(h.Xid, s.lastZxid.Load(), c.checkOrRemoveWatch(h.Type, rec.(*wire.WatchesRequest)), nil)
 	case wire.OpAddWatch:
-		r := rec.(*wire.AddWatchRequest)
-		kind := watch.Persistent
-		switch r.Mode {
-		case wire.AddWatchPersistent:
-		case wire.AddWatchPersistentRecursive:
-			kind = watch.Recursive
-		default:
-			c.reply(h.Xid, s.lastZxid.Load(), wire.ErrBadArguments, nil)
-			return keepReading
-		}
-		s.mu.RLock()
-		s.watches.Add(r.Path, c, kind)
-		c.reply(h.Xid, s.tree.LastZxid(), wire.ErrOk, &wire.IntResponse{N: 0})
-		s.mu.RUnlock()
+		c.addWatch(h.Xid, rec.(*wire.AddWatchRequest))
 	case wire.OpSetWatches, wire.OpSetWatches2:
 		c.setWatches(h.Xid, rec.(*wire.SetWatches))
 	case wire.OpAuth:
-		r := rec.(*wire.AuthPacket)
-		if r.Scheme != "digest" || !strings.Contains(string(r.Auth), ":") {
-			s.logger.Warn("authentication failed, closing", "remote", c.remote, "scheme", r.Scheme)
-			c.replyThenClose(h.Xid, 0, wire.ErrAuthFailed)
-			return closeAfterReply
-		}
-		id := tree.DigestID(string(r.Auth))
-		if s.isSuper(id) {
-			// As Apache's DigestAuthenticationProvider: the super id first,
-			// then the digest id like any other user.
-			s.logger.Info("super user authenticated", "remote", c.remote, "session", fmt.Sprintf("%#x", c.sessionID.Load()))
-			c.addAuth(wire.ID{Scheme: "super", ID: ""})
-		}
-		c.addAuth(wire.ID{Scheme: "digest", ID: id})
-		c.reply(h.Xid, 0, wire.ErrOk, nil)
+		return c.auth(h.Xid, rec.(*wire.AuthPacket))
 	case wire.OpReconfig:
 		c.reply(h.Xid, s.lastZxid.Load(), wire.ErrReconfigDisabled, nil)
 	default: // sasl and anything else decodable that we do not serve
 		c.reply(h.Xid, s.lastZxid.Load(), wire.ErrUnimplemented, nil)
 	}
+	return keepReading
+}
+
+// checkOrRemoveWatch checks that the session has the watch r names, or
+// removes it, and says how that went.
+func (c *conn) checkOrRemoveWatch(op wire.OpCode, r *wire.WatchesRequest) wire.ErrCode {
+	switch {
+	case r.Type < wire.WatcherChildren || r.Type > wire.WatcherPersistentRecursive:
+		return wire.ErrBadArguments
+	case op == wire.OpCheckWatches && !c.s.watches.Has(r.Path, c, r.Type),
+		op == wire.OpRemoveWatches && !c.s.watches.Remove(r.Path, c, r.Type):
+		return wire.ErrNoWatcher
+	}
+	return wire.ErrOk
+}
+
+// addWatch sets a persistent watch, recursive or not.
+func (c *conn) addWatch(xid int32, r *wire.AddWatchRequest) {
+	s := c.s
+	kind := watch.Persistent
+	switch r.Mode {
+	case wire.AddWatchPersistent:
+	case wire.AddWatchPersistentRecursive:
+		kind = watch.Recursive
+	default:
+		c.reply(xid, s.lastZxid.Load(), wire.ErrBadArguments, nil)
+		return
+	}
+	s.mu.RLock()
+	s.watches.Add(r.Path, c, kind)
+	c.reply(xid, s.tree.LastZxid(), wire.ErrOk, &wire.IntResponse{N: 0})
+	s.mu.RUnlock()
+}
+
+// auth adds a digest identity to the session (and the super user's, for
+// its digest); anything else fails and closes the connection.
+func (c *conn) auth(xid int32, r *wire.AuthPacket) next {
+	s := c.s
+	if r.Scheme != "digest" || !strings.Contains(string(r.Auth), ":") {
+		s.logger.Warn("authentication failed, closing", "remote", c.remote, "scheme", r.Scheme)
+		c.replyThenClose(xid, 0, wire.ErrAuthFailed)
+		return closeAfterReply
+	}
+	id := tree.DigestID(string(r.Auth))
+	if s.isSuper(id) {
+		// As Apache's DigestAuthenticationProvider: the super id first,
+		// then the digest id like any other user.
+		s.logger.Info("super user authenticated", "remote", c.remote, "session", fmt.Sprintf("%#x", c.sessionID.Load()))
+		c.addAuth(wire.ID{Scheme: "super", ID: ""})
+	}
+	c.addAuth(wire.ID{Scheme: "digest", ID: id})
+	c.reply(xid, 0, wire.ErrOk, nil)
 	return keepReading
 }
 

@@ -284,7 +284,7 @@ func TestReapers(t *testing.T) {
 	s := testServer(t, nil)
 	c, _ := dial(t, s, 5*time.Second)
 	acl := zk.WorldACL(zk.PermAll)
-	if _, err := c.CreateContainer("/ctr", nil, zk.FlagTTL&0|4, acl); err != nil {
+	if _, err := c.CreateContainer("/ctr", nil, zk.FlagContainer, acl); err != nil {
 		t.Fatal(err)
 	}
 	c.Create("/ctr/x", nil, 0, acl)

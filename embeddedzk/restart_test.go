@@ -45,31 +45,10 @@ func TestRestart(t *testing.T) {
 		want := writeNodes(t, c, "/torn", 100)
 		reg.kill9(t)
 
-		log := newestLog(t, reg.dataDir)
-		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("appending garbage to %s", log)
-		// Half a record header: what a crash in the middle of a write leaves.
-		if _, err := f.Write([]byte{0x00, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef}); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		reg.start(t)
-		c = connect(t, reg.target())
-		checkNodes(t, c, want)
+		tearLog(t, reg.dataDir)
 		// The server keeps writing after the torn tail, and the new writes
 		// survive the next crash too.
-		more := writeNodes(t, c, "/torn-after", 20)
-		reg.kill9(t)
-		reg.start(t)
-		c = connect(t, reg.target())
-		checkNodes(t, c, want)
-		checkNodes(t, c, more)
+		startsWithEverything(t, reg, want)
 	})
 
 	// The case: 16 bytes overwritten at a record in the middle of
@@ -352,6 +331,40 @@ func versionOf(st *zk.Stat) int32 {
 		return -1
 	}
 	return st.Version
+}
+
+// startsWithEverything starts reg and checks that it has every write of
+// want, that it takes new writes, and that those survive the next crash.
+func startsWithEverything(t *testing.T, reg *registryProcess, want nodeSet) {
+	t.Helper()
+	reg.start(t)
+	c := connect(t, reg.target())
+	checkNodes(t, c, want)
+	more := writeNodes(t, c, "/after-restart", 20)
+	reg.kill9(t)
+	reg.start(t)
+	c = connect(t, reg.target())
+	checkNodes(t, c, want)
+	checkNodes(t, c, more)
+}
+
+// tearLog appends half a record header to the newest log in dir, what a
+// crash in the middle of a write leaves, and returns the log's path.
+func tearLog(t *testing.T, dir string) string {
+	t.Helper()
+	log := newestLog(t, dir)
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("appending half a record to %s", log)
+	if _, err := f.Write([]byte{0x00, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return log
 }
 
 // newestLog returns the most recently written log.* file in the data dir.

@@ -181,7 +181,7 @@ func TestCRUDWithGoZookeeper(t *testing.T) {
 	if ok, _, _ := c.Exists("/m2"); ok {
 		t.Fatal("failed multi left /m2 behind")
 	}
-	if _, err := c.CreateContainer("/ctr", nil, zk.FlagTTL&0|4, acl); err != nil {
+	if _, err := c.CreateContainer("/ctr", nil, zk.FlagContainer, acl); err != nil {
 		t.Fatalf("container: %v", err)
 	}
 	if _, err := c.CreateTTL("/ttl", nil, zk.FlagTTL, acl, time.Hour); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/qos"
+	"github.com/dubbo-lab/dubbo/node/report"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 )
@@ -119,9 +120,9 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 	n.gatherer.MustRegister(rep)
 	rep.Start()
 	n.onStop("statistics reporter", func(stopCtx context.Context) error {
-		cctx, cancel := context.WithTimeout(stopCtx, monitor.CloseTimeout)
+		cctx, cancel := context.WithTimeout(stopCtx, report.CloseTimeout)
 		defer cancel()
-		if err := rep.Close(cctx); errors.Is(err, monitor.ErrNoMonitor) {
+		if err := rep.Close(cctx); errors.Is(err, report.ErrNoMonitor) {
 			n.log.Info("the last statistics were not sent: no monitor", "err", err)
 		} else if err != nil {
 			return fmt.Errorf("statistics: %w", err)

@@ -38,6 +38,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/gateway"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/qos"
+	"github.com/dubbo-lab/dubbo/node/report"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/plugins"
@@ -110,7 +111,7 @@ type node struct {
 	metrics   *stats.Metrics
 	regStats  *stats.RegistryStats
 	gatherer  *prometheus.Registry
-	reporter  *monitor.Reporter
+	reporter  *report.Reporter
 	qos       *qos.Server
 	started   atomic.Bool
 	providers []*provider.Provider // under mu
@@ -362,7 +363,7 @@ func Run(ctx context.Context, cfg *config.File, roles []string, opts Options) er
 		case startErr = <-n.errc:
 		}
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.Provider.ShutdownTimeout+monitor.CloseTimeout+5*time.Second)
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.Provider.ShutdownTimeout+report.CloseTimeout+5*time.Second)
 	defer cancel()
 	n.stop(stopCtx)
 	cancelRun()

@@ -238,12 +238,13 @@ func recoverTail(dir string, files []fileRef, opts LogOptions) ([]fileRef, *os.F
 		}
 		if s.end < s.size {
 			// Cut durably before anything new is appended after the cut.
-			if err := f.Truncate(s.end); err == nil {
+			err := f.Truncate(s.end)
+			if err == nil {
 				err = f.Sync()
 			}
 			if err != nil {
 				f.Close()
-				return nil, nil, 0, fmt.Errorf("storage: cut torn tail of %s: %w", p, err)
+				return nil, nil, 0, fmt.Errorf("storage: cut torn tail of %s at offset %d: %w", p, s.end, err)
 			}
 		}
 		if s.version == 1 {

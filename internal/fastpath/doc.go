@@ -23,5 +23,7 @@
 //     Completer that says who completes it (a link's reader in a burst of
 //     replies), as values that survive any wrapping of the context.
 //
-// The sockets are read and written with internal/sockio.
+// MonoNow is the clock of their atomic stamps (a connection's last write,
+// and node/transport's last read). The sockets are read and written with
+// internal/sockio.
 package fastpath

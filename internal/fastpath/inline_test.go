@@ -54,7 +54,7 @@ func TestHandOverFor(t *testing.T) {
 	reader := r.Run(func(run *Run) {
 		ctx, cancel := context.WithTimeout(WithRun(context.Background(), run), time.Minute)
 		defer cancel()
-		ctx = context.WithValue(ctx, struct{}{}, "a filter's value")
+		ctx = context.WithValue(ctx, filterKey{}, "a filter's value")
 		HandOverFor(ctx, other)
 		HandOverFor(ctx, r)
 		HandOverFor(ctx, r) // once only

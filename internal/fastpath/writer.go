@@ -67,7 +67,7 @@ type Writer struct {
 	maxPending int
 	onFail     func()
 	wake       chan struct{} // capacity 1: "write what is pending"
-	lastWrite  atomic.Int64  // monoNow of the last completed write
+	lastWrite  atomic.Int64  // MonoNow of the last completed write
 
 	// unsent counts the bytes queued and not yet taken by the socket; a
 	// reader that waits for it to drop (WaitUnsent) sets waiting and is
@@ -93,20 +93,13 @@ func NewWriter(conn net.Conn, sock *sockio.Conn, cfg WriterConfig) *Writer {
 	}
 	w := &Writer{conn: conn, sock: sock, stall: cfg.Stall, maxPending: cfg.MaxPending, onFail: cfg.OnFail,
 		wake: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
-	w.lastWrite.Store(monoNow())
+	w.lastWrite.Store(MonoNow())
 	return w
 }
 
-// epoch anchors monoNow. time.Since reads the monotonic clock, so the
-// timestamps survive wall-clock jumps.
-var epoch = time.Now()
-
-// monoNow is the time in nanoseconds since epoch, for atomic timestamps.
-func monoNow() int64 { return int64(time.Since(epoch)) }
-
 // SinceWrite is how long ago the last write completed (or the Writer was
 // made): a client sends a heartbeat after a quiet while.
-func (w *Writer) SinceWrite() time.Duration { return time.Duration(monoNow() - w.lastWrite.Load()) }
+func (w *Writer) SinceWrite() time.Duration { return time.Duration(MonoNow() - w.lastWrite.Load()) }
 
 // Unsent is the number of bytes queued and not yet taken by the socket.
 func (w *Writer) Unsent() int64 { return w.unsent.Load() }
@@ -208,7 +201,7 @@ func (w *Writer) try() {
 
 	n, err := w.sock.TryWrite(out)
 	if n > 0 {
-		w.lastWrite.Store(monoNow())
+		w.lastWrite.Store(MonoNow())
 		w.wrote(n)
 	}
 	if err != nil {
@@ -271,7 +264,7 @@ func (w *Writer) flush(rounds int) {
 			// once it passed: the poller refuses raw writes after it.
 			err = w.conn.SetWriteDeadline(time.Time{})
 		}
-		w.lastWrite.Store(monoNow())
+		w.lastWrite.Store(MonoNow())
 		w.wrote(m)
 		if err != nil {
 			w.Fail(err)

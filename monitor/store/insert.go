@@ -175,130 +175,41 @@ var errNotAllNew = errors.New("some rows were already stored")
 func (s *Store) insert(ctx context.Context, rows []Row, exact bool) (stored, dups, stale int, err error) {
 	// The transaction and its statements get no cancellable context:
 	// database/sql and go-sqlite3 would start a goroutine per statement to
-	// watch it. The loop checks ctx between statements instead.
+	// watch it. The steps check ctx between statements instead.
 	bg := context.Background()
 	tx, err := s.wdb.BeginTx(bg, nil)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer tx.Rollback()
-	w := &writeTx{
-		selIface:  tx.Stmt(s.stmts.selIface),
-		insIface:  tx.Stmt(s.stmts.insIface),
-		selStream: tx.Stmt(s.stmts.selStream),
-		insStream: tx.Stmt(s.stmts.insStream),
-		setLast:   tx.Stmt(s.stmts.setLast),
-		ifaces:    s.ifaces,
-		streams:   s.streams,
-		newIfaces: map[string]*iface{},
-		newKeys:   map[streamKey]*stream{},
-	}
+	w := s.newWriteTx(tx)
 	defer w.discard()
-
-	// Resolve every row's interface and stream first, dropping the stale.
-	todo := make([]pending, 0, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		ifc, err := w.iface(bg, r.Interface)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		if r.Time <= ifc.rolled {
-			stale++
-			continue
-		}
-		stream, err := w.streamID(bg, streamKey{ifc.id, r.Side, r.Method, r.Node, r.Group, r.Version, r.Address, r.Consumer}, r.Application, r.Time)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		todo = append(todo, pending{r, ifc.id, stream})
+	todo, stale, err := w.resolve(bg, rows)
+	if err != nil {
+		return 0, 0, 0, err
 	}
-
+	changes := tx.Stmt(s.stmts.changes)
 	var before int64
 	if !exact {
-		if err := tx.Stmt(s.stmts.changes).QueryRowContext(bg).Scan(&before); err != nil {
+		if before, err = totalChanges(changes); err != nil {
 			return 0, 0, 0, err
 		}
 	}
-	minutes := map[sumKey]*sums{}
-	add := func(p pending) {
-		k := sumKey{p.iface, minuteEnd(p.r.Time), p.r.Side, p.r.Method}
-		sm := minutes[k]
-		if sm == nil {
-			sm = &sums{}
-			minutes[k] = sm
-		}
-		sm.add(p.r)
-	}
-	args := make([]any, 0, rawColumns<<chunkBits)
-	var got []rowID
-	for len(todo) > 0 {
-		if err := ctx.Err(); err != nil {
-			return 0, 0, 0, err
-		}
-		// The largest piece of 1<<k rows that fits.
-		k := min(bits.Len(uint(len(todo)))-1, chunkBits)
-		part := todo[:1<<k]
-		todo = todo[len(part):]
-		args = args[:0]
-		for _, p := range part {
-			r := p.r
-			args = append(args, p.iface, r.Time, p.stream, r.Interval, r.Success, r.Failure, r.Input, r.Output,
-				r.ElapsedMs, r.MaxElapsedMs, r.Concurrent, r.MaxConcurrent, r.MaxInput, r.MaxOutput)
-		}
-		st := s.stmts.insRaw[k]
-		if exact {
-			st = s.stmts.insRawReturning[k]
-		}
-		res, err := tx.Stmt(st).QueryContext(bg, args...)
-		if err != nil {
-			return 0, 0, 0, fmt.Errorf("store rows: %w", err)
-		}
-		got = got[:0]
-		for res.Next() {
-			var g rowID
-			if err := res.Scan(&g.stream, &g.time); err != nil {
-				res.Close()
-				return 0, 0, 0, fmt.Errorf("store rows: %w", err)
-			}
-			got = append(got, g)
-		}
-		if err := res.Close(); err != nil {
-			return 0, 0, 0, fmt.Errorf("store rows: %w", err)
-		}
-		if err := res.Err(); err != nil {
-			return 0, 0, 0, fmt.Errorf("store rows: %w", err)
-		}
-		for _, p := range part {
-			if exact && len(got) < len(part) {
-				// Count only the rows the statement names, each once (a
-				// batch may repeat a row).
-				i := slices.Index(got, rowID{p.stream, p.r.Time})
-				if i < 0 {
-					dups++
-					continue
-				}
-				got[i] = rowID{}
-			}
-			stored++
-			add(p)
-		}
+	raw := rawWriter{tx: tx, stmts: &s.stmts, exact: exact, minutes: map[sumKey]*sums{}}
+	if err := raw.store(ctx, todo); err != nil {
+		return 0, 0, 0, err
 	}
 	if !exact {
-		var after int64
-		if err := tx.Stmt(s.stmts.changes).QueryRowContext(bg).Scan(&after); err != nil {
+		after, err := totalChanges(changes)
+		if err != nil {
 			return 0, 0, 0, err
 		}
-		if after-before != int64(stored) {
+		if after-before != int64(raw.stored) {
 			return 0, 0, 0, errNotAllNew
 		}
 	}
-	addMinute := tx.Stmt(s.stmts.addMinute)
-	for k, v := range minutes {
-		if _, err := addMinute.ExecContext(bg, k.iface, k.time, k.side, k.method,
-			v.success, v.failure, v.input, v.output, v.elapsed, v.maxElapsed, v.maxConcurrent); err != nil {
-			return 0, 0, 0, fmt.Errorf("add minute sums: %w", err)
-		}
+	if err := addMinutes(tx.Stmt(s.stmts.addMinute), raw.minutes); err != nil {
+		return 0, 0, 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, 0, 0, err
@@ -307,7 +218,115 @@ func (s *Store) insert(ctx context.Context, rows []Row, exact bool) (stored, dup
 		return 0, 0, 0, err
 	}
 	w.apply()
-	return stored, dups, stale, nil
+	return raw.stored, raw.dups, stale, nil
+}
+
+// totalChanges is SQLite's count of rows changed on the connection.
+func totalChanges(st *sql.Stmt) (int64, error) {
+	var n int64
+	err := st.QueryRowContext(context.Background()).Scan(&n)
+	return n, err
+}
+
+// rawWriter stores the rows of one transaction into raw, in pieces of 1<<k
+// rows, counting what it stored and summing it by minute.
+type rawWriter struct {
+	tx    *sql.Tx
+	stmts *writeStmts
+	exact bool // learn which rows were already stored (RETURNING)
+
+	stored, dups int
+	minutes      map[sumKey]*sums
+
+	args []any   // one piece's values, reused
+	got  []rowID // the rows a piece stored, reused
+}
+
+// store inserts todo, checking ctx between pieces.
+func (w *rawWriter) store(ctx context.Context, todo []pending) error {
+	w.args = make([]any, 0, rawColumns<<chunkBits)
+	for len(todo) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The largest piece of 1<<k rows that fits.
+		k := min(bits.Len(uint(len(todo)))-1, chunkBits)
+		part := todo[:1<<k]
+		todo = todo[len(part):]
+		if err := w.insertPiece(k, part); err != nil {
+			return fmt.Errorf("store rows: %w", err)
+		}
+		w.count(part)
+	}
+	return nil
+}
+
+// insertPiece runs the INSERT of part, 1<<k rows, and with exact keeps the
+// rows it names as stored.
+func (w *rawWriter) insertPiece(k int, part []pending) error {
+	w.args = w.args[:0]
+	for _, p := range part {
+		r := p.r
+		w.args = append(w.args, p.iface, r.Time, p.stream, r.Interval, r.Success, r.Failure, r.Input, r.Output,
+			r.ElapsedMs, r.MaxElapsedMs, r.Concurrent, r.MaxConcurrent, r.MaxInput, r.MaxOutput)
+	}
+	st := w.stmts.insRaw[k]
+	if w.exact {
+		st = w.stmts.insRawReturning[k]
+	}
+	res, err := w.tx.Stmt(st).QueryContext(context.Background(), w.args...)
+	if err != nil {
+		return err
+	}
+	w.got = w.got[:0]
+	for res.Next() {
+		var g rowID
+		if err := res.Scan(&g.stream, &g.time); err != nil {
+			res.Close()
+			return err
+		}
+		w.got = append(w.got, g)
+	}
+	if err := res.Close(); err != nil {
+		return err
+	}
+	return res.Err()
+}
+
+// count adds the rows of part that were stored to the counts and the
+// minute sums.
+func (w *rawWriter) count(part []pending) {
+	for _, p := range part {
+		if w.exact && len(w.got) < len(part) {
+			// Count only the rows the statement names, each once (a
+			// batch may repeat a row).
+			i := slices.Index(w.got, rowID{p.stream, p.r.Time})
+			if i < 0 {
+				w.dups++
+				continue
+			}
+			w.got[i] = rowID{}
+		}
+		w.stored++
+		k := sumKey{p.iface, minuteEnd(p.r.Time), p.r.Side, p.r.Method}
+		sm := w.minutes[k]
+		if sm == nil {
+			sm = &sums{}
+			w.minutes[k] = sm
+		}
+		sm.add(p.r)
+	}
+}
+
+// addMinutes adds the batch's minute sums to minute_sums.
+func addMinutes(addMinute *sql.Stmt, minutes map[sumKey]*sums) error {
+	for k, v := range minutes {
+		if _, err := addMinute.ExecContext(context.Background(), k.iface, k.time, k.side, k.method,
+			v.success, v.failure, v.input, v.output, v.elapsed, v.maxElapsed, v.maxConcurrent); err != nil {
+			return fmt.Errorf("add minute sums: %w", err)
+		}
+	}
+	return nil
 }
 
 // pending is a row to insert, with its ids.
@@ -340,6 +359,44 @@ type writeTx struct {
 	newIfaces map[string]*iface // read or created by this transaction
 	newKeys   map[streamKey]*stream
 	raised    []*stream // streams whose next is set
+}
+
+// newWriteTx resolves ids inside tx.
+func (s *Store) newWriteTx(tx *sql.Tx) *writeTx {
+	return &writeTx{
+		selIface:  tx.Stmt(s.stmts.selIface),
+		insIface:  tx.Stmt(s.stmts.insIface),
+		selStream: tx.Stmt(s.stmts.selStream),
+		insStream: tx.Stmt(s.stmts.insStream),
+		setLast:   tx.Stmt(s.stmts.setLast),
+		ifaces:    s.ifaces,
+		streams:   s.streams,
+		newIfaces: map[string]*iface{},
+		newKeys:   map[streamKey]*stream{},
+	}
+}
+
+// resolve finds every row's interface and stream, creating them, and
+// drops the rows of an hour already folded into hourly rows (stale).
+func (w *writeTx) resolve(ctx context.Context, rows []Row) (todo []pending, stale int, err error) {
+	todo = make([]pending, 0, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		ifc, err := w.iface(ctx, r.Interface)
+		if err != nil {
+			return nil, 0, err
+		}
+		if r.Time <= ifc.rolled {
+			stale++
+			continue
+		}
+		stream, err := w.streamID(ctx, streamKey{ifc.id, r.Side, r.Method, r.Node, r.Group, r.Version, r.Address, r.Consumer}, r.Application, r.Time)
+		if err != nil {
+			return nil, 0, err
+		}
+		todo = append(todo, pending{r, ifc.id, stream})
+	}
+	return todo, stale, nil
 }
 
 func (w *writeTx) iface(ctx context.Context, name string) (*iface, error) {

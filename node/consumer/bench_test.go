@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
+	"github.com/dubbo-lab/dubbo/loadgen"
 	"github.com/dubbo-lab/dubbo/node/consumer"
-	"github.com/dubbo-lab/dubbo/node/loadgen"
 	"github.com/dubbo-lab/dubbo/node/provider"
 )
 

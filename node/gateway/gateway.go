@@ -6,7 +6,8 @@
 //	["world", 42]
 //
 // into a generic invocation ($invoke, PROTOCOLS.md B.8) made through an
-// rpc.Invoker (the consumer), and the answer into JSON:
+// rpc.Invoker (the consumer) by package jsoncall's steps, as dubbo call
+// makes its calls, and the answer into JSON:
 //
 //	200 {"result": <value>}
 //	4xx/5xx {"error": {"kind": "timeout", "message": "..."}}
@@ -14,7 +15,7 @@
 //
 // The body is a JSON array with one element per argument (empty body: no
 // arguments). Argument Java types come from ?types=java.lang.String,int,
-// else from the TypeResolver (registry metadata), else they are inferred
+// else from Options.Types (registry metadata), else they are inferred
 // from the JSON (generic.InferTypes); the types used are echoed in the
 // Dubbo-Param-Types response header. ?timeout= (a Go duration such as 3s,
 // or milliseconds) is the timeout of each attempt, as Dubbo's timeout
@@ -63,6 +64,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/cluster/router"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
+	"github.com/dubbo-lab/dubbo/node/jsoncall"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -72,12 +74,6 @@ const HeaderTag = "X-Dubbo-Tag"
 // DefaultMaxBody is Dubbo's default payload limit (8 MiB); a body larger
 // than this could not be sent to a provider anyway.
 const DefaultMaxBody = 8 << 20
-
-// TypeResolver finds the Java parameter types of a method with argc
-// parameters, from the registry's metadata. consumer.Consumer implements it.
-type TypeResolver interface {
-	ParamTypes(ctx context.Context, iface, version, group, method string, argc int) ([]string, error)
-}
 
 // Options configure a Server.
 type Options struct {
@@ -93,9 +89,10 @@ type Options struct {
 	Hosts []string
 	// Invoker makes the calls (the consumer). Required.
 	Invoker rpc.Invoker
-	// Types resolves parameter types when the request has none. Optional:
-	// nil means infer them from the JSON.
-	Types TypeResolver
+	// Types resolves parameter types from the registry's metadata when the
+	// request has none (the consumer). Optional: nil means infer them from
+	// the JSON.
+	Types jsoncall.TypeResolver
 	// Logger receives one debug line per call and errors. Default slog.Default().
 	Logger *slog.Logger
 	// MaxBody limits the request body in bytes. Default DefaultMaxBody.
@@ -233,55 +230,48 @@ func (s *Server) invoke(c echo.Context) error {
 	if err := checkJSON(req.Header.Get("Content-Type")); err != nil {
 		return refuse(c, http.StatusUnsupportedMediaType, kindUnsupportedMediaType, err.Error())
 	}
-	iface, method := c.Param("interface"), c.Param("method")
 	q := c.QueryParams()
-	version, group := q.Get("version"), q.Get("group")
-	if err := consumer.CheckService(iface, version, group, method); err != nil {
+	call := jsoncall.Call{Interface: c.Param("interface"), Version: q.Get("version"), Group: q.Get("group"), Method: c.Param("method"),
+		Generic: true}
+	if err := consumer.CheckService(call.Interface, call.Version, call.Group, call.Method); err != nil {
 		return writeError(c, err)
 	}
-	var timeout time.Duration
 	if t := q.Get("timeout"); t != "" {
 		d, err := parseTimeout(t)
 		if err != nil {
 			return badRequest(c, err.Error())
 		}
-		timeout = d
+		call.Timeout = d
 	}
-	ctx := req.Context()
-
-	raws, err := s.readArgs(c)
-	if err != nil {
+	if tag := req.Header.Get(HeaderTag); tag != "" {
+		call.Attachments = map[string]string{router.KeyTag: tag}
+	}
+	var err error
+	if call.Args, err = s.readArgs(c); err != nil {
 		return badRequest(c, err.Error())
 	}
-	types, err := s.paramTypes(ctx, q.Has("types"), q.Get("types"), iface, version, group, method, raws)
+	if q.Has("types") {
+		if call.Types, err = generic.ParseTypes(q.Get("types")); err != nil {
+			return writeError(c, err)
+		}
+	}
+	ctx := req.Context()
+	types, err := jsoncall.ParamTypes(ctx, s.opts.Types, call, s.log)
 	if err != nil {
 		return writeError(c, err)
 	}
-	args, err := generic.Args(types, raws)
+	inv, err := jsoncall.Invocation(call, types)
 	if err != nil {
 		return writeError(c, err)
 	}
 	c.Response().Header().Set("Dubbo-Param-Types", strings.Join(types, ","))
 
-	inv := generic.Invocation(iface, version, group, method, types, args)
-	if timeout > 0 {
-		inv.SetAttachment("timeout", strconv.FormatInt(timeout.Milliseconds(), 10))
-	}
-	if tag := req.Header.Get(HeaderTag); tag != "" {
-		inv.SetAttachment(router.KeyTag, tag)
-	}
 	start := time.Now()
-	res, err := s.opts.Invoker.Invoke(ctx, inv)
-	s.log.Debug("gateway call", "interface", iface, "method", method, "version", version, "group", group,
+	res, err := jsoncall.Invoke(ctx, s.opts.Invoker, inv)
+	s.log.Debug("gateway call", "interface", call.Interface, "method", call.Method, "version", call.Version, "group", call.Group,
 		"elapsed", time.Since(start), "err", err)
 	if err != nil {
 		return writeError(c, err)
-	}
-	if res == nil {
-		res = &rpc.Result{}
-	}
-	if res.Exception != nil {
-		return writeError(c, res.Exception)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"result": generic.ToJSON(res.Value)})
 }
@@ -316,26 +306,6 @@ func (s *Server) readArgs(c echo.Context) ([]json.RawMessage, error) {
 		raws = []json.RawMessage{}
 	}
 	return raws, nil
-}
-
-// paramTypes picks the argument types: given, resolved from metadata, or
-// inferred. A resolver that knows the service but not the method is
-// believed (404); any other resolver failure falls back to inference.
-func (s *Server) paramTypes(ctx context.Context, given bool, list, iface, version, group, method string, raws []json.RawMessage) ([]string, error) {
-	if given {
-		return generic.ParseTypes(list)
-	}
-	if s.opts.Types != nil {
-		types, err := s.opts.Types.ParamTypes(ctx, iface, version, group, method, len(raws))
-		if err == nil {
-			return types, nil
-		}
-		if errors.Is(err, rpc.ErrServiceNotFound) {
-			return nil, err
-		}
-		s.log.Debug("gateway infers parameter types", "interface", iface, "method", method, "reason", err)
-	}
-	return generic.InferTypes(raws), nil
 }
 
 // parseTimeout accepts a Go duration ("500ms", "2s") or milliseconds, as

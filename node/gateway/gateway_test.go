@@ -18,6 +18,7 @@ import (
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 
+	"github.com/dubbo-lab/dubbo/node/jsoncall"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -140,7 +141,7 @@ func send(t *testing.T, h http.Handler, req *http.Request) (int, map[string]any,
 func TestInvoke(t *testing.T) {
 	tests := []struct {
 		name, target, body string
-		resolver           TypeResolver
+		resolver           jsoncall.TypeResolver
 		status             int
 		want               string // JSON of the whole response
 		types              string // Dubbo-Param-Types header

@@ -8,9 +8,11 @@
 // hour of intervals by default) the oldest are dropped, counted
 // (Dropped, dubbo_monitor_reports_dropped_total) and logged once until a
 // report gets through. Close sends the last, partial interval and what is
-// queued, within its context. Every sample carries the node's identity and
-// the interval's end, so a report sent again after a lost answer is
-// recognised by the monitor (stats.Sample.ID).
+// queued, within its context (CloseTimeout), but does not wait for a
+// monitor that is not there (a send failing with ErrNoMonitor). Every
+// sample carries the node's identity and the interval's end, so a report
+// sent again after a lost answer is recognised by the monitor
+// (stats.Sample.ID).
 //
 // InvokerSender is the Sender Dubbo nodes use: one
 // org.apache.dubbo.monitor.MonitorService.collect(URL) call per sample over
@@ -18,16 +20,22 @@
 // object (URLObject). On the monitor's side SampleFromArg reads that
 // argument back, from our nodes or Java ones (2.7's or 3's URL form).
 //
-// Wiring, in a node with a provider and a consumer:
+// Reporter is the one reporter of a node. monitor.NewReporter makes it as
+// the [monitor] section says (through the node's consumer, or to
+// monitor.address); report.New with a Sender of one's own serves tests and
+// other destinations:
 //
-//	sender := &report.InvokerSender{Invoker: consumerInvoker} // or a transport.Client to monitor.address
-//	rep, err := report.New(report.Config{Interval: cfg.Monitor.Interval, Logger: log}, sender, providerRec, consumerRec)
-//	if err != nil { ... }
+//	rep, err := monitor.NewReporter(cfg.Monitor, monitor.ReporterOptions{Consumer: cons}, providerRec, consumerRec)
+//	if err != nil || rep == nil { ... } // nil: monitor.enabled = false
 //	rep.Start()
 //	...
-//	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+//	ctx, cancel := context.WithTimeout(context.Background(), report.CloseTimeout)
 //	defer cancel()
-//	if err := rep.Close(ctx); err != nil { log.Warn("statistics", "err", err) }
+//	if err := rep.Close(ctx); errors.Is(err, report.ErrNoMonitor) {
+//		// normal for a node run without a monitor
+//	} else if err != nil {
+//		log.Warn("statistics not sent", "err", err)
+//	}
 //
 // and, on the monitor, in the handler of MonitorService.collect:
 //

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -39,7 +40,9 @@ type InvokerSender struct {
 	Parallel int
 }
 
-// Send calls collect for every sample of r; it fails if any call failed.
+// Send calls collect for every sample of r; it fails if any call failed,
+// with ErrNoMonitor when the Invoker found no monitor (no provider of the
+// service, or no connection to it).
 func (s *InvokerSender) Send(ctx context.Context, r *Report) error {
 	iface := cmpOr(s.Interface, MonitorService)
 	class := cmpOr(s.URLClass, URLClass)
@@ -85,10 +88,14 @@ func (s *InvokerSender) Send(ctx context.Context, r *Report) error {
 		}()
 	}
 	wg.Wait()
-	if failed > 0 {
-		return fmt.Errorf("%s.%s: %d of %d samples not taken: %w", iface, CollectMethod, failed, len(r.Samples), first)
+	if failed == 0 {
+		return nil
 	}
-	return nil
+	err := fmt.Errorf("%s.%s: %d of %d samples not taken: %w", iface, CollectMethod, failed, len(r.Samples), first)
+	if errors.Is(first, rpc.ErrNoProvider) || errors.Is(first, rpc.ErrConnection) {
+		err = fmt.Errorf("%w: %w", ErrNoMonitor, err)
+	}
+	return err
 }
 
 func cmpOr(s, def string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -26,10 +27,23 @@ type Report struct {
 
 // Sender delivers a report to the monitor. An error means the report
 // (or part of it) may not have arrived: it is sent again, whole, later,
-// so the monitor must store each sample once (stats.Sample.ID).
+// so the monitor must store each sample once (stats.Sample.ID). An error
+// that wraps ErrNoMonitor says no monitor is there at all. A Sender that
+// is also an io.Closer (a connection made for the reports alone) is closed
+// by the Reporter's Close once it has sent what it could.
 type Sender interface {
 	Send(ctx context.Context, r *Report) error
 }
+
+// ErrNoMonitor is wrapped by a Sender's error when no monitor is there to
+// take reports (none registered, or its port closed), and by Close's error
+// when that ended the closing early: normal for a node run without a
+// monitor, which callers need not warn about.
+var ErrNoMonitor = errors.New("no monitor to report to")
+
+// CloseTimeout is how long a stopping node gives the monitor to take its
+// last reports: the deadline of the context it gives Close.
+const CloseTimeout = 3 * time.Second
 
 // Defaults.
 const (
@@ -120,6 +134,7 @@ type Reporter struct {
 	queue      []*Report
 	dropLogged bool
 	closing    bool
+	noMonitor  error // while closing, the Send error that found no monitor
 
 	dropped, sent, failures atomic.Int64
 
@@ -291,7 +306,7 @@ func (r *Reporter) sendLoop() {
 			continue
 		}
 		r.failures.Add(1)
-		if r.ctx.Err() != nil {
+		if r.ctx.Err() != nil || r.gaveUp(err) {
 			return
 		}
 		if !failing {
@@ -317,9 +332,30 @@ func (r *Reporter) sendLoop() {
 	}
 }
 
+// gaveUp reports whether a failed send ends the sending: while closing,
+// there is no monitor to wait for. Before, one may still come (registered
+// after the node started, or restarted), so the reports wait for it.
+func (r *Reporter) gaveUp(err error) bool {
+	if !errors.Is(err, ErrNoMonitor) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		r.noMonitor = err
+	}
+	return r.closing
+}
+
 // Close ends the current, partial interval, queues it and tries to send
-// everything queued until ctx is done. It reports what could not be sent.
+// everything queued until ctx is done, or until a send finds no monitor
+// there (ErrNoMonitor): a stopping node does not wait for one. It reports
+// what could not be sent, and closes the Sender if it is an io.Closer. A
+// nil Reporter (reporting off) closes at once.
 func (r *Reporter) Close(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
 	r.closeOnce.Do(func() {
 		r.Start() // a reporter never started still sends what Close collects
 		close(r.stopTick)
@@ -336,10 +372,17 @@ func (r *Reporter) Close(ctx context.Context) error {
 			<-r.sendDone
 		}
 		r.cancel()
+		if c, ok := r.sender.(io.Closer); ok {
+			c.Close()
+		}
 		r.mu.Lock()
-		n := len(r.queue)
+		n, noMonitor := len(r.queue), r.noMonitor
 		r.mu.Unlock()
-		if n > 0 {
+		switch {
+		case n == 0:
+		case noMonitor != nil:
+			r.closeErr = fmt.Errorf("monitor: %d reports of node %s not sent: %w", n, r.cfg.Node, noMonitor)
+		default:
 			r.closeErr = fmt.Errorf("monitor: %d reports of node %s not sent: %w", n, r.cfg.Node, errors.Join(ctx.Err(), errUnsent))
 		}
 	})

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 type monitor struct {
 	mu       sync.Mutex
 	down     bool
+	absent   bool          // down, and the Sender says no monitor is there
 	loseNext int           // answers to lose after storing
 	frozen   chan struct{} // when set, Send blocks until it closes or ctx ends
 	attempts int
@@ -40,6 +42,9 @@ func (m *monitor) Send(ctx context.Context, r *Report) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down && m.absent {
+		return fmt.Errorf("%w: no provider of org.apache.dubbo.monitor.MonitorService", ErrNoMonitor)
+	}
 	if m.down {
 		return errors.New("connection refused")
 	}
@@ -299,6 +304,62 @@ func TestFrozenMonitor(t *testing.T) {
 	}
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("Close took %v with a 300ms deadline", took)
+	}
+}
+
+// A node that stops while no monitor is there does not wait for one: Close
+// returns at once and says so (ErrNoMonitor). Until the node stops, one may
+// still come (registered later, or restarted), so its reports wait.
+func TestCloseWithoutMonitorDoesNotWait(t *testing.T) {
+	f := start(t, Config{})
+	f.mon.set(func(m *monitor) { m.down, m.absent = true, true })
+	f.interval(1, "sayHello", 3)
+	waitFor(t, "failed attempts", func() bool { _, _, _, a := f.mon.get(); return a >= 3 })
+	if q := f.rep.Queued(); q != 1 {
+		t.Fatalf("queued %d while no monitor is there, want 1 kept for one to come", q)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	err := f.rep.Close(ctx)
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("Close took %v with no monitor there", took)
+	}
+	if !errors.Is(err, ErrNoMonitor) || !strings.Contains(err.Error(), "1 reports of node node-1 not sent") {
+		t.Errorf("Close = %v, want 1 report not sent, wrapping ErrNoMonitor", err)
+	}
+}
+
+// ownConn is a Sender with a connection of its own to close.
+type ownConn struct {
+	*monitor
+	sentAtClose int // reports the monitor had when Close ran; -1 before
+}
+
+func (c *ownConn) Close() error {
+	reports, _, _, _ := c.get()
+	c.sentAtClose = len(reports)
+	return nil
+}
+
+// Close closes a Sender that is an io.Closer, after the last report.
+func TestCloseClosesTheSender(t *testing.T) {
+	rec := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "demo", Host: "127.0.0.1"})
+	conn := &ownConn{monitor: newMonitor(), sentAtClose: -1}
+	rep, err := New(Config{Tick: make(chan time.Time), Logger: slog.New(slog.DiscardHandler)}, conn, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Start()
+	c := rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: "sayHello", Peer: "127.0.0.1:20880"})
+	c.End(c.Begin(), stats.Success, 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rep.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if conn.sentAtClose != 1 {
+		t.Errorf("sender closed with %d reports sent, want closed after the last one (1)", conn.sentAtClose)
 	}
 }
 

@@ -2,7 +2,9 @@ package report_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +117,51 @@ func TestReportOverDubbo(t *testing.T) {
 				t.Errorf("consumer sample %+v", s)
 			}
 		}
+	}
+}
+
+// InvokerSender's error says whether a monitor is there: a closed port is
+// ErrNoMonitor (a closing node does not wait for it), a monitor that
+// answers with an exception is not (it is there, and retried).
+func TestInvokerSenderSaysNoMonitor(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	mon := &monitorServer{refuse: 1000, samples: map[stats.SampleID]stats.Sample{}}
+	srv, err := transport.Listen("127.0.0.1:0", transport.HandlerFunc(mon.handle), transport.ServerConfig{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := ln.Addr().String()
+	ln.Close()
+
+	rec := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "demo", Host: "127.0.0.1"})
+	c := rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: "sayHello", Peer: "127.0.0.1:20880"})
+	c.End(c.Begin(), stats.Success, 1, 1)
+	rep := &report.Report{Node: "node-a", Samples: rec.Collect(time.Now())}
+	for _, tc := range []struct {
+		name      string
+		addr      string
+		noMonitor bool
+	}{
+		{"nothing listens", closedPort, true},
+		{"the monitor refuses", srv.Addr().String(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := transport.NewClient(tc.addr, transport.ClientConfig{Logger: quiet})
+			defer client.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			for !tc.noMonitor && !client.Available() && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond) // connected in the background
+			}
+			err := (&report.InvokerSender{Invoker: client}).Send(ctx, rep)
+			if err == nil || errors.Is(err, report.ErrNoMonitor) != tc.noMonitor {
+				t.Errorf("Send = %v; want an error, ErrNoMonitor %v", err, tc.noMonitor)
+			}
+		})
 	}
 }

@@ -353,7 +353,8 @@ func (cl *call) complete(resp *protocol.Response, err error) {
 	cl.done <- struct{}{}
 }
 
-// wait waits for the response to request id, sent at monoNow sent.
+// wait waits for the response to request id, sent at sent (a
+// fastpath.MonoNow stamp).
 func (cl *call) wait(ctx context.Context, cc *clientConn, id int64, sent int64, timeout time.Duration) (*protocol.Response, error) {
 	if cl.timer == nil {
 		cl.timer = time.NewTimer(timeout)

@@ -148,10 +148,10 @@ type clientConn struct {
 	w        *fastpath.Writer
 	sock     *sockio.Conn
 	readOnly atomic.Bool  // the provider sent the read-only event
-	lastRead atomic.Int64 // monoNow of the last frame read
+	lastRead atomic.Int64 // fastpath.MonoNow of the last frame read
 	done     chan struct{}
 
-	// Liveness watch (ClientConfig.Liveness), all monoNow stamps.
+	// Liveness watch (ClientConfig.Liveness), all fastpath.MonoNow stamps.
 	awaitSince  atomic.Int64 // first two-way request sent after lastRead
 	probeAt     atomic.Int64 // last probe heartbeat; unanswered while > lastRead
 	frozen      atomic.Bool  // a probe went unanswered: not Available
@@ -176,7 +176,7 @@ func newClientConn(c *Client, conn net.Conn) *clientConn {
 		wake:    make(chan struct{}, 1),
 		pending: make(map[int64]*call),
 	}
-	cc.lastRead.Store(monoNow())
+	cc.lastRead.Store(fastpath.MonoNow())
 	return cc
 }
 
@@ -187,7 +187,7 @@ func (cc *clientConn) usable() bool { return !cc.readOnly.Load() && !cc.frozen.L
 // send time; the liveness watch times silence from the first request
 // after the last read.
 func (cc *clientConn) sending() int64 {
-	now := monoNow()
+	now := fastpath.MonoNow()
 	if cc.awaitSince.Load() <= cc.lastRead.Load() {
 		cc.awaitSince.Store(now)
 	}
@@ -209,7 +209,7 @@ func (cc *clientConn) wakeWatch() {
 // supervisor marks the connection frozen if it stays unanswered.
 func (cc *clientConn) probe() {
 	p := cc.probeAt.Load()
-	if p > cc.lastRead.Load() || !cc.probeAt.CompareAndSwap(p, monoNow()) {
+	if p > cc.lastRead.Load() || !cc.probeAt.CompareAndSwap(p, fastpath.MonoNow()) {
 		return
 	}
 	cc.sendRequest(protocol.Heartbeat(cc.c.nextID.Add(1)))
@@ -225,7 +225,7 @@ func (cc *clientConn) probe() {
 // silence for Liveness/2 after the probe freezes the connection. The
 // reader thaws it on any frame.
 func (cc *clientConn) checkLiveness() bool {
-	now, w := monoNow(), int64(cc.c.cfg.Liveness)
+	now, w := fastpath.MonoNow(), int64(cc.c.cfg.Liveness)
 	lastRead := cc.lastRead.Load()
 	if p := cc.probeAt.Load(); p > lastRead {
 		if now-p >= w/2 {
@@ -249,7 +249,7 @@ func (cc *clientConn) freeze(probed int64) {
 		return
 	}
 	cc.c.log.Warn("provider silent with calls outstanding; unavailable until it answers",
-		"silent_for", time.Duration(monoNow()-cc.lastRead.Load()).Round(time.Millisecond))
+		"silent_for", time.Duration(fastpath.MonoNow()-cc.lastRead.Load()).Round(time.Millisecond))
 	cc.c.stateChanged()
 	// A frame read while we decided would find frozen still unset.
 	if cc.lastRead.Load() > probed {
@@ -336,7 +336,7 @@ func (cc *clientConn) shutdown(err error) {
 // silent one (the reader then fails its calls and the slot redials).
 func (cc *clientConn) heartbeat(now time.Time) {
 	cfg := &cc.c.cfg
-	mono := int64(now.Sub(epoch))
+	mono := fastpath.Mono(now)
 	sinceRead := time.Duration(mono - cc.lastRead.Load())
 	if sinceRead > cfg.HeartbeatTimeout {
 		cc.shutdown(fmt.Errorf("nothing read for %v (heartbeat timeout %v)", sinceRead.Round(time.Millisecond), cfg.HeartbeatTimeout))
@@ -375,7 +375,7 @@ func (cc *clientConn) read() error {
 		if err != nil && !errors.Is(err, protocol.ErrPayloadTooLarge) {
 			return err
 		}
-		cc.lastRead.Store(monoNow())
+		cc.lastRead.Store(fastpath.MonoNow())
 		if cc.frozen.Load() {
 			cc.thaw()
 		}

@@ -108,7 +108,7 @@ type Server struct {
 	inFlight atomic.Int64
 	accepted atomic.Int64
 	refused  atomic.Int64 // connections over Accepts
-	// refuseLogged is the monoNow of the last log line about refused
+	// refuseLogged is the fastpath.MonoNow of the last log line about refused
 	// connections.
 	refuseLogged atomic.Int64
 
@@ -231,7 +231,7 @@ const refuseLogEvery = 10 * time.Second
 func (s *Server) refuse(conn net.Conn) {
 	defer conn.Close()
 	n := s.refused.Add(1)
-	now := monoNow()
+	now := fastpath.MonoNow()
 	last := s.refuseLogged.Load()
 	if last != 0 && time.Duration(now-last) < refuseLogEvery || !s.refuseLogged.CompareAndSwap(last, now) {
 		return

@@ -10,13 +10,6 @@ import (
 	"github.com/dubbo-lab/dubbo/node/protocol"
 )
 
-// epoch anchors monoNow. time.Since reads the monotonic clock, so the
-// connection timestamps survive wall-clock jumps.
-var epoch = time.Now()
-
-// monoNow is the time in nanoseconds since epoch, for atomic timestamps.
-func monoNow() int64 { return int64(time.Since(epoch)) }
-
 // maxPending bounds the bytes queued for a peer that stopped reading; past
 // it the connection is given up rather than growing without limit.
 const maxPending = 64 << 20

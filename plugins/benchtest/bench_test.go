@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/benchcalls"
-	"github.com/dubbo-lab/dubbo/node/loadgen"
+	"github.com/dubbo-lab/dubbo/loadgen"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/transport"

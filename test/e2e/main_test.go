@@ -20,7 +20,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
-	"github.com/dubbo-lab/dubbo/node/loadgen"
+	"github.com/dubbo-lab/dubbo/loadgen"
 )
 
 // bin holds the binaries TestMain builds: dubbo and the example plugins.

@@ -15,7 +15,7 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
-	"github.com/dubbo-lab/dubbo/node/loadgen"
+	"github.com/dubbo-lab/dubbo/loadgen"
 )
 
 // benchSummary is the JSON line `dubbo bench` prints.

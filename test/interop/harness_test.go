@@ -87,26 +87,6 @@ func waitNode(t testing.TB, conn *zk.Conn, dir, address string) *url.URL {
 	}
 }
 
-// waitNoNode waits until dir has no node for address (graceful shutdown
-// removed it).
-func waitNoNode(t testing.TB, conn *zk.Conn, dir, address string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		found := false
-		for _, u := range nodesUnder(t, conn, dir) {
-			found = found || u.Address() == address
-		}
-		if !found {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node for %s still under %s after 15s", address, dir)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // inProcessProvider is node/provider serving Greeter in the test process,
 // counting the calls that reach the handler.
 type inProcessProvider struct {

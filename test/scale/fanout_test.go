@@ -449,15 +449,15 @@ func expectedLists(f fanout, eps []endpoint, gen int) [][]*url.URL {
 
 // fanoutResult holds a run's figures.
 type fanoutResult struct {
-	setup, consumersUp      time.Duration
-	probeAll, probeEach     []time.Duration // sorted: per probe the last consumer; per consumer and probe
-	removeAll               []time.Duration
-	storm                   time.Duration
-	stormNotes, stormDups   int64
-	stormCPU                time.Duration
-	idle, afterStorm        procStat
-	watches, watchesPerCons int
-	goroutines              int // the embedded registry's, 0 for Apache
+	setup, consumersUp    time.Duration
+	probeAll, probeEach   []time.Duration // sorted: per probe the last consumer; per consumer and probe
+	removeAll             []time.Duration
+	storm                 time.Duration
+	stormNotes, stormDups int64
+	stormCPU              time.Duration
+	idle, afterStorm      procStat
+	watches               int
+	goroutines            int // the embedded registry's, 0 for Apache
 }
 
 // runFanout runs the fan-out scenario against reg and checks its

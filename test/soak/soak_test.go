@@ -19,7 +19,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbo-lab/dubbo/node/loadgen"
+	"github.com/dubbo-lab/dubbo/loadgen"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 

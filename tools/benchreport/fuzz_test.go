@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/dubbo-lab/dubbo/tools/benchout"
 )
 
 // Any input either parses or is refused with an error, and whatever
@@ -15,7 +17,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("BenchmarkScaleX/n=1-2 1 NaN p50_us +Inf rss_MB\n")
 	f.Add("cpu: x\nBenchmarkA-2 1 x y\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		in := &Input{}
+		in := &benchout.Input{}
 		if err := in.Parse(strings.NewReader(text)); err != nil {
 			return
 		}

@@ -5,11 +5,10 @@
 //
 //	go run ./tools/benchreport -machine bench/out/machine.txt -out bench bench/out/*.txt
 //
-// Results are grouped by top-level benchmark; the last element of a name
-// says the target (embedded, apache, ours, ours-plugin, dubbogo, rawtcp,
-// inprocess, plugin, floor), and pairs of targets give the ratios, oriented
-// so that above 1 means ours is better. Runs of the same name (-count, or
-// rounds that go test suffixes #01, #02) are averaged. Families the report
+// Results are grouped by top-level benchmark; tools/benchout reads them,
+// knows the targets (the last element of a name) and gives the ratios of
+// its pairs, oriented so that above 1 means ours is better, as
+// tools/benchratio prints them. Families the report
 // does not know (BenchmarkScale*, anything new) are shown as tables of
 // what they reported. -readme replaces the README's headline table between
 // its markers.
@@ -24,6 +23,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/dubbo-lab/dubbo/tools/benchout"
 )
 
 func main() {
@@ -50,7 +51,7 @@ func run(args []string) error {
 	if fs.NArg() == 0 {
 		return errors.New("no benchmark output files given")
 	}
-	in := &Input{}
+	in := &benchout.Input{}
 	for _, path := range fs.Args() {
 		f, err := os.Open(path)
 		if err != nil {

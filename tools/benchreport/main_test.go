@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dubbo-lab/dubbo/tools/benchout"
 )
 
 // testdata/*.txt is the output of one real `make bench` run (bench/out/
@@ -21,7 +23,7 @@ func sample(t *testing.T) (Report, []string) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no sample bench output in testdata: %v", err)
 	}
-	in := &Input{}
+	in := &benchout.Input{}
 	var machine Machine
 	for _, path := range files {
 		if filepath.Base(path) == "machine.txt" {
@@ -91,14 +93,14 @@ func TestSampleRatios(t *testing.T) {
 	ratios := r.In.Ratios()
 	tests := []struct {
 		base, unit string
-		p          pair
+		p          benchout.Pair
 	}{
-		{"BenchmarkRegistry/get/clients=16", "ns/op", pair{"embedded", "apache"}},
-		{"BenchmarkWatchLatency", "p99_us", pair{"embedded", "apache"}},
-		{"BenchmarkSayHello/client=dubbogo/c=32", "qps", pair{"ours-plugin", "dubbogo"}},
-		{"BenchmarkSayHello/client=ours/c=1", "cpu_us", pair{"ours", "dubbogo"}},
-		{"BenchmarkProviderPath/c=32", "qps", pair{"plugin", "floor"}},
-		{"BenchmarkFaultNodeDeleted", "reregister_ms", pair{"embedded", "apache"}},
+		{"BenchmarkRegistry/get/clients=16", "ns/op", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
+		{"BenchmarkWatchLatency", "p99_us", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
+		{"BenchmarkSayHello/client=dubbogo/c=32", "qps", benchout.Pair{Ours: "ours-plugin", Theirs: "dubbogo"}},
+		{"BenchmarkSayHello/client=ours/c=1", "cpu_us", benchout.Pair{Ours: "ours", Theirs: "dubbogo"}},
+		{"BenchmarkProviderPath/c=32", "qps", benchout.Pair{Ours: "plugin", Theirs: "floor"}},
+		{"BenchmarkFaultNodeDeleted", "reregister_ms", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
 	}
 	for _, tc := range tests {
 		ours := metricLines(t, files, tc.base+"/"+tc.p.Ours, tc.unit)
@@ -108,10 +110,10 @@ func TestSampleRatios(t *testing.T) {
 			continue
 		}
 		want := mean(theirs) / mean(ours)
-		if higherIsBetter[tc.unit] {
+		if benchout.HigherIsBetter(tc.unit) {
 			want = mean(ours) / mean(theirs)
 		}
-		got, ok := Find(ratios, tc.base, tc.unit, tc.p)
+		got, ok := benchout.Find(ratios, tc.base, tc.unit, tc.p)
 		if !ok {
 			t.Errorf("%s %s %v: no ratio", tc.base, tc.unit, tc.p)
 			continue
@@ -163,7 +165,7 @@ func TestSampleReport(t *testing.T) {
 	head := r.Headline()
 	rows := 0
 	for _, h := range headlines {
-		ra, ok := Find(ratios, h.Base, h.Unit, h.Pair)
+		ra, ok := benchout.Find(ratios, h.Base, h.Unit, h.Pair)
 		if !ok {
 			t.Errorf("headline %q: not in the sample", h.Label)
 			continue
@@ -263,7 +265,7 @@ BenchmarkScaleRegistry/providers=10000/consumers=200-2   	       1	     1830 p50
 BenchmarkScaleRestartStorm-2                              	       1	   1000000 notifications	      5100 converge_ms
 BenchmarkScaleRegistry/providers=10000/consumers=200-2   	       1	     1870 p50_us	     9600 p99_us	       413.5 rss_MB	      2250 converge_ms
 `
-	in := &Input{}
+	in := &benchout.Input{}
 	if err := in.Parse(strings.NewReader(out)); err != nil {
 		t.Fatal(err)
 	}
@@ -288,46 +290,6 @@ BenchmarkScaleRegistry/providers=10000/consumers=200-2   	       1	     1870 p50
 	}
 }
 
-// A benchmark that logs gets its name on one line, the log, and its
-// result on a line of its own; results are averaged over rounds (#01).
-func TestParseLoggedAndRounds(t *testing.T) {
-	const out = `cpu: Intel(R) Xeon(R) Processor
-BenchmarkStoreDay-2   	2026/12/01 01:52:42 INFO monitor store retention hours_rolled_up=50
-      60	 199841554 ns/op	        74.13 db-MB	    101127 rows/s
-BenchmarkSayHello/client=ours/c=1/ours-2 	   10000	    100000 ns/op	     10000 qps
-BenchmarkSayHello/client=ours/c=1#01/ours-2 	   10000	    100000 ns/op	     20000 qps
-BenchmarkSayHello/client=ours/c=1/dubbogo-2 	   10000	    100000 ns/op	      5000 qps
---- FAIL: BenchmarkBroken
-    bench_test.go:12: 3 of 10 calls failed
-ok  	github.com/dubbo-lab/dubbo/monitor/store	17.126s
-`
-	in := &Input{}
-	if err := in.Parse(strings.NewReader(out)); err != nil {
-		t.Fatal(err)
-	}
-	if in.CPU != "Intel(R) Xeon(R) Processor" {
-		t.Errorf("cpu %q", in.CPU)
-	}
-	if len(in.Results) != 3 {
-		t.Fatalf("%d results, want 3: %+v", len(in.Results), in.Results)
-	}
-	store := in.Results[0]
-	if v, _ := store.Value("rows/s"); store.Base != "BenchmarkStoreDay" || v != 101127 {
-		t.Errorf("logged benchmark: %s rows/s %v, want BenchmarkStoreDay 101127", store.Base, v)
-	}
-	ours := in.Results[1]
-	if v, _ := ours.Value("qps"); ours.Target != "ours" || ours.Base != "BenchmarkSayHello/client=ours/c=1" || v != 15000 {
-		t.Errorf("rounds: %s/%s qps %v, want BenchmarkSayHello/client=ours/c=1/ours 15000", ours.Base, ours.Target, v)
-	}
-	r, ok := Find(in.Ratios(), "BenchmarkSayHello/client=ours/c=1", "qps", pair{"ours", "dubbogo"})
-	if !ok || r.Value() != 3 {
-		t.Errorf("ratio %+v %v, want 3", r, ok)
-	}
-	if _, ok := Find(in.Ratios(), "BenchmarkSayHello/client=ours/c=1", "ns/op", pair{"ours", "dubbogo"}); ok {
-		t.Errorf("ns/op compared where calls/s says it")
-	}
-}
-
 func TestNum(t *testing.T) {
 	tests := []struct {
 		v    float64
@@ -339,24 +301,6 @@ func TestNum(t *testing.T) {
 	for _, tc := range tests {
 		if got := num(tc.v); got != tc.want {
 			t.Errorf("num(%v) = %q, want %q", tc.v, got, tc.want)
-		}
-	}
-}
-
-func TestRatioOrientation(t *testing.T) {
-	tests := []struct {
-		r    Ratio
-		want float64
-	}{
-		{Ratio{Unit: "ns/op", Ours: 50000, Theirs: 80000}, 1.6},   // ours faster
-		{Ratio{Unit: "p99_us", Ours: 900, Theirs: 450}, 0.5},      // ours slower
-		{Ratio{Unit: "qps", Ours: 20000, Theirs: 10000}, 2},       // twice the calls/s
-		{Ratio{Unit: "cpu_us", Ours: 30, Theirs: 90}, 3},          // a third of the CPU
-		{Ratio{Unit: "reregister_ms", Ours: 10, Theirs: 20}, 2.0}, // back in half the time
-	}
-	for _, tc := range tests {
-		if got := tc.r.Value(); got != tc.want {
-			t.Errorf("%+v: ratio %v, want %v", tc.r, got, tc.want)
 		}
 	}
 }

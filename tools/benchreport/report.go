@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dubbo-lab/dubbo/tools/benchout"
 )
 
 // Machine describes where and how the benchmarks ran: the lines `make
@@ -49,19 +51,19 @@ type headline struct {
 	Label string
 	Base  string
 	Unit  string
-	Pair  pair
+	Pair  benchout.Pair
 }
 
 var headlines = []headline{
-	{"sayHello calls/s, dubbo-go's consumer, 32 callers: our plugin-backed provider vs dubbo-go's", "BenchmarkSayHello/client=dubbogo/c=32", "qps", pair{"ours-plugin", "dubbogo"}},
-	{"sayHello CPU per call, dubbo-go's consumer, 32 callers: plugin-backed vs dubbo-go's", "BenchmarkSayHello/client=dubbogo/c=32", "cpu_us", pair{"ours-plugin", "dubbogo"}},
-	{"sayHello calls/s, our client, 32 callers: our provider vs dubbo-go's", "BenchmarkSayHello/client=ours/c=32", "qps", pair{"ours", "dubbogo"}},
-	{"sayHello CPU per call, our client, 32 callers", "BenchmarkSayHello/client=ours/c=32", "cpu_us", pair{"ours", "dubbogo"}},
-	{"sayHello p99, our client, 32 callers", "BenchmarkSayHello/client=ours/c=32", "p99_us", pair{"ours", "dubbogo"}},
-	{"registry get, 16 clients: embedded vs Apache ZooKeeper", "BenchmarkRegistry/get/clients=16", "ns/op", pair{"embedded", "apache"}},
-	{"registry set, 16 clients (fsync)", "BenchmarkRegistry/set/clients=16", "ns/op", pair{"embedded", "apache"}},
-	{"registry create, 16 clients (fsync)", "BenchmarkRegistry/create/clients=16", "ns/op", pair{"embedded", "apache"}},
-	{"watch notification p99", "BenchmarkWatchLatency", "p99_us", pair{"embedded", "apache"}},
+	{"sayHello calls/s, dubbo-go's consumer, 32 callers: our plugin-backed provider vs dubbo-go's", "BenchmarkSayHello/client=dubbogo/c=32", "qps", benchout.Pair{Ours: "ours-plugin", Theirs: "dubbogo"}},
+	{"sayHello CPU per call, dubbo-go's consumer, 32 callers: plugin-backed vs dubbo-go's", "BenchmarkSayHello/client=dubbogo/c=32", "cpu_us", benchout.Pair{Ours: "ours-plugin", Theirs: "dubbogo"}},
+	{"sayHello calls/s, our client, 32 callers: our provider vs dubbo-go's", "BenchmarkSayHello/client=ours/c=32", "qps", benchout.Pair{Ours: "ours", Theirs: "dubbogo"}},
+	{"sayHello CPU per call, our client, 32 callers", "BenchmarkSayHello/client=ours/c=32", "cpu_us", benchout.Pair{Ours: "ours", Theirs: "dubbogo"}},
+	{"sayHello p99, our client, 32 callers", "BenchmarkSayHello/client=ours/c=32", "p99_us", benchout.Pair{Ours: "ours", Theirs: "dubbogo"}},
+	{"registry get, 16 clients: embedded vs Apache ZooKeeper", "BenchmarkRegistry/get/clients=16", "ns/op", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
+	{"registry set, 16 clients (fsync)", "BenchmarkRegistry/set/clients=16", "ns/op", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
+	{"registry create, 16 clients (fsync)", "BenchmarkRegistry/create/clients=16", "ns/op", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
+	{"watch notification p99", "BenchmarkWatchLatency", "p99_us", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
 }
 
 // names people read for the targets.
@@ -187,7 +189,7 @@ var sections = []section{
 // Report is everything one report is made of.
 type Report struct {
 	Machine Machine
-	In      *Input
+	In      *benchout.Input
 }
 
 // Charts are the SVG files of the report, by file name.
@@ -205,7 +207,7 @@ func (r Report) Charts() map[string]string {
 }
 
 // chart gathers the bars of one chart spec; false when there are none.
-func (r Report) chart(s section, c chartSpec, fams []*Family) (BarChart, bool) {
+func (r Report) chart(s section, c chartSpec, fams []*benchout.Family) (BarChart, bool) {
 	ch := BarChart{Title: c.Title, Unit: unitName(c.Unit)}
 	if c.Unit == "ns/op" {
 		ch.Unit = "µs/op"
@@ -263,7 +265,7 @@ func (r Report) Write(w io.Writer) error {
 	ew.printf("### Headline\n\n")
 	ew.printf("%s\n", r.Headline())
 	ew.printf("### Every pair\n\n")
-	var last pair
+	var last benchout.Pair
 	for i, ra := range ratios {
 		if i == 0 || ra.Pair != last {
 			last = ra.Pair
@@ -281,7 +283,7 @@ func (r Report) Write(w io.Writer) error {
 	fams := r.In.Families()
 	used := map[string]bool{}
 	for _, s := range sections {
-		var mine []*Family
+		var mine []*benchout.Family
 		for _, f := range fams {
 			if s.Match(f.Name) {
 				mine = append(mine, f)
@@ -305,7 +307,7 @@ func (r Report) Write(w io.Writer) error {
 			}
 		}
 	}
-	var other []*Family
+	var other []*benchout.Family
 	for _, f := range fams {
 		if !used[f.Name] {
 			other = append(other, f)
@@ -327,7 +329,7 @@ func (r Report) Headline() string {
 	b.WriteString("| | ours | theirs | ratio |\n|---|---:|---:|---:|\n")
 	n := 0
 	for _, h := range headlines {
-		ra, ok := Find(ratios, h.Base, h.Unit, h.Pair)
+		ra, ok := benchout.Find(ratios, h.Base, h.Unit, h.Pair)
 		if !ok {
 			continue
 		}
@@ -343,9 +345,9 @@ func (r Report) Headline() string {
 
 // targetTables writes a table per metric: a row per case, a column per
 // target.
-func targetTables(ew *errWriter, f *Family) {
+func targetTables(ew *errWriter, f *benchout.Family) {
 	for _, u := range f.Units {
-		if u == "B/op" || u == "allocs/op" || (u == "ns/op" && contains(f.Units, "qps")) || measuredOn(f, u) < 2 {
+		if u == "B/op" || u == "allocs/op" || (u == "ns/op" && slices.Contains(f.Units, "qps")) || measuredOn(f, u) < 2 {
 			continue // the client's allocations, or nothing to compare
 		}
 		ew.printf("%s, %s:\n\n| case |", short(f.Name), unitName(u))
@@ -371,7 +373,7 @@ func targetTables(ew *errWriter, f *Family) {
 }
 
 // measuredOn counts the targets that reported unit.
-func measuredOn(f *Family, u string) int {
+func measuredOn(f *benchout.Family, u string) int {
 	n := 0
 	for _, t := range f.Targets {
 		for _, base := range f.Bases {
@@ -388,7 +390,7 @@ func measuredOn(f *Family, u string) int {
 
 // wideTable writes one row per result with a column per metric, as
 // reported (a family whose metrics differ between cases).
-func wideTable(ew *errWriter, f *Family) {
+func wideTable(ew *errWriter, f *benchout.Family) {
 	ew.printf("| %s |", short(f.Name))
 	for _, u := range f.Units {
 		ew.printf(" %s |", u)

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -65,7 +66,7 @@ func (c BarChart) SVG() string {
 	for _, g := range c.Groups {
 		for _, b := range g.Bars {
 			peak = math.Max(peak, b.Value)
-			if !contains(legend, b.Target) {
+			if !slices.Contains(legend, b.Target) {
 				legend = append(legend, b.Target)
 			}
 		}

@@ -1,4 +1,4 @@
-// Package benchcalls runs the calls of a Go benchmark with node/loadgen,
+// Package benchcalls runs the calls of a Go benchmark with loadgen,
 // the engine of `dubbo bench`, and reports what every RPC benchmark of the
 // project reports: qps, p50_us and p99_us, and cpu_us, the CPU time the
 // serving processes spent per call (tools/benchratio reads them).
@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/dubbo-lab/dubbo/node/loadgen"
+	"github.com/dubbo-lab/dubbo/loadgen"
 )
 
 // Measure makes b.N calls of call from conc goroutines. A failed call

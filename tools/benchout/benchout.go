@@ -1,4 +1,15 @@
-package main
+// Package benchout reads `go test -bench` output and compares our systems
+// with their peers. It is the one place that knows the benchmark naming
+// scheme: the last element of a name says the target (embedded, apache,
+// ours, ours-plugin, dubbogo, rawtcp, inprocess, plugin, floor), pairs of
+// targets are compared ours first, and a ratio is oriented by its unit so
+// that above 1 always means ours is better. tools/benchratio prints the
+// ratios; tools/benchreport writes the report from the same results.
+//
+// Runs of one name (-count, or rounds that go test suffixes with #01, #02)
+// are averaged, and a benchmark that logged has its result line found after
+// its log.
+package benchout
 
 import (
 	"bufio"
@@ -6,6 +17,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,24 +31,33 @@ var targets = map[string]bool{
 	"inprocess": true, "plugin": true, "floor": true, // the plugin path
 }
 
-// pairs are the comparisons the ratios are of, ours first.
-var pairs = []pair{
+// pairs are the comparisons the ratios are of, ours first: the registry,
+// the RPC providers, the same handler behind a plugin or in the provider,
+// and the floor (a child answering canned bytes on a plugin link): what a
+// process boundary costs at least, and how close the plugin path comes.
+var pairs = []Pair{
 	{"embedded", "apache"},
 	{"ours", "dubbogo"},
 	{"ours-plugin", "dubbogo"},
 	{"plugin", "inprocess"},
+	{"floor", "inprocess"},
 	{"plugin", "floor"},
 }
 
-type pair struct{ Ours, Theirs string }
+// Pair is two targets compared: ours and theirs.
+type Pair struct{ Ours, Theirs string }
 
-// higherIsBetter are the units where more is better; every other unit (a
-// time, a size, a count of failures) is better lower.
+// higherIsBetter are the units where more is better.
 var higherIsBetter = map[string]bool{"qps": true, "rows/s": true, "rows/cpu-s": true, "MB/s": true, "sessions_kept": true}
 
-// result is one benchmark on one target, its metrics averaged over every
+// HigherIsBetter reports whether more of unit is better: a rate, or a count
+// of what was kept. Every other unit (a time, a size, a count of failures)
+// is better lower.
+func HigherIsBetter(unit string) bool { return higherIsBetter[unit] }
+
+// Result is one benchmark on one target, its metrics averaged over every
 // time it ran (-count, or rounds that go test suffixes with #01, #02).
-type result struct {
+type Result struct {
 	Family string // top-level benchmark: BenchmarkSayHello
 	Base   string // the name without the target: BenchmarkSayHello/client=ours/c=1
 	Target string // ours, apache, ...; "" for a benchmark of ours alone
@@ -46,7 +67,7 @@ type result struct {
 }
 
 // Value is the mean of unit over the runs, and whether it was reported.
-func (r *result) Value(unit string) (float64, bool) {
+func (r *Result) Value(unit string) (float64, bool) {
 	n := r.counts[unit]
 	if n == 0 {
 		return 0, false
@@ -58,8 +79,8 @@ func (r *result) Value(unit string) (float64, bool) {
 // output names.
 type Input struct {
 	CPU     string
-	Results []*result
-	byName  map[string]*result
+	Results []*Result
+	byName  map[string]*Result
 }
 
 var (
@@ -70,7 +91,7 @@ var (
 // Parse adds the benchmark lines of one `go test -bench` output to in.
 func (in *Input) Parse(r io.Reader) error {
 	if in.byName == nil {
-		in.byName = map[string]*result{}
+		in.byName = map[string]*Result{}
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -130,8 +151,8 @@ func isCount(s string) bool {
 	return err == nil
 }
 
-func newResult(name string) *result {
-	r := &result{Base: name, sums: map[string]float64{}, counts: map[string]int{}}
+func newResult(name string) *Result {
+	r := &Result{Base: name, sums: map[string]float64{}, counts: map[string]int{}}
 	if i := strings.LastIndex(name, "/"); i >= 0 && targets[name[i+1:]] {
 		r.Base, r.Target = name[:i], name[i+1:]
 	}
@@ -146,11 +167,11 @@ type Family struct {
 	Bases   []string
 	Targets []string
 	Units   []string
-	results map[[2]string]*result // base, target
+	results map[[2]string]*Result // base, target
 }
 
 // Get is the result of base on target, or nil.
-func (f *Family) Get(base, target string) *result { return f.results[[2]string{base, target}] }
+func (f *Family) Get(base, target string) *Result { return f.results[[2]string{base, target}] }
 
 // Families groups the results by top-level benchmark.
 func (in *Input) Families() []*Family {
@@ -159,18 +180,18 @@ func (in *Input) Families() []*Family {
 	for _, r := range in.Results {
 		f := byName[r.Family]
 		if f == nil {
-			f = &Family{Name: r.Family, results: map[[2]string]*result{}}
+			f = &Family{Name: r.Family, results: map[[2]string]*Result{}}
 			byName[r.Family] = f
 			out = append(out, f)
 		}
-		if !contains(f.Bases, r.Base) {
+		if !slices.Contains(f.Bases, r.Base) {
 			f.Bases = append(f.Bases, r.Base)
 		}
-		if !contains(f.Targets, r.Target) {
+		if !slices.Contains(f.Targets, r.Target) {
 			f.Targets = append(f.Targets, r.Target)
 		}
 		for _, u := range r.Units {
-			if !contains(f.Units, u) {
+			if !slices.Contains(f.Units, u) {
 				f.Units = append(f.Units, u)
 			}
 		}
@@ -190,26 +211,17 @@ var targetRank = map[string]int{
 	"rawtcp": 3, "floor": 3,
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Ratio is one metric of one benchmark measured on both sides of a pair.
 type Ratio struct {
 	Base, Unit   string
-	Pair         pair
+	Pair         Pair
 	Ours, Theirs float64
 }
 
 // Value is above 1 when ours is better: theirs ÷ ours, or ours ÷ theirs
 // for a unit where more is better.
 func (r Ratio) Value() float64 {
-	if higherIsBetter[r.Unit] {
+	if HigherIsBetter(r.Unit) {
 		return r.Ours / r.Theirs
 	}
 	return r.Theirs / r.Ours
@@ -244,7 +256,7 @@ func (in *Input) Ratios() []Ratio {
 }
 
 // Find is the ratio of base and unit on p, if measured.
-func Find(ratios []Ratio, base, unit string, p pair) (Ratio, bool) {
+func Find(ratios []Ratio, base, unit string, p Pair) (Ratio, bool) {
 	for _, r := range ratios {
 		if r.Base == base && r.Unit == unit && r.Pair == p {
 			return r, true
