@@ -88,7 +88,7 @@ func (f *callFlags) reference(fl *pflag.FlagSet, refs []consumer.ReferenceConfig
 		if exact < 0 {
 			keys := make([]string, len(matches))
 			for i, r := range matches {
-				keys[i] = url.ServiceKey(r.Interface, r.Group, r.Version)
+				keys[i] = url.ServiceKey(r.Interface, r.Version, r.Group)
 			}
 			return rc, usage(fmt.Errorf("the config has %d references to %s (%s); say which with --version and --group", len(matches), iface, strings.Join(keys, ", ")))
 		}

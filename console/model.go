@@ -133,11 +133,11 @@ func (c *Console) providers(iface string, version, group *string) ([]ProviderVie
 			continue
 		}
 		rs := slices.Clone(old)
-		rs = append(rs, c.overrides(rules.ServiceKey(iface, v, g))...)
+		rs = append(rs, c.overrides(url.ColonSeparatedKey(iface, v, g))...)
 		rs = append(rs, c.overrides(u.Param("application"))...)
 		eff := configurator.NewRules(rs...).Configure(u, nil)
 		p := catalog.ProviderOf(eff)
-		seen[rules.ServiceKey(iface, v, g)+"|"+p.Address] = true
+		seen[url.ColonSeparatedKey(iface, v, g)+"|"+p.Address] = true
 		out = append(out, ProviderView{Address: p.Address, URL: p.URL, Weight: p.Weight, Enabled: p.Enabled,
 			Application: p.Application, Version: v, Group: g, Params: p.Params})
 	}
@@ -313,7 +313,7 @@ func (c *Console) providerKey(iface, addr string, version, group *string) (strin
 	}
 	for _, p := range ps {
 		if p.Address == addr {
-			return rules.ServiceKey(iface, p.Version, p.Group), nil
+			return url.ColonSeparatedKey(iface, p.Version, p.Group), nil
 		}
 	}
 	return "", notFound("service %s has no provider at %s", iface, addr)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 //go:embed templates/*.html
@@ -179,7 +180,7 @@ func newConditionRule(d catalog.ServiceDetail) map[string]string {
 	if len(d.Rows) > 0 {
 		v, g = d.Rows[0].Version, d.Rows[0].Group
 	}
-	return map[string]string{"Kind": rules.KindCondition, "Key": rules.ServiceKey(d.Interface, v, g)}
+	return map[string]string{"Kind": rules.KindCondition, "Key": url.ColonSeparatedKey(d.Interface, v, g)}
 }
 
 func (c *Console) formProvider(ec echo.Context) error {

@@ -117,11 +117,11 @@ func New(registryURL string, opts Options) (*Catalog, error) {
 		return nil, fmt.Errorf("catalog: registry address: %w", err)
 	}
 	if u.Protocol() != "zookeeper" {
-		return nil, fmt.Errorf("catalog: registry %q: only zookeeper:// registries are supported", redactURL(u))
+		return nil, fmt.Errorf("catalog: registry %q: only zookeeper:// registries are supported", u.Redacted())
 	}
 	addrs := u.Addresses(2181)
 	if len(addrs) == 0 || addrs[0] == "" {
-		return nil, fmt.Errorf("catalog: registry %q has no host", redactURL(u))
+		return nil, fmt.Errorf("catalog: registry %q has no host", u.Redacted())
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -632,13 +632,4 @@ type zkLogger struct{ log *slog.Logger }
 
 func (l zkLogger) Printf(format string, args ...any) {
 	l.log.Debug(fmt.Sprintf(format, args...))
-}
-
-// redactURL hides a URL's password for messages.
-func redactURL(u *url.URL) string {
-	s := u.String()
-	if p := u.Password(); p != "" {
-		s = strings.Replace(s, ":"+p+"@", ":***@", 1)
-	}
-	return s
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dubbo-lab/dubbo/node/cluster"
+	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -188,17 +190,17 @@ func (c *Catalog) Service(iface string) (ServiceDetail, bool) {
 			d.Providers = append(d.Providers, ProviderOf(u))
 		}
 		for _, u := range n.cats["consumers"] {
-			d.Consumers = append(d.Consumers, Consumer{Address: u.Host(), URL: RedactURL(u), Application: u.Param("application"),
+			d.Consumers = append(d.Consumers, Consumer{Address: u.Host(), URL: u.Redacted(), Application: u.Param("application"),
 				Version: u.Param(url.KeyVersion), Group: u.Param(url.KeyGroup), Params: RedactParams(u.Params())})
 		}
 		for _, u := range n.cats["routers"] {
 			if u.Protocol() != "empty" {
-				d.Routers = append(d.Routers, RedactURL(u))
+				d.Routers = append(d.Routers, u.Redacted())
 			}
 		}
 		for _, u := range n.cats["configurators"] {
 			if u.Protocol() != "empty" {
-				d.Overrides = append(d.Overrides, RedactURL(u))
+				d.Overrides = append(d.Overrides, u.Redacted())
 			}
 		}
 	}
@@ -216,22 +218,14 @@ func (c *Catalog) Service(iface string) (ServiceDetail, bool) {
 // ProviderOf describes a provider URL.
 func ProviderOf(u *url.URL) Provider {
 	p := Provider{
-		Address: u.Address(), URL: RedactURL(u), Application: u.Param("application"),
+		Address: u.Address(), URL: u.Redacted(), Application: u.Param("application"),
 		Version: u.Param(url.KeyVersion), Group: u.Param(url.KeyGroup),
-		Weight: u.IntParam("weight", 100), Enabled: !disabled(u), Params: RedactParams(u.Params()),
+		Weight: u.IntParam(cluster.KeyWeight, cluster.DefaultWeight), Enabled: !configurator.Disabled(u), Params: RedactParams(u.Params()),
 	}
 	if m := u.Param("methods"); m != "" {
 		p.Methods = strings.Split(m, ",")
 	}
 	return p
-}
-
-// disabled is Dubbo's test: disabled=true, or enabled=false without disabled.
-func disabled(u *url.URL) bool {
-	if u.HasParam("disabled") {
-		return u.BoolParam("disabled", false)
-	}
-	return !u.BoolParam("enabled", true)
 }
 
 // Application is one application with its instances.

@@ -123,20 +123,9 @@ func (c *Invoker) list(inv *rpc.Invocation) ([]ProviderInvoker, error) {
 	if len(ps) == 0 {
 		return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
 			Detail: "the directory lists no provider after routing; check that providers of " +
-				serviceName(inv) + " are running and registered and that no routing rule or override disables them"}
+				url.ServiceKey(inv.Service, inv.Version, inv.Group) + " are running and registered and that no routing rule or override disables them"}
 	}
 	return ps, nil
-}
-
-func serviceName(inv *rpc.Invocation) string {
-	s := inv.Service
-	if inv.Group != "" {
-		s = inv.Group + "/" + s
-	}
-	if inv.Version != "" {
-		s += ":" + inv.Version
-	}
-	return s
 }
 
 // balancer is the load balancer the providers' URLs ask for this method.

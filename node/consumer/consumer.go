@@ -392,7 +392,7 @@ func (r *Reference) connecting() bool {
 // is (an on-demand one is kept from then on): the first configuration of a
 // service key wins.
 func (c *Consumer) Reference(ctx context.Context, rc ReferenceConfig) (*Reference, error) {
-	key := url.ServiceKey(rc.Interface, rc.Group, rc.Version)
+	key := url.ServiceKey(rc.Interface, rc.Version, rc.Group)
 	if err := rc.validate("reference " + key); err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -442,7 +442,7 @@ func (s *refSlot) wait(ctx context.Context, key string) (*Reference, error) {
 // on-demand one (ondemand.go). Business exceptions come back in the
 // result, as from any rpc.Invoker.
 func (c *Consumer) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	key := url.ServiceKey(inv.Service, inv.Group, inv.Version)
+	key := url.ServiceKey(inv.Service, inv.Version, inv.Group)
 	c.mu.RLock()
 	if slot := c.refs[key]; slot != nil {
 		c.mu.RUnlock()

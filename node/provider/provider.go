@@ -181,7 +181,7 @@ func (c Config) Validate() error {
 		if err := s.validate(key); err != nil {
 			return err
 		}
-		id := s.Interface + "\x00" + normalVersion(s.Version) + "\x00" + s.Group
+		id := url.ServiceKey(s.Interface, s.Version, s.Group)
 		if j, dup := seen[id]; dup {
 			return fmt.Errorf("%s.interface: %s (version %q, group %q) has settings in provider.services[%d] already", key, s.Interface, s.Version, s.Group, j)
 		}
@@ -596,7 +596,7 @@ func (p *Provider) export(ctx context.Context, e *exporter) error {
 // Unexport stops serving the service and removes it from the registry.
 // Calls in flight finish; new ones get "not found".
 func (p *Provider) Unexport(ctx context.Context, iface, version, group string) error {
-	key := url.ServiceKey(iface, group, version)
+	key := url.ServiceKey(iface, version, group)
 	p.regMu.Lock()
 	defer p.regMu.Unlock()
 	delayed := p.cancelDelayed(key)

@@ -11,6 +11,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/provider/settings"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // KeyThreads is the provider URL parameter with the pool size, which an
@@ -32,7 +33,7 @@ type ServiceConfig struct {
 
 // matches says whether c applies to the service iface, version, group.
 func (c *ServiceConfig) matches(iface, version, group string) bool {
-	return c.Interface == iface && (c.Version == "" || normalVersion(c.Version) == normalVersion(version)) &&
+	return c.Interface == iface && (c.Version == "" || url.NormalVersion(c.Version) == url.NormalVersion(version)) &&
 		(c.Group == "" || c.Group == group)
 }
 
@@ -46,14 +47,6 @@ func (c *ServiceConfig) specificity() int {
 		n++
 	}
 	return n
-}
-
-// normalVersion maps the versions Java treats as none to "".
-func normalVersion(v string) string {
-	if v == "0.0.0" || v == "*" {
-		return ""
-	}
-	return v
 }
 
 // serviceConfig is the [[provider.services]] table that applies to the

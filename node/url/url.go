@@ -10,7 +10,10 @@
 // agree on node names. [URL.Encode] and [Decode] turn a URL into a ZooKeeper
 // node name and back. [URL.ServiceKey] and [URL.ColonSeparatedKey] give the
 // two service keys Dubbo uses: the exporter key a provider routes calls by,
-// and the config-center rule key.
+// and the config-center rule key; the functions [ServiceKey],
+// [ParseServiceKey] and [ColonSeparatedKey] build and split them from
+// interface, version and group, always in that order. [URL.Redacted]
+// prints a URL with its secrets hidden, for logs, errors and pages.
 package url
 
 import (

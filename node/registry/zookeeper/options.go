@@ -52,7 +52,7 @@ func parseSettings(u *dubbourl.URL) (settings, error) {
 		password: u.Password(),
 	}
 	if len(s.servers) == 0 || s.servers[0] == "" {
-		return s, fmt.Errorf("zookeeper registry %s: no host (want zookeeper://host:port[,host:port...])", redact(u))
+		return s, fmt.Errorf("zookeeper registry %s: no host (want zookeeper://host:port[,host:port...])", u.Redacted())
 	}
 	// Java: root = "/" + group, default group "dubbo".
 	s.root = u.ParamOr(dubbourl.KeyGroup, "dubbo")
@@ -85,7 +85,7 @@ func parseSettings(u *dubbourl.URL) (settings, error) {
 		if v := u.Param(key); v != "" {
 			d, err := parseDuration(v)
 			if err != nil {
-				return s, fmt.Errorf("zookeeper registry %s: parameter %s=%q: %w", redact(u), key, v, err)
+				return s, fmt.Errorf("zookeeper registry %s: parameter %s=%q: %w", u.Redacted(), key, v, err)
 			}
 			s.sessionTimeout = d
 		}
@@ -109,15 +109,6 @@ func parseDuration(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("must be positive")
 	}
 	return d, nil
-}
-
-// redact hides the password of a registry URL for messages.
-func redact(u *dubbourl.URL) string {
-	s := u.String()
-	if p := u.Password(); p != "" {
-		s = strings.Replace(s, ":"+p+"@", ":***@", 1)
-	}
-	return s
 }
 
 // acl is what every node we create carries: creator-all when we

@@ -171,14 +171,14 @@ func New(registryURL *url.URL, opts Options) (*Registry, error) {
 		zk.WithEventCallback(r.onEvent),
 		zk.WithDialer(dialer))
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper registry %s: %w", redact(registryURL), err)
+		return nil, fmt.Errorf("zookeeper registry %s: %w", registryURL.Redacted(), err)
 	}
 	r.conn = conn
 	if set.user != "" {
 		// go-zookeeper re-sends the credentials after every reconnection.
 		if err := conn.AddAuth("digest", []byte(set.user+":"+set.password)); err != nil && !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) {
 			conn.Close()
-			return nil, fmt.Errorf("zookeeper registry %s: digest auth: %w", redact(registryURL), err)
+			return nil, fmt.Errorf("zookeeper registry %s: digest auth: %w", registryURL.Redacted(), err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -261,7 +261,7 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 		return err
 	}
 	if _, err := r.ensureOwned(n, true); err != nil {
-		return fmt.Errorf("register %s: %w", u, err)
+		return fmt.Errorf("register %s: %w", u.Redacted(), err)
 	}
 	return nil
 }
@@ -269,7 +269,7 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 // Unregister deletes the URL's leaf node.
 func (r *Registry) Unregister(ctx context.Context, u *url.URL) error {
 	if err := r.unregister(ctx, r.urlPath(u)); err != nil {
-		return fmt.Errorf("unregister %s: %w", u, err)
+		return fmt.Errorf("unregister %s: %w", u.Redacted(), err)
 	}
 	return nil
 }
@@ -297,7 +297,7 @@ func (r *Registry) unregister(ctx context.Context, p string) error {
 func (r *Registry) Subscribe(ctx context.Context, consumer *url.URL, l registry.Listener) error {
 	iface := registry.Interface(consumer)
 	if iface == "" || iface == "*" {
-		return fmt.Errorf("subscribe %s: need one interface (wildcard subscriptions are not supported; use Services)", consumer)
+		return fmt.Errorf("subscribe %s: need one interface (wildcard subscriptions are not supported; use Services)", consumer.Redacted())
 	}
 	// Give a registry that was just created the chance to connect before
 	// falling back to the cache.
