@@ -395,7 +395,7 @@ func describeCallError(err error) error {
 	if ex, ok := err.(*rpc.Exception); ok {
 		return fmt.Errorf("exception %s: %s", ex.Class, ex.Message)
 	}
-	return fmt.Errorf("%s: %w", generic.ErrorKind(err), err)
+	return fmt.Errorf("%s: %w", rpc.ErrorKind(err), err)
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -292,14 +292,8 @@ func withTimeout(inv *rpc.Invocation, timeout time.Duration) *rpc.Invocation {
 // categorize wraps errors that carry no rpc category, so that callers can
 // always use errors.Is with the rpc categories.
 func categorize(ctx context.Context, err error, inv *rpc.Invocation, addr string) error {
-	for _, kind := range []error{rpc.ErrNoProvider, rpc.ErrTimeout, rpc.ErrServiceNotFound, rpc.ErrPoolExhausted,
-		rpc.ErrBadRequest, rpc.ErrConnection, rpc.ErrProvider} {
-		if errors.Is(err, kind) {
-			return err
-		}
-	}
 	var ex *rpc.Exception
-	if errors.As(err, &ex) {
+	if rpc.Category(err) != nil || errors.As(err, &ex) {
 		return err
 	}
 	kind := rpc.ErrProvider
