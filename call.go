@@ -256,12 +256,12 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 	}
 	if cc.Registry != "" {
 		if u, err := url.Parse(cc.Registry); err != nil || u.Protocol() != "zookeeper" {
-			return nil, usage(fmt.Errorf("registry %q: want zookeeper://HOST:PORT[,HOST:PORT]", cc.Registry))
+			return nil, usage(fmt.Errorf("registry %q: want zookeeper://HOST:PORT[,HOST:PORT]", url.Redact(cc.Registry)))
 		}
 	}
 	cons, err := consumer.New(ctx, cc, consumer.Options{Logger: logger})
 	if err != nil {
-		return nil, fmt.Errorf("connect to registry %s: %w", cc.Registry, err)
+		return nil, fmt.Errorf("connect to registry %s: %w", url.Redact(cc.Registry), err)
 	}
 	ok := false
 	var rep *monitor.Reporter

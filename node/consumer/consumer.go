@@ -261,25 +261,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	c.clients = newClientPool(c.log)
 	c.reg = opts.Registry
 	if c.reg == nil && cfg.Registry != "" {
-		ru, err := url.Parse(cfg.Registry)
-		if err != nil {
-			return nil, fmt.Errorf("consumer %s: registry address: %w", cfg.Application, err)
-		}
-		if ru.Protocol() != "zookeeper" {
-			return nil, fmt.Errorf("consumer %s: registry %q: only zookeeper:// registries are supported", cfg.Application, cfg.Registry)
-		}
-		zr, err := zookeeper.New(ru, zookeeper.Options{Logger: c.log, CacheFile: cfg.CacheFile})
-		if err != nil {
-			return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
-		}
 		// Bounded: with a cache file the consumer starts from it when the
 		// registry is down; without one it says so instead of hanging.
-		wctx, cancel := context.WithTimeout(ctx, zookeeper.DefaultConnectTimeout)
-		err = zr.WaitConnected(wctx)
-		cancel()
-		if err != nil && cfg.CacheFile == "" {
-			zr.Close()
-			return nil, fmt.Errorf("consumer %s: %w; is the registry running?", cfg.Application, err)
+		zr, err := zookeeper.Open(ctx, cfg.Registry, zookeeper.DefaultConnectTimeout,
+			zookeeper.Options{Logger: c.log, CacheFile: cfg.CacheFile})
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
 		}
 		c.reg, c.ownsReg = zr, zr.Close
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
@@ -273,5 +275,58 @@ func TestProviderRegistersAndShutsDown(t *testing.T) {
 	}
 	if err := p.Export(ctx, providertest.Greeter(nil)); !errors.Is(err, provider.ErrShutdown) {
 		t.Fatalf("export after shutdown: %v", err)
+	}
+}
+
+// The registry's password never shows: not in the error of a start that
+// cannot read or reach the registry, not in the log of one that can.
+func TestRegistrySecretsHidden(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	for _, address := range []string{
+		"zookeeper://admin:s3cret@" + dead,
+		"zookeeper://" + dead + "?username=admin&password=s3cret",
+		"zookeeper://admin:s3cret@127.0.0.1:99999",
+		"zookeeper://admin:s3cret@",
+		"etcd://admin:s3cret@" + dead,
+	} {
+		cfg := provider.Config{Application: "greeter-app", Registry: address}
+		cfg.Protocol.Host, cfg.Protocol.Port = "127.0.0.1", -1
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		p, err := provider.Start(ctx, cfg, provider.Options{Logger: quietLogger()})
+		cancel()
+		if err == nil {
+			p.Close()
+			t.Errorf("registry %s: provider started", address)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("registry %s: error shows the password: %v", address, err)
+		}
+	}
+
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	var logs syncbuf.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := provider.Config{Application: "greeter-app", Registry: "zookeeper://admin:s3cret@" + zkAddr + "?password=s3cret"}
+	cfg.Protocol.Host, cfg.Protocol.Port = "127.0.0.1", -1
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := provider.Start(ctx, cfg, provider.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Export(ctx, providertest.Greeter(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); strings.Contains(out, "s3cret") || !strings.Contains(out, "admin:***@") {
+		t.Errorf("provider log shows the password, or not the registry:\n%s", out)
 	}
 }

@@ -49,3 +49,41 @@ func (u *URL) Redacted() string {
 	}
 	return c.String()
 }
+
+// redactRaw hides the secrets of a string Parse refused, for its errors:
+// the password before '@' and the values of secret parameters.
+func redactRaw(s string) string {
+	rest, query, hasQuery := strings.Cut(s, "?")
+	start := 0
+	if i := strings.Index(rest, "://"); i >= 0 {
+		start = i + 3
+	}
+	auth := rest[start:]
+	if i := strings.IndexByte(auth, '/'); i >= 0 {
+		auth = auth[:i]
+	}
+	if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+		if c := strings.IndexByte(auth[:at], ':'); c >= 0 {
+			rest = rest[:start+c+1] + Hidden + rest[start+at:]
+		}
+	}
+	if !hasQuery {
+		return rest
+	}
+	parts := strings.Split(query, "&")
+	for i, p := range parts {
+		if k, v, ok := strings.Cut(p, "="); ok && v != "" && IsSecret(k) {
+			parts[i] = k + "=" + Hidden
+		}
+	}
+	return rest + "?" + strings.Join(parts, "&")
+}
+
+// Redact is Redacted for a URL written as a string, which need not parse:
+// for an address as configured, in a log line or an error.
+func Redact(s string) string {
+	if u, err := Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return redactRaw(s)
+}

@@ -3,6 +3,7 @@ package url
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -325,8 +326,34 @@ func TestRedacted(t *testing.T) {
 		if got := u.Redacted(); got != tt.want {
 			t.Errorf("Redacted(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+		if got := Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 		if u.String() != before {
 			t.Errorf("Redacted changed the URL: %q, was %q", u.String(), before)
+		}
+	}
+}
+
+// A URL that does not parse is quoted in the error without its secrets.
+func TestParseErrorHidesSecrets(t *testing.T) {
+	for _, in := range []string{
+		"zookeeper://admin:hunter2@127.0.0.1:99999",
+		"zookeeper://admin:hunter2@127.0.0.1:2181,,10.0.0.2:2181",
+		"admin:hunter2@127.0.0.1:2181",
+		"zookeeper://127.0.0.1:2181:1?password=hunter2&x=1",
+		"127.0.0.1:2181?token=hunter2",
+	} {
+		_, err := Parse(in)
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded", in)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), Hidden) {
+			t.Errorf("Parse(%q): %v", in, err)
+		}
+		if r := Redact(in); strings.Contains(r, "hunter2") || !strings.Contains(r, Hidden) {
+			t.Errorf("Redact(%q) = %q", in, r)
 		}
 	}
 }

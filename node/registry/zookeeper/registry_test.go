@@ -36,6 +36,8 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("DeletedNodeRecreated", func(t *testing.T) { testDeletedNodeRecreated(t, addr) })
 		t.Run("CacheFileWhenZooKeeperDown", func(t *testing.T) { testCacheFileWhenZooKeeperDown(t, addr) })
 		t.Run("DigestAuth", func(t *testing.T) { testDigestAuth(t, addr) })
+		t.Run("DigestAuthAfterOutage", func(t *testing.T) { testDigestAuthAfterOutage(t, addr) })
+		t.Run("OpenAndDial", func(t *testing.T) { testOpenAndDial(t, addr) })
 		t.Run("ConfigWatch", func(t *testing.T) { testConfigWatch(t, addr) })
 		t.Run("InstanceRegistration", func(t *testing.T) { testInstanceRegistration(t, addr) })
 		t.Run("MappingCAS", func(t *testing.T) { testMappingCAS(t, addr) })
