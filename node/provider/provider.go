@@ -91,9 +91,9 @@ type Config struct {
 	// value is used as is. Default "": no token.
 	Token string `koanf:"token"`
 	// Weight is the load-balancing weight written in every provider URL
-	// whose service sets none. Default 0: not written, so consumers use
-	// Dubbo's 100.
-	Weight int `koanf:"weight"`
+	// whose service sets none; 0 gives them no calls while others have
+	// weight. Default: not written, so consumers use Dubbo's 100.
+	Weight *int `koanf:"weight"`
 	// Services are settings of exported services, matched by interface
 	// (and version and group when given); the most specific table wins,
 	// and its values win over the service's own (a plugin's). In
@@ -168,8 +168,8 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("provider.register-mode: %q: use interface, instance or all", c.RegisterMode)
 	}
-	if c.Weight < 0 {
-		return fmt.Errorf("provider.weight: %d is negative", c.Weight)
+	if c.Weight != nil && *c.Weight < 0 {
+		return fmt.Errorf("provider.weight: %d is negative", *c.Weight)
 	}
 	if err := c.Protocol.validate(); err != nil {
 		return err

@@ -169,7 +169,7 @@ func TestProviderToken(t *testing.T) {
 }
 
 func TestProviderURL(t *testing.T) {
-	p := startProvider(t, provider.Config{Application: "demo", Weight: 50})
+	p := startProvider(t, provider.Config{Application: "demo", Weight: new(50)})
 	u := p.URLs()[0]
 	want := map[string]string{
 		"anyhost": "false", "application": "demo", "deprecated": "false", "dubbo": "2.0.2", "dynamic": "true",

@@ -128,8 +128,8 @@ func (p *Provider) newExporter(svc Service) (*exporter, error) {
 // Params over them, the matching [[provider.services]] table over those.
 func (p *Provider) settingsParams(svc Service) map[string]string {
 	out := map[string]string{}
-	if p.cfg.Weight > 0 {
-		out[settings.KeyWeight] = strconv.Itoa(p.cfg.Weight)
+	if p.cfg.Weight != nil {
+		out[settings.KeyWeight] = strconv.Itoa(*p.cfg.Weight)
 	}
 	if p.cfg.Token != "" {
 		out[settings.KeyToken] = p.cfg.Token

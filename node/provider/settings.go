@@ -105,22 +105,19 @@ func (c *ServiceConfig) validate(key string) error {
 	}
 	for _, d := range []struct {
 		name string
-		d    time.Duration
-	}{{"timeout", c.Timeout}, {"warmup", c.Warmup}, {"delay", c.Delay}} {
-		if d.d < 0 {
-			return fmt.Errorf("%s.%s: %s is negative", key, d.name, d.d)
+		d    *time.Duration
+	}{{"timeout", &c.Timeout}, {"warmup", c.Warmup}, {"delay", &c.Delay}} {
+		if d.d != nil && *d.d < 0 {
+			return fmt.Errorf("%s.%s: %s is negative", key, d.name, *d.d)
 		}
 	}
 	for _, n := range []struct {
 		name string
-		n    int
-	}{{"weight", c.Weight}, {"executes", c.Executes}, {"actives", c.Actives}} {
-		if n.n < 0 {
-			return fmt.Errorf("%s.%s: %d is negative", key, n.name, n.n)
+		n    *int
+	}{{"weight", c.Weight}, {"retries", c.Retries}, {"executes", &c.Executes}, {"actives", &c.Actives}} {
+		if n.n != nil && *n.n < 0 {
+			return fmt.Errorf("%s.%s: %d is negative", key, n.name, *n.n)
 		}
-	}
-	if c.Retries != nil && *c.Retries < 0 {
-		return fmt.Errorf("%s.retries: %d is negative", key, *c.Retries)
 	}
 	if c.LoadBalance != "" && !slices.Contains(loadbalance.Names(), c.LoadBalance) {
 		return fmt.Errorf("%s.loadbalance: unknown load balancer %q; known: %s", key, c.LoadBalance, strings.Join(loadbalance.Names(), ", "))
