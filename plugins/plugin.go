@@ -208,7 +208,7 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	defer cancel()
 	b, err := p.conn.Handler.Describe(dctx)
 	if err != nil {
-		return fmt.Errorf("Describe failed: %w", err)
+		return fmt.Errorf("describe failed: %w", err)
 	}
 	d, err := wire.ParseDescription(b)
 	if err != nil {

@@ -205,9 +205,7 @@ func (c *Catalog) Service(iface string) (ServiceDetail, bool) {
 		}
 	}
 	for _, app := range apps {
-		for _, in := range sortedInstances(app, c.state.apps[app]) {
-			d.Instances = append(d.Instances, in)
-		}
+		d.Instances = append(d.Instances, sortedInstances(app, c.state.apps[app])...)
 	}
 	if len(d.Rows) == 0 {
 		d.Rows = []Service{{Interface: iface, Providers: len(d.Instances), Applications: d.Apps, Registration: LevelApplication}}

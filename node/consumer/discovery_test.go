@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -230,7 +231,8 @@ func writeInstance(t *testing.T, zc *zk.Conn, app string, port int, revision str
 		t.Fatal(err)
 	}
 	p := "/services/" + app + "/" + id
-	if _, err := zc.Set(p, data, -1); err == zk.ErrNoNode {
+	_, err = zc.Set(p, data, -1)
+	if errors.Is(err, zk.ErrNoNode) {
 		mkdirs(t, zc, "/services/"+app)
 		_, err = zc.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	}
