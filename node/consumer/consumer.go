@@ -202,6 +202,7 @@ type Consumer struct {
 	meta     registry.MetadataReport   // nil: generic calls need types
 	disc     registry.ServiceDiscovery // nil: interface-level discovery only
 	infos    *infoCache
+	failures *fetchFailures // says each instance's metadata fetch failure once
 	ownsReg  func() error
 	clients  *clientPool
 	host     string
@@ -248,7 +249,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.OnDemand.Idle = DefaultOnDemandIdle
 	}
 	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
-		host: url.LocalIP(), infos: newInfoCache(), regStats: opts.RegistryStats,
+		host: url.LocalIP(), infos: newInfoCache(), failures: newFetchFailures(), regStats: opts.RegistryStats,
 		window: opts.ResponseWindow, failback: opts.FailbackPeriod}
 	if c.log == nil {
 		c.log = slog.Default()
