@@ -106,6 +106,7 @@ type ProviderView struct {
 	Group       string            `json:"group"`
 	Withdrawn   bool              `json:"withdrawn,omitempty"`
 	Params      map[string]string `json:"params"`
+	catalog.Staleness
 }
 
 func (c *Console) service(iface string) (catalog.ServiceDetail, error) {
@@ -127,7 +128,7 @@ func (c *Console) providers(iface string, version, group *string) ([]ProviderVie
 	old, _ := configurator.ParseURLs(urlsOf(d.Overrides))
 	out := []ProviderView{}
 	seen := map[string]bool{}
-	for _, u := range d.ProviderURLs() {
+	for i, u := range d.ProviderURLs() {
 		v, g := u.Param(url.KeyVersion), u.Param(url.KeyGroup)
 		if !match(v, g) {
 			continue
@@ -139,7 +140,7 @@ func (c *Console) providers(iface string, version, group *string) ([]ProviderVie
 		p := catalog.ProviderOf(eff)
 		seen[url.ColonSeparatedKey(iface, v, g)+"|"+p.Address] = true
 		out = append(out, ProviderView{Address: p.Address, URL: p.URL, Weight: p.Weight, Enabled: p.Enabled,
-			Application: p.Application, Version: v, Group: g, Params: p.Params})
+			Application: p.Application, Version: v, Group: g, Params: p.Params, Staleness: d.Providers[i].Staleness})
 	}
 	// Providers that a rule disabled withdraw their URL: list them from
 	// the rules, so that they can be enabled again.

@@ -92,6 +92,8 @@ type state struct {
 
 type ifaceNode struct {
 	cats map[string][]*url.URL // category -> decoded URLs, sorted
+	// stale are the provider nodes left by sessions that are gone.
+	stale map[*url.URL]Staleness
 }
 
 type appInstance struct {
@@ -436,6 +438,12 @@ func (c *Catalog) readCategory(enc, cat string) error {
 	}
 	c.decoded[p] = now
 	registry.SortURLs(urls)
+	var stale map[*url.URL]Staleness
+	if cat == registry.CategoryProviders {
+		if stale, err = c.staleNodes(p, kids, now); err != nil {
+			return err
+		}
+	}
 	c.update(func(s *state) {
 		n := s.ifaces[iface]
 		if n == nil {
@@ -443,6 +451,9 @@ func (c *Catalog) readCategory(enc, cat string) error {
 			s.ifaces[iface] = n
 		}
 		n.cats[cat] = urls
+		if cat == registry.CategoryProviders {
+			n.stale = stale
+		}
 	})
 	return nil
 }

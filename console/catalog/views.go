@@ -87,6 +87,9 @@ func (c *Catalog) appendRows(out []Service, iface string, n *ifaceNode) []Servic
 		return r
 	}
 	for _, u := range n.cats["providers"] {
+		if n.stale[u].Stale {
+			continue // listed in the service's providers, marked; not counted
+		}
 		r := row(gvOf(u))
 		r.Providers++
 		if app := u.Param("application"); app != "" && !slices.Contains(r.Applications, app) {
@@ -129,6 +132,9 @@ type Provider struct {
 	Enabled     bool              `json:"enabled"`
 	Params      map[string]string `json:"params"`
 	Methods     []string          `json:"methods"`
+	// Staleness is set on a node left by a session that is gone; the
+	// service's provider counts leave such nodes out.
+	Staleness
 }
 
 // Instance is one application instance (/services/<app>/<id>).
@@ -187,7 +193,9 @@ func (c *Catalog) Service(iface string) (ServiceDetail, bool) {
 		d.Rows = c.appendRows(nil, iface, n)
 		for _, u := range n.cats["providers"] {
 			d.provURLs = append(d.provURLs, u)
-			d.Providers = append(d.Providers, ProviderOf(u))
+			p := ProviderOf(u)
+			p.Staleness = n.stale[u]
+			d.Providers = append(d.Providers, p)
 		}
 		for _, u := range n.cats["consumers"] {
 			d.Consumers = append(d.Consumers, Consumer{Address: u.Host(), URL: u.Redacted(), Application: u.Param("application"),
@@ -213,7 +221,8 @@ func (c *Catalog) Service(iface string) (ServiceDetail, bool) {
 	return d, true
 }
 
-// ProviderOf describes a provider URL.
+// ProviderOf describes a provider URL. Its Staleness, a fact of the
+// node rather than of the URL, is left zero.
 func ProviderOf(u *url.URL) Provider {
 	p := Provider{
 		Address: u.Address(), URL: u.Redacted(), Application: u.Param("application"),
@@ -329,7 +338,7 @@ func (c *Catalog) Counts() Counts {
 		if len(in.cats["providers"])+len(in.cats["consumers"]) > 0 {
 			ifaces[iface] = true
 		}
-		n.Providers += len(in.cats["providers"])
+		n.Providers += len(in.cats["providers"]) - len(in.stale)
 		n.Consumers += len(in.cats["consumers"])
 		for _, u := range in.cats["providers"] {
 			if a := u.Param("application"); a != "" {
