@@ -1,9 +1,7 @@
 package catalog
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	neturl "net/url"
 	"strings"
 	"testing"
@@ -47,16 +45,7 @@ func TestStaleProviderNode(t *testing.T) {
 		create(old, node(20881, 1, "&version=1.0.0"))
 		create(old, node(20881, 1, "&version=2.0.0"))
 
-		c, err := New("zookeeper://"+addr, Options{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := c.WaitLoaded(ctx); err != nil {
-			t.Fatal(err)
-		}
+		c := loadedCatalog(t, addr)
 		time.Sleep(5 * time.Millisecond) // a later creation time than the old node's
 		again := create(restarted, node(20880, 2, ""))
 

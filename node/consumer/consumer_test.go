@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -443,18 +442,7 @@ func TestConditionRule(t *testing.T) {
 // The registry's password never shows in the error of a consumer that
 // cannot read or reach its registry.
 func TestRegistrySecretsHidden(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	l.Close()
-	for _, address := range []string{
-		"zookeeper://admin:s3cret@" + dead,
-		"zookeeper://" + dead + "?username=admin&password=s3cret",
-		"zookeeper://admin:s3cret@127.0.0.1:99999",
-		"etcd://admin:s3cret@" + dead,
-	} {
+	for _, address := range zktest.SecretAddresses(t) {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		c, err := consumer.New(ctx, consumer.Config{Application: "greeter-consumer", Registry: address},
 			consumer.Options{Logger: quietLogger()})
@@ -464,7 +452,7 @@ func TestRegistrySecretsHidden(t *testing.T) {
 			t.Errorf("registry %s: consumer started", address)
 			continue
 		}
-		if strings.Contains(err.Error(), "s3cret") {
+		if strings.Contains(err.Error(), zktest.Secret) {
 			t.Errorf("registry %s: error shows the password: %v", address, err)
 		}
 	}

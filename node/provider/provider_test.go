@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -281,19 +280,7 @@ func TestProviderRegistersAndShutsDown(t *testing.T) {
 // The registry's password never shows: not in the error of a start that
 // cannot read or reach the registry, not in the log of one that can.
 func TestRegistrySecretsHidden(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	l.Close()
-	for _, address := range []string{
-		"zookeeper://admin:s3cret@" + dead,
-		"zookeeper://" + dead + "?username=admin&password=s3cret",
-		"zookeeper://admin:s3cret@127.0.0.1:99999",
-		"zookeeper://admin:s3cret@",
-		"etcd://admin:s3cret@" + dead,
-	} {
+	for _, address := range zktest.SecretAddresses(t) {
 		cfg := provider.Config{Application: "greeter-app", Registry: address}
 		cfg.Protocol.Host, cfg.Protocol.Port = "127.0.0.1", -1
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -304,7 +291,7 @@ func TestRegistrySecretsHidden(t *testing.T) {
 			t.Errorf("registry %s: provider started", address)
 			continue
 		}
-		if strings.Contains(err.Error(), "s3cret") {
+		if strings.Contains(err.Error(), zktest.Secret) {
 			t.Errorf("registry %s: error shows the password: %v", address, err)
 		}
 	}
@@ -312,7 +299,7 @@ func TestRegistrySecretsHidden(t *testing.T) {
 	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := provider.Config{Application: "greeter-app", Registry: "zookeeper://admin:s3cret@" + zkAddr + "?password=s3cret"}
+	cfg := provider.Config{Application: "greeter-app", Registry: "zookeeper://admin:" + zktest.Secret + "@" + zkAddr + "?password=" + zktest.Secret}
 	cfg.Protocol.Host, cfg.Protocol.Port = "127.0.0.1", -1
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -326,7 +313,7 @@ func TestRegistrySecretsHidden(t *testing.T) {
 	if err := p.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if out := logs.String(); strings.Contains(out, "s3cret") || !strings.Contains(out, "admin:***@") {
+	if out := logs.String(); strings.Contains(out, zktest.Secret) || !strings.Contains(out, "admin:***@") {
 		t.Errorf("provider log shows the password, or not the registry:\n%s", out)
 	}
 }

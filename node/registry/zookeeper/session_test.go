@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -104,15 +105,7 @@ func testDigestAuthAfterOutage(t *testing.T, addr string) {
 	if err := r.Register(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	raw := rawConn(t, addr)
-	if err := raw.AddAuth("digest", []byte("admin:s3cret")); err != nil {
-		t.Fatal(err)
-	}
-	leaf := "/lateauth/" + greeter + "/providers/" + p.Encode()
-	acl, _, err := raw.GetACL(leaf)
-	if want := zk.DigestACL(zk.PermAll, "admin", "s3cret"); err != nil || !slices.Equal(acl, want) {
-		t.Errorf("ACL of %s = %+v, %v; want %+v", leaf, acl, err, want)
-	}
+	wantDigestACL(t, addr, "admin", "s3cret", "/lateauth/"+greeter+"/providers/"+p.Encode())
 }
 
 // nextEvent waits for the first queued event of s that ok accepts.
@@ -137,12 +130,7 @@ func nextEvent(t *testing.T, s *Session, ok func(zk.Event) bool) {
 // Open and Dial give: one that does not parse, names another registry,
 // or has no ensemble answering.
 func TestOpenErrorsHideSecrets(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	l.Close()
+	dead := zktest.Unreachable(t)
 	tests := []struct {
 		address, want string
 		dial          bool // Dial fails too (it does not wait for a session)
@@ -166,7 +154,7 @@ func TestOpenErrorsHideSecrets(t *testing.T) {
 			t.Errorf("Dial(%q): %v; want an error without the password", tt.address, err)
 		}
 	}
-	_, err = Open(context.Background(), "zookeeper://"+dead, 300*time.Millisecond, Options{Logger: testLogger(t)})
+	_, err := Open(context.Background(), "zookeeper://"+dead, 300*time.Millisecond, Options{Logger: testLogger(t)})
 	if !errors.Is(err, registry.ErrUnavailable) {
 		t.Errorf("Open of a dead registry: %v, want ErrUnavailable", err)
 	}
