@@ -22,6 +22,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -255,8 +256,8 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 		return nil, usage(errors.New("no registry and no --url: give --registry zookeeper://HOST:PORT or --url dubbo://HOST:PORT"))
 	}
 	if cc.Registry != "" {
-		if u, err := url.Parse(cc.Registry); err != nil || u.Protocol() != "zookeeper" {
-			return nil, usage(fmt.Errorf("registry %q: want zookeeper://HOST:PORT[,HOST:PORT]", url.Redact(cc.Registry)))
+		if _, err := zookeeper.ParseAddress(cc.Registry); err != nil {
+			return nil, usage(fmt.Errorf("%w (want zookeeper://HOST:PORT[,HOST:PORT])", err))
 		}
 	}
 	cons, err := consumer.New(ctx, cc, consumer.Options{Logger: logger})
