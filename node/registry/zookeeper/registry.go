@@ -2,10 +2,13 @@
 // Apache Dubbo 3 lays it out (PROTOCOLS.md C.2–C.5), so stock Java Dubbo and
 // dubbo-go nodes find our providers and we find theirs.
 //
-// One [Registry] owns one ZooKeeper session and one event loop goroutine.
+// One [Registry] owns one ZooKeeper [Session] and one event loop goroutine.
 // Every watch notification and session change goes to that loop, which
 // re-reads the watched node, re-arms the watch and notifies listeners; so
-// listeners are called one at a time, in order. Three groups of features
+// listeners are called one at a time, in order. Roles get a Registry from
+// a configured address with [Open]; [Dial] gives a Session alone (the
+// connection, its digest credentials, its event queue) to a reader that
+// follows the registry's nodes itself, the console's catalog. Three groups of features
 // share the session:
 //
 //   - interface level (registry.Registry): Register / Unregister URL leaves
