@@ -23,6 +23,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/jsoncall"
 	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/report"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
@@ -182,8 +183,8 @@ func (f *callFlags) consumerConfig(fl *pflag.FlagSet, cfg *config.File, rc consu
 		return cc, usage(errors.New("no registry and no --url: give --registry zookeeper://HOST:PORT or --url dubbo://HOST:PORT"))
 	}
 	if cc.Registry != "" {
-		if u, err := url.Parse(cc.Registry); err != nil || u.Protocol() != "zookeeper" {
-			return cc, usage(fmt.Errorf("registry %q: want zookeeper://HOST:PORT[,HOST:PORT]", cc.Registry))
+		if _, err := zookeeper.ParseAddress(cc.Registry); err != nil {
+			return cc, usage(fmt.Errorf("%w (want zookeeper://HOST:PORT[,HOST:PORT])", err))
 		}
 	}
 	return cc, nil
@@ -282,7 +283,7 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 func connect(ctx context.Context, cc consumer.Config, mon monitor.Config, rc consumer.ReferenceConfig, logger *slog.Logger) (*caller, *consumer.Reference, error) {
 	cons, err := consumer.New(ctx, cc, consumer.Options{Logger: logger})
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to registry %s: %w", cc.Registry, err)
+		return nil, nil, fmt.Errorf("connect to registry %s: %w", url.Redact(cc.Registry), err)
 	}
 	c := &caller{cons: cons, log: logger}
 	if cc.Registry != "" || mon.Address != "" {
@@ -352,7 +353,7 @@ func describeCallError(err error) error {
 	if ex, ok := err.(*rpc.Exception); ok {
 		return fmt.Errorf("exception %s: %s", ex.Class, ex.Message)
 	}
-	return fmt.Errorf("%s: %w", generic.ErrorKind(err), err)
+	return fmt.Errorf("%s: %w", rpc.ErrorKind(err), err)
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -391,7 +391,7 @@ parameters = { "sayHello.timeout" = "5000", owner = "team-a" }
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("params %v\nwant %v", got, want)
 	}
-	if f.Provider.Weight != 50 || s[0].Interface != "org.example.Greeter" || s[0].Version != "1.0.0" {
+	if f.Provider.Weight == nil || *f.Provider.Weight != 50 || s[0].Interface != "org.example.Greeter" || s[0].Version != "1.0.0" {
 		t.Errorf("provider %+v", f.Provider)
 	}
 }

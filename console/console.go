@@ -71,7 +71,6 @@ import (
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
-	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // DefaultListen is console.listen's default.
@@ -197,11 +196,7 @@ func New(ctx context.Context, opts Options) (*Console, error) {
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	c.closers = append(c.closers, func() error { c.cat.Close(); return nil })
-	ru, err := url.Parse(opts.Registry)
-	if err != nil {
-		return nil, fmt.Errorf("console: registry address: %w", err)
-	}
-	reg, err := zookeeper.New(ru, zookeeper.Options{Logger: opts.Logger})
+	reg, err := zookeeper.Open(ctx, opts.Registry, 0, zookeeper.Options{Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}

@@ -11,17 +11,17 @@ import (
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
 	"github.com/dubbo-lab/dubbo/monitor/store"
-	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/registry"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // Error kinds: the "kind" of the console's {"error": {"kind", "message"}}
-// answers. Test calls answer with the gateway's kinds (node/generic's:
+// answers. Test calls answer with the gateway's kinds (node/rpc.s:
 // no_provider, timeout, ...); the two the console shares with them are
 // theirs, the rest are the console's own.
 const (
-	kindBadRequest = generic.KindBadRequest
-	kindOther      = generic.KindOther
+	kindBadRequest = rpc.KindBadRequest
+	kindOther      = rpc.KindOther
 
 	kindNotFound             = "not_found"
 	kindRegistryUnavailable  = "registry_unavailable"

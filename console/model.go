@@ -70,6 +70,7 @@ type ProviderView struct {
 	Group       string            `json:"group"`
 	Withdrawn   bool              `json:"withdrawn,omitempty"`
 	Params      map[string]string `json:"params"`
+	catalog.Staleness
 }
 
 // ServiceView is everything the service page shows of one interface, and
@@ -131,19 +132,19 @@ func (c *Console) providers(iface string, version, group *string) ([]ProviderVie
 	old, _ := configurator.ParseURLs(urlsOf(d.Overrides))
 	out := []ProviderView{}
 	seen := map[string]bool{}
-	for _, u := range d.ProviderURLs() {
+	for i, u := range d.ProviderURLs() {
 		v, g := u.Param(url.KeyVersion), u.Param(url.KeyGroup)
 		if !match(v, g) {
 			continue
 		}
 		rs := slices.Clone(old)
-		rs = append(rs, c.overrides(rules.ServiceKey(iface, v, g))...)
+		rs = append(rs, c.overrides(url.ColonSeparatedKey(iface, v, g))...)
 		rs = append(rs, c.overrides(u.Param("application"))...)
 		eff := configurator.NewRules(rs...).Configure(u, nil)
 		p := catalog.ProviderOf(eff)
-		seen[rules.ServiceKey(iface, v, g)+"|"+p.Address] = true
+		seen[url.ColonSeparatedKey(iface, v, g)+"|"+p.Address] = true
 		out = append(out, ProviderView{Address: p.Address, URL: p.URL, Weight: p.Weight, Enabled: p.Enabled,
-			Application: p.Application, Version: v, Group: g, Params: p.Params})
+			Application: p.Application, Version: v, Group: g, Params: p.Params, Staleness: d.Providers[i].Staleness})
 	}
 	// Providers that a rule disabled withdraw their URL: list them from
 	// the rules, so that they can be enabled again.
@@ -317,7 +318,7 @@ func (c *Console) providerKey(iface, addr string, version, group *string) (strin
 	}
 	for _, p := range ps {
 		if p.Address == addr {
-			return rules.ServiceKey(iface, p.Version, p.Group), nil
+			return url.ColonSeparatedKey(iface, p.Version, p.Group), nil
 		}
 	}
 	return "", notFound("service %s has no provider at %s", iface, addr)

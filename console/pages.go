@@ -17,6 +17,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 //go:embed templates/*.html
@@ -218,7 +219,7 @@ func newRuleKey(v ServiceView) string {
 	if len(v.Rows) > 0 {
 		ver, g = v.Rows[0].Version, v.Rows[0].Group
 	}
-	return rules.ServiceKey(v.Interface, ver, g)
+	return url.ColonSeparatedKey(v.Interface, ver, g)
 }
 
 func (c *Console) formProvider(ec echo.Context) error {

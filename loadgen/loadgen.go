@@ -18,7 +18,7 @@
 //
 // The call function does one call and reports the provider that answered;
 // Run knows nothing of Dubbo beyond classifying errors with
-// generic.ErrorKind. Latencies go into a log-linear histogram (0.4%
+// rpc.ErrorKind. Latencies go into a log-linear histogram (0.4%
 // precision, fixed memory), one per goroutine, merged at the end.
 package loadgen
 
@@ -32,7 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/node/generic"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // Options bound a run. With neither Calls nor Duration set, Run goes on
@@ -137,7 +137,7 @@ func Run(ctx context.Context, opts Options, call CallFunc) Summary {
 					w.byProvider[provider]++
 				}
 				if err != nil {
-					w.errors[generic.ErrorKind(err)]++
+					w.errors[rpc.ErrorKind(err)]++
 					failed.Add(1)
 				}
 				done.Add(1)

@@ -131,7 +131,7 @@ func runPlugin(mode string) error {
 		// A service with Dubbo settings, which reach the node in Describe.
 		svc := greeterService()
 		zero := 0
-		svc.Settings = sdk.Settings{Weight: 200, Tag: "gray", Timeout: 3 * time.Second, Retries: &zero, Executes: 4,
+		svc.Settings = sdk.Settings{Weight: new(200), Tag: "gray", Timeout: 3 * time.Second, Retries: &zero, Executes: 4,
 			Parameters: map[string]string{"owner": "team-a"}}
 		return sdk.Serve(svc)
 	case "consumer":

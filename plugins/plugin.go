@@ -21,6 +21,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -36,7 +37,7 @@ type ServiceDesc struct {
 }
 
 // Key is Dubbo's service key, [group/]interface[:version].
-func (s ServiceDesc) Key() string { return wire.ServiceKey(s.Interface, s.Version, s.Group) }
+func (s ServiceDesc) Key() string { return url.ServiceKey(s.Interface, s.Version, s.Group) }
 
 // MethodDesc is one method with its Java signature, e.g. sayHello with
 // ParamTypes [java.lang.String] and ReturnType java.lang.String.
@@ -215,7 +216,7 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	}
 	p.serves, p.methods = make(map[wire.ServiceID]bool, len(d.Services)), make(map[methodID]*method)
 	for _, s := range d.Services {
-		sd := ServiceDesc{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
+		sd := ServiceDesc{Interface: s.Interface, Version: url.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
 		for _, m := range s.Methods {
 			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType})
 		}
@@ -511,7 +512,7 @@ func (p *Plugin) lookup(inv *rpc.Invocation) (*method, error) {
 	if m := p.methods[methodID{id, inv.Method}]; m != nil {
 		return m, nil
 	}
-	key := wire.ServiceKey(inv.Service, inv.Version, inv.Group)
+	key := url.ServiceKey(inv.Service, inv.Version, inv.Group)
 	if p.serves[id] {
 		return nil, p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key, inv.Method))
 	}

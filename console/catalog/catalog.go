@@ -30,47 +30,37 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // Categories of an interface folder that the catalog follows.
 var categories = []string{"providers", "consumers", "routers", "configurators"}
 
-// Paths of one registry, from its URL's group (root "/dubbo" by default).
+// paths are the folders the catalog follows, as the registry's URL lays
+// them out (zookeeper.Layout).
 type paths struct {
 	root, services, mapping, config string
 }
 
-func pathsOf(u *url.URL) paths {
-	root := u.ParamOr(url.KeyGroup, "dubbo")
-	if !strings.HasPrefix(root, "/") {
-		root = "/" + root
-	}
-	root = strings.TrimSuffix(root, "/")
-	return paths{
-		root:     root,
-		services: "/services",
-		mapping:  root + "/mapping",
-		config:   root + "/config/dubbo",
-	}
+func pathsOf(l zookeeper.Layout) paths {
+	return paths{root: l.Root, services: l.Services, mapping: l.Mapping,
+		config: strings.TrimSuffix(l.Config, "/") + "/" + zookeeper.DefaultConfigGroup}
 }
 
 // Options configure a Catalog.
 type Options struct {
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// SessionTimeout; default 30s.
-	SessionTimeout time.Duration
 }
 
 // Catalog is the live copy. Its methods are safe for concurrent use.
 type Catalog struct {
-	conn  *zk.Conn
-	p     paths
-	addrs []string
-	log   *slog.Logger
+	sess *zookeeper.Session
+	conn *zk.Conn // sess.Conn()
+	p    paths
+	log  *slog.Logger
 
-	queue  queue
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -102,6 +92,8 @@ type state struct {
 
 type ifaceNode struct {
 	cats map[string][]*url.URL // category -> decoded URLs, sorted
+	// stale are the provider nodes left by sessions that are gone.
+	stale map[*url.URL]Staleness
 }
 
 type appInstance struct {
@@ -110,45 +102,24 @@ type appInstance struct {
 }
 
 // New connects to the registry at registryURL (zookeeper://host:port,...,
-// with user:password@ for digest auth) and starts following it.
+// with user:password@ for digest auth; see zookeeper.ParseAddress) and
+// starts following it. It does not wait for the session; see WaitLoaded.
 func New(registryURL string, opts Options) (*Catalog, error) {
-	u, err := url.Parse(registryURL)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: registry address: %w", err)
-	}
-	if u.Protocol() != "zookeeper" {
-		return nil, fmt.Errorf("catalog: registry %q: only zookeeper:// registries are supported", redactURL(u))
-	}
-	addrs := u.Addresses(2181)
-	if len(addrs) == 0 || addrs[0] == "" {
-		return nil, fmt.Errorf("catalog: registry %q has no host", redactURL(u))
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = 30 * time.Second
+	log := opts.Logger.With("component", "console-catalog")
+	sess, err := zookeeper.Dial(registryURL, zookeeper.SessionOptions{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	c := &Catalog{
-		p: pathsOf(u), addrs: addrs, log: opts.Logger.With("component", "console-catalog"),
+		sess: sess, conn: sess.Conn(), p: pathsOf(sess.Layout()), log: log,
 		done: make(chan struct{}), loaded: make(chan struct{}), since: time.Now(),
 		known: map[string]map[string]bool{}, decoded: map[string]map[string]*url.URL{},
 		state: state{ifaces: map[string]*ifaceNode{}, apps: map[string]map[string]*appInstance{},
 			mapping: map[string][]string{}, rules: map[string]string{}},
 	}
-	c.queue.init()
-	conn, _, err := zk.Connect(addrs, opts.SessionTimeout, zk.WithLogInfo(false),
-		zk.WithLogger(zkLogger{c.log}), zk.WithEventCallback(c.queue.push))
-	if err != nil {
-		return nil, fmt.Errorf("catalog: connect %s: %w", strings.Join(addrs, ","), err)
-	}
-	if user := u.Username(); user != "" {
-		if err := conn.AddAuth("digest", []byte(user+":"+u.Password())); err != nil && !errors.Is(err, zk.ErrNoServer) {
-			conn.Close()
-			return nil, fmt.Errorf("catalog: digest auth: %w", err)
-		}
-	}
-	c.conn = conn
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go c.loop(ctx)
@@ -159,7 +130,7 @@ func New(registryURL string, opts Options) (*Catalog, error) {
 func (c *Catalog) Close() {
 	c.cancel()
 	<-c.done
-	c.conn.Close()
+	c.sess.Close()
 }
 
 // WaitLoaded waits until the first full read of the registry is done.
@@ -168,7 +139,7 @@ func (c *Catalog) WaitLoaded(ctx context.Context) error {
 	case <-c.loaded:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("catalog: registry %s not read yet: %w", strings.Join(c.addrs, ","), ctx.Err())
+		return fmt.Errorf("catalog: registry %s not read yet: %w", strings.Join(c.sess.Servers(), ","), ctx.Err())
 	}
 }
 
@@ -194,7 +165,7 @@ func (c *Catalog) Health() Health {
 	for _, insts := range c.state.apps {
 		n += len(insts)
 	}
-	return Health{Servers: c.addrs, Connected: c.connected, Since: c.since, Server: c.conn.Server(), Nodes: n}
+	return Health{Servers: c.sess.Servers(), Connected: c.connected, Since: c.since, Server: c.conn.Server(), Nodes: n}
 }
 
 // Version changes whenever the copy changes.
@@ -202,34 +173,6 @@ func (c *Catalog) Version() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.state.version
-}
-
-// queue holds watch and session events from go-zookeeper's callback,
-// which must not block, for the loop.
-type queue struct {
-	mu     sync.Mutex
-	events []zk.Event
-	signal chan struct{}
-}
-
-func (q *queue) init() { q.signal = make(chan struct{}, 1) }
-
-func (q *queue) push(ev zk.Event) {
-	q.mu.Lock()
-	q.events = append(q.events, ev)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (q *queue) take() []zk.Event {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	evs := q.events
-	q.events = nil
-	return evs
 }
 
 func (c *Catalog) loop(ctx context.Context) {
@@ -241,11 +184,12 @@ func (c *Catalog) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.queue.signal:
+		case <-c.sess.Queue().Ready():
 		case <-retry.C:
 		}
 		seen := map[string]bool{}
-		for _, ev := range c.queue.take() {
+		for _, t := range c.sess.Queue().TakeAll() {
+			ev := t.Event
 			if ev.Type == zk.EventSession {
 				switch ev.State {
 				case zk.StateHasSession:
@@ -494,6 +438,12 @@ func (c *Catalog) readCategory(enc, cat string) error {
 	}
 	c.decoded[p] = now
 	registry.SortURLs(urls)
+	var stale map[*url.URL]Staleness
+	if cat == registry.CategoryProviders {
+		if stale, err = c.staleNodes(p, kids, now); err != nil {
+			return err
+		}
+	}
 	c.update(func(s *state) {
 		n := s.ifaces[iface]
 		if n == nil {
@@ -501,6 +451,9 @@ func (c *Catalog) readCategory(enc, cat string) error {
 			s.ifaces[iface] = n
 		}
 		n.cats[cat] = urls
+		if cat == registry.CategoryProviders {
+			n.stale = stale
+		}
 	})
 	return nil
 }
@@ -626,19 +579,4 @@ func (c *Catalog) update(f func(s *state)) {
 	f(&c.state)
 	c.state.version++
 	c.mu.Unlock()
-}
-
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.log.Debug(fmt.Sprintf(format, args...))
-}
-
-// redactURL hides a URL's password for messages.
-func redactURL(u *url.URL) string {
-	s := u.String()
-	if p := u.Password(); p != "" {
-		s = strings.Replace(s, ":"+p+"@", ":***@", 1)
-	}
-	return s
 }

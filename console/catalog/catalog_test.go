@@ -79,16 +79,7 @@ func TestCatalogFollowsChangesCheaply(t *testing.T) {
 			mk(fmt.Sprintf("/services/shop/10.1.0.1:%d", 30000+s), instanceData(30000+s))
 		}
 
-		c, err := New("zookeeper://"+addr, Options{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := c.WaitLoaded(ctx); err != nil {
-			t.Fatal(err)
-		}
+		c := loadedCatalog(t, addr)
 		want := Counts{Services: catalogSize, Applications: 1, Providers: catalogSize, Instances: catalogSize, Rules: catalogSize}
 		if got := c.Counts(); got != want {
 			t.Fatalf("counts after loading %+v, want %+v", got, want)
@@ -199,4 +190,20 @@ func TestCatalogFollowsChangesCheaply(t *testing.T) {
 			}
 		}
 	})
+}
+
+// loadedCatalog follows the registry at addr, read once.
+func loadedCatalog(t *testing.T, addr string) *Catalog {
+	t.Helper()
+	c, err := New("zookeeper://"+addr, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitLoaded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

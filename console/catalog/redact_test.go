@@ -23,11 +23,7 @@ func TestRedact(t *testing.T) {
 			}
 		}
 	}
-	u := dubbourl.MustParse("dubbo://u:hunter2@1.2.3.4:1/a?token=tok-1&weight=3")
-	if s := RedactURL(u); strings.Contains(s, "tok-1") || strings.Contains(s, "hunter2") || !strings.Contains(s, "weight=3") {
-		t.Errorf("RedactURL = %s", s)
-	}
-	if p := RedactParams(map[string]string{"token": "tok-1", "timeout": "5"}); p["token"] != Hidden || p["timeout"] != "5" {
+	if p := RedactParams(map[string]string{"token": "tok-1", "timeout": "5"}); p["token"] != dubbourl.Hidden || p["timeout"] != "5" {
 		t.Errorf("RedactParams = %v", p)
 	}
 }

@@ -81,12 +81,12 @@ func (c *Catalog) Browse(ctx context.Context, p string) (Node, error) {
 		n.Data = fmt.Sprintf("(%d bytes of binary data)", len(data))
 	}
 	if u := decodedURL(lastElem(real)); u != nil {
-		n.URL = RedactURL(u)
+		n.URL = u.Redacted()
 	}
 	for _, k := range kids {
 		ch := Child{Name: redactName(k)}
 		if u := decodedURL(k); u != nil {
-			ch.URL = RedactURL(u)
+			ch.URL = u.Redacted()
 		}
 		n.Children = append(n.Children, ch)
 	}
@@ -100,7 +100,7 @@ func (c *Catalog) resolve(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", p, err)
 	}
-	if ok || p == "/" || (!strings.Contains(p, Hidden) && !strings.Contains(p, neturl.QueryEscape(Hidden))) {
+	if ok || p == "/" || (!strings.Contains(p, url.Hidden) && !strings.Contains(p, neturl.QueryEscape(url.Hidden))) {
 		return p, nil
 	}
 	parent := p[:strings.LastIndex(p, "/")]

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dubbo-lab/dubbo/node/cluster"
+	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -85,6 +87,9 @@ func (c *Catalog) appendRows(out []Service, iface string, n *ifaceNode) []Servic
 		return r
 	}
 	for _, u := range n.cats["providers"] {
+		if n.stale[u].Stale {
+			continue // listed in the service's providers, marked; not counted
+		}
 		r := row(gvOf(u))
 		r.Providers++
 		if app := u.Param("application"); app != "" && !slices.Contains(r.Applications, app) {
@@ -127,6 +132,9 @@ type Provider struct {
 	Enabled     bool              `json:"enabled"`
 	Params      map[string]string `json:"params"`
 	Methods     []string          `json:"methods"`
+	// Staleness is set on a node left by a session that is gone; the
+	// service's provider counts leave such nodes out.
+	Staleness
 }
 
 // Instance is one application instance (/services/<app>/<id>).
@@ -185,27 +193,27 @@ func (c *Catalog) Service(iface string) (ServiceDetail, bool) {
 		d.Rows = c.appendRows(nil, iface, n)
 		for _, u := range n.cats["providers"] {
 			d.provURLs = append(d.provURLs, u)
-			d.Providers = append(d.Providers, ProviderOf(u))
+			p := ProviderOf(u)
+			p.Staleness = n.stale[u]
+			d.Providers = append(d.Providers, p)
 		}
 		for _, u := range n.cats["consumers"] {
-			d.Consumers = append(d.Consumers, Consumer{Address: u.Host(), URL: RedactURL(u), Application: u.Param("application"),
+			d.Consumers = append(d.Consumers, Consumer{Address: u.Host(), URL: u.Redacted(), Application: u.Param("application"),
 				Version: u.Param(url.KeyVersion), Group: u.Param(url.KeyGroup), Params: RedactParams(u.Params())})
 		}
 		for _, u := range n.cats["routers"] {
 			if u.Protocol() != "empty" {
-				d.Routers = append(d.Routers, RedactURL(u))
+				d.Routers = append(d.Routers, u.Redacted())
 			}
 		}
 		for _, u := range n.cats["configurators"] {
 			if u.Protocol() != "empty" {
-				d.Overrides = append(d.Overrides, RedactURL(u))
+				d.Overrides = append(d.Overrides, u.Redacted())
 			}
 		}
 	}
 	for _, app := range apps {
-		for _, in := range sortedInstances(app, c.state.apps[app]) {
-			d.Instances = append(d.Instances, in)
-		}
+		d.Instances = append(d.Instances, sortedInstances(app, c.state.apps[app])...)
 	}
 	if len(d.Rows) == 0 {
 		d.Rows = []Service{{Interface: iface, Providers: len(d.Instances), Applications: d.Apps, Registration: LevelApplication}}
@@ -213,25 +221,18 @@ func (c *Catalog) Service(iface string) (ServiceDetail, bool) {
 	return d, true
 }
 
-// ProviderOf describes a provider URL.
+// ProviderOf describes a provider URL. Its Staleness, a fact of the
+// node rather than of the URL, is left zero.
 func ProviderOf(u *url.URL) Provider {
 	p := Provider{
-		Address: u.Address(), URL: RedactURL(u), Application: u.Param("application"),
+		Address: u.Address(), URL: u.Redacted(), Application: u.Param("application"),
 		Version: u.Param(url.KeyVersion), Group: u.Param(url.KeyGroup),
-		Weight: u.IntParam("weight", 100), Enabled: !disabled(u), Params: RedactParams(u.Params()),
+		Weight: u.IntParam(cluster.KeyWeight, cluster.DefaultWeight), Enabled: !configurator.Disabled(u), Params: RedactParams(u.Params()),
 	}
 	if m := u.Param("methods"); m != "" {
 		p.Methods = strings.Split(m, ",")
 	}
 	return p
-}
-
-// disabled is Dubbo's test: disabled=true, or enabled=false without disabled.
-func disabled(u *url.URL) bool {
-	if u.HasParam("disabled") {
-		return u.BoolParam("disabled", false)
-	}
-	return !u.BoolParam("enabled", true)
 }
 
 // Application is one application with its instances.
@@ -337,7 +338,7 @@ func (c *Catalog) Counts() Counts {
 		if len(in.cats["providers"])+len(in.cats["consumers"]) > 0 {
 			ifaces[iface] = true
 		}
-		n.Providers += len(in.cats["providers"])
+		n.Providers += len(in.cats["providers"]) - len(in.stale)
 		n.Consumers += len(in.cats["consumers"])
 		for _, u := range in.cats["providers"] {
 			if a := u.Param("application"); a != "" {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
 	"github.com/dubbo-lab/dubbo/node/cluster/router"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // ErrInvalid is wrapped by every error about a rule the caller got wrong.
@@ -109,18 +110,14 @@ func ScopeOf(key string) string {
 	return ScopeApplication
 }
 
-// ServiceKey is the key of a service's rules: Java's colon-separated key,
-// both colons kept.
-func ServiceKey(iface, version, group string) string { return iface + ":" + version + ":" + group }
-
 // interfaceOf is the interface a service-scope YAML key names: Admin writes
 // the interface alone ("group*interface" with a group), the runtime also
 // reads "group/interface:version" and "interface:version:group".
 func interfaceOf(key string) string {
-	if i := strings.IndexAny(key, "*/"); i >= 0 {
-		key = key[i+1:]
+	if _, rest, ok := strings.Cut(key, "*"); ok {
+		key = rest
 	}
-	iface, _, _ := strings.Cut(key, ":")
+	iface, _, _ := url.ParseServiceKey(key)
 	return iface
 }
 

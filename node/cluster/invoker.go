@@ -123,20 +123,9 @@ func (c *Invoker) list(inv *rpc.Invocation) ([]ProviderInvoker, error) {
 	if len(ps) == 0 {
 		return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
 			Detail: "the directory lists no provider after routing; check that providers of " +
-				serviceName(inv) + " are running and registered and that no routing rule or override disables them"}
+				url.ServiceKey(inv.Service, inv.Version, inv.Group) + " are running and registered and that no routing rule or override disables them"}
 	}
 	return ps, nil
-}
-
-func serviceName(inv *rpc.Invocation) string {
-	s := inv.Service
-	if inv.Group != "" {
-		s = inv.Group + "/" + s
-	}
-	if inv.Version != "" {
-		s += ":" + inv.Version
-	}
-	return s
 }
 
 // balancer is the load balancer the providers' URLs ask for this method.
@@ -303,14 +292,8 @@ func withTimeout(inv *rpc.Invocation, timeout time.Duration) *rpc.Invocation {
 // categorize wraps errors that carry no rpc category, so that callers can
 // always use errors.Is with the rpc categories.
 func categorize(ctx context.Context, err error, inv *rpc.Invocation, addr string) error {
-	for _, kind := range []error{rpc.ErrNoProvider, rpc.ErrTimeout, rpc.ErrServiceNotFound, rpc.ErrPoolExhausted,
-		rpc.ErrBadRequest, rpc.ErrConnection, rpc.ErrProvider} {
-		if errors.Is(err, kind) {
-			return err
-		}
-	}
 	var ex *rpc.Exception
-	if errors.As(err, &ex) {
+	if rpc.Category(err) != nil || errors.As(err, &ex) {
 		return err
 	}
 	kind := rpc.ErrProvider

@@ -202,6 +202,7 @@ type Consumer struct {
 	meta     registry.MetadataReport   // nil: generic calls need types
 	disc     registry.ServiceDiscovery // nil: interface-level discovery only
 	infos    *infoCache
+	failures *fetchFailures // says each instance's metadata fetch failure once
 	ownsReg  func() error
 	clients  *clientPool
 	host     string
@@ -248,7 +249,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 		cfg.OnDemand.Idle = DefaultOnDemandIdle
 	}
 	c := &Consumer{cfg: cfg, log: opts.Logger, refs: make(map[string]*refSlot), onDemand: make(map[string]*onDemandRef),
-		host: url.LocalIP(), infos: newInfoCache(), regStats: opts.RegistryStats,
+		host: url.LocalIP(), infos: newInfoCache(), failures: newFetchFailures(), regStats: opts.RegistryStats,
 		window: opts.ResponseWindow, failback: opts.FailbackPeriod}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -261,25 +262,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Consumer, error) {
 	c.clients = newClientPool(c.log)
 	c.reg = opts.Registry
 	if c.reg == nil && cfg.Registry != "" {
-		ru, err := url.Parse(cfg.Registry)
-		if err != nil {
-			return nil, fmt.Errorf("consumer %s: registry address: %w", cfg.Application, err)
-		}
-		if ru.Protocol() != "zookeeper" {
-			return nil, fmt.Errorf("consumer %s: registry %q: only zookeeper:// registries are supported", cfg.Application, cfg.Registry)
-		}
-		zr, err := zookeeper.New(ru, zookeeper.Options{Logger: c.log, CacheFile: cfg.CacheFile})
-		if err != nil {
-			return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
-		}
 		// Bounded: with a cache file the consumer starts from it when the
 		// registry is down; without one it says so instead of hanging.
-		wctx, cancel := context.WithTimeout(ctx, zookeeper.DefaultConnectTimeout)
-		err = zr.WaitConnected(wctx)
-		cancel()
-		if err != nil && cfg.CacheFile == "" {
-			zr.Close()
-			return nil, fmt.Errorf("consumer %s: %w; is the registry running?", cfg.Application, err)
+		zr, err := zookeeper.Open(ctx, cfg.Registry, zookeeper.DefaultConnectTimeout,
+			zookeeper.Options{Logger: c.log, CacheFile: cfg.CacheFile})
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", cfg.Application, err)
 		}
 		c.reg, c.ownsReg = zr, zr.Close
 	}
@@ -392,7 +380,7 @@ func (r *Reference) connecting() bool {
 // is (an on-demand one is kept from then on): the first configuration of a
 // service key wins.
 func (c *Consumer) Reference(ctx context.Context, rc ReferenceConfig) (*Reference, error) {
-	key := url.ServiceKey(rc.Interface, rc.Group, rc.Version)
+	key := url.ServiceKey(rc.Interface, rc.Version, rc.Group)
 	if err := rc.validate("reference " + key); err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -442,7 +430,7 @@ func (s *refSlot) wait(ctx context.Context, key string) (*Reference, error) {
 // on-demand one (ondemand.go). Business exceptions come back in the
 // result, as from any rpc.Invoker.
 func (c *Consumer) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	key := url.ServiceKey(inv.Service, inv.Group, inv.Version)
+	key := url.ServiceKey(inv.Service, inv.Version, inv.Group)
 	c.mu.RLock()
 	if slot := c.refs[key]; slot != nil {
 		c.mu.RUnlock()

@@ -438,3 +438,22 @@ func TestConditionRule(t *testing.T) {
 		})
 	})
 }
+
+// The registry's password never shows in the error of a consumer that
+// cannot read or reach its registry.
+func TestRegistrySecretsHidden(t *testing.T) {
+	for _, address := range zktest.SecretAddresses(t) {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		c, err := consumer.New(ctx, consumer.Config{Application: "greeter-consumer", Registry: address},
+			consumer.Options{Logger: quietLogger()})
+		cancel()
+		if err == nil {
+			c.Close()
+			t.Errorf("registry %s: consumer started", address)
+			continue
+		}
+		if strings.Contains(err.Error(), zktest.Secret) {
+			t.Errorf("registry %s: error shows the password: %v", address, err)
+		}
+	}
+}

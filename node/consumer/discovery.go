@@ -119,6 +119,38 @@ func (c *infoCache) get(ctx context.Context, app, revision string, fetch func(co
 	}
 }
 
+// fetchFailures says a failed metadata fetch once per instance and
+// revision at warn, and its repeats at debug: every reference of the
+// instance's services tries, and tries again with backoff. After a
+// restart (kill -9, then start), the dead session's instance nodes name
+// the new providers' addresses until that session expires, and each of
+// them fails that way for seconds.
+type fetchFailures struct {
+	mu     sync.Mutex
+	warned map[string]string // instance (app/id) -> the revision warned about
+}
+
+func newFetchFailures() *fetchFailures { return &fetchFailures{warned: make(map[string]string)} }
+
+// level is the level to log a failed fetch of in's revision at.
+func (f *fetchFailures) level(in *metadata.Instance) slog.Level {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key, rev := in.Name+"/"+in.ID, in.Revision()
+	if w, ok := f.warned[key]; ok && w == rev {
+		return slog.LevelDebug
+	}
+	f.warned[key] = rev
+	return slog.LevelWarn
+}
+
+// resolved forgets in's failures: a later one is news again.
+func (f *fetchFailures) resolved(in *metadata.Instance) {
+	f.mu.Lock()
+	delete(f.warned, in.Name+"/"+in.ID)
+	f.mu.Unlock()
+}
+
 // discoveryCache keeps what application-level discovery found in the
 // registry's cache file; the ZooKeeper registry implements it.
 type discoveryCache interface {
@@ -337,11 +369,13 @@ func (d *appDiscovery) resolve(ctx context.Context) bool {
 			if ctx.Err() != nil {
 				return false
 			}
-			d.log.Warn("cannot get the metadata of a provider instance; keeping its last providers, will retry",
+			d.log.Log(ctx, d.r.c.failures.level(in),
+				"cannot get the metadata of a provider instance; keeping its last providers, will retry",
 				"app", in.Name, "instance", in.ID, "revision", in.Revision(), "err", err)
 			ok = false
 			continue
 		}
+		d.r.c.failures.resolved(in)
 		urls := d.r.instanceURLs(in, info)
 		d.mu.Lock()
 		d.resolved[in.Name+"/"+in.ID] = resolved{revision: in.Revision(), urls: urls}
@@ -556,7 +590,9 @@ func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instanc
 	if info.Revision != "" && info.Revision != rev {
 		// Our providers answer with their newest revision; the instance node
 		// will announce it soon, and the cache must not file it under rev.
-		return nil, release, fmt.Errorf("getMetadataInfo(%s) at %s answered revision %s", rev, addr, info.Revision)
+		return nil, release, fmt.Errorf("getMetadataInfo(%s) at %s answered revision %s: the instance node is older than "+
+			"the provider now at that address (restarted: the node goes when its old session expires, or when the provider registers anew)",
+			rev, addr, info.Revision)
 	}
 	return info, release, nil
 }

@@ -1,14 +1,20 @@
 package consumer_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 
 	"github.com/go-zookeeper/zk"
@@ -230,7 +236,8 @@ func writeInstance(t *testing.T, zc *zk.Conn, app string, port int, revision str
 		t.Fatal(err)
 	}
 	p := "/services/" + app + "/" + id
-	if _, err := zc.Set(p, data, -1); err == zk.ErrNoNode {
+	_, err = zc.Set(p, data, -1)
+	if errors.Is(err, zk.ErrNoNode) {
 		mkdirs(t, zc, "/services/"+app)
 		_, err = zc.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	}
@@ -271,4 +278,103 @@ func TestAppDiscoveryHoldsNoGoroutinePerReference(t *testing.T) {
 	t.Logf("a consumer of %d services: %d goroutines more than before it", len(refs), now-before)
 	startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
 	waitProviders(t, c, greeterRef(), 2)
+}
+
+// An instance node whose revision its provider does not answer (after a
+// kill -9 and a restart, the dead session's nodes name the new providers)
+// is reported once at warn, however many references try it and however
+// often they retry; the repeats go to debug.
+func TestMetadataFailureSaidOnce(t *testing.T) {
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	p := startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, nil)
+	v2 := providertest.Greeter(nil)
+	v2.Version = "2.0.0"
+	if err := p.Export(testCtx(t), v2); err != nil {
+		t.Fatal(err)
+	}
+	// The node now announces a revision the provider no longer serves.
+	zc := zkConn(t, zkAddr)
+	node := "/services/greeter-app/" + p.Addr()
+	data, _, err := zc.Get(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["payload"].(map[string]any)["metadata"].(map[string]any)[metadata.KeyRevision] = "0123456789abcdef"
+	if data, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zc.Set(node, data, -1); err != nil {
+		t.Fatal(err)
+	}
+
+	logs := &levelCounter{}
+	c, err := consumer.New(testCtx(t), consumer.Config{Application: "greeter-consumer", Registry: "zookeeper://" + zkAddr},
+		consumer.Options{Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	no := false
+	for _, version := range []string{"1.0.0", "2.0.0", "3.0.0"} {
+		ref := greeterRef()
+		ref.Version, ref.Check = version, &no
+		if _, err := c.Reference(testCtx(t), ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Three references, each trying more than once.
+	waitFor(t, "six failed fetches", func() bool { return logs.count(failedFetch) >= 6 })
+	if n := logs.countAt(failedFetch, slog.LevelWarn); n != 1 {
+		t.Errorf("%d warnings of %d failed fetches, want 1", n, logs.count(failedFetch))
+	}
+}
+
+const failedFetch = "cannot get the metadata of a provider instance"
+
+// levelCounter is a slog handler that counts records by message and level.
+type levelCounter struct {
+	mu sync.Mutex
+	n  map[slog.Level]map[string]int
+}
+
+func (h *levelCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *levelCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *levelCounter) WithGroup(string) slog.Handler            { return h }
+
+func (h *levelCounter) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == nil {
+		h.n = map[slog.Level]map[string]int{}
+	}
+	if h.n[r.Level] == nil {
+		h.n[r.Level] = map[string]int{}
+	}
+	h.n[r.Level][r.Message]++
+	return nil
+}
+
+// countAt counts the records at level whose message begins with prefix.
+func (h *levelCounter) countAt(prefix string, level slog.Level) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for msg, k := range h.n[level] {
+		if strings.HasPrefix(msg, prefix) {
+			n += k
+		}
+	}
+	return n
+}
+
+func (h *levelCounter) count(prefix string) int {
+	n := 0
+	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+		n += h.countAt(prefix, l)
+	}
+	return n
 }

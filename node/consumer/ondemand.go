@@ -182,12 +182,12 @@ func (c *Consumer) offered(ctx context.Context, rc ReferenceConfig) error {
 	}
 	if readErr != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("reference %s: %w", url.ServiceKey(rc.Interface, rc.Group, rc.Version), ctx.Err())
+			return fmt.Errorf("reference %s: %w", url.ServiceKey(rc.Interface, rc.Version, rc.Group), ctx.Err())
 		}
 		c.log.Debug("cannot ask the registry for providers; making the reference anyway", "interface", rc.Interface, "err", readErr)
 		return nil
 	}
-	return &rpc.CallError{Kind: rpc.ErrNoProvider, Service: url.ServiceKey(rc.Interface, rc.Group, rc.Version),
+	return &rpc.CallError{Kind: rpc.ErrNoProvider, Service: url.ServiceKey(rc.Interface, rc.Version, rc.Group),
 		Detail: "no provider of this service is registered (no provider URL of " + rc.Interface + " with this version and group, and no application registered only at application level is mapped to it); check the interface, version and group"}
 }
 

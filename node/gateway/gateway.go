@@ -38,7 +38,7 @@
 // must present Options.Token as "Authorization: Bearer <token>", and the
 // gateway refuses to listen beyond loopback without one.
 //
-// Status codes by error kind (generic.ErrorKind): bad_request 400,
+// Status codes by error kind (rpc.ErrorKind): bad_request 400,
 // service_not_found 404, exception 500 (the call worked, the business
 // method threw: a client must not mistake it for a result), provider and
 // connection 502, no_provider and pool_exhausted 503, timeout 504, other
@@ -214,15 +214,15 @@ const (
 )
 
 var statusOf = map[string]int{
-	generic.KindBadRequest:      http.StatusBadRequest,
-	generic.KindServiceNotFound: http.StatusNotFound,
-	generic.KindException:       http.StatusInternalServerError,
-	generic.KindProvider:        http.StatusBadGateway,
-	generic.KindConnection:      http.StatusBadGateway,
-	generic.KindNoProvider:      http.StatusServiceUnavailable,
-	generic.KindPoolExhausted:   http.StatusServiceUnavailable,
-	generic.KindTimeout:         http.StatusGatewayTimeout,
-	generic.KindOther:           http.StatusInternalServerError,
+	rpc.KindBadRequest:      http.StatusBadRequest,
+	rpc.KindServiceNotFound: http.StatusNotFound,
+	rpc.KindException:       http.StatusInternalServerError,
+	rpc.KindProvider:        http.StatusBadGateway,
+	rpc.KindConnection:      http.StatusBadGateway,
+	rpc.KindNoProvider:      http.StatusServiceUnavailable,
+	rpc.KindPoolExhausted:   http.StatusServiceUnavailable,
+	rpc.KindTimeout:         http.StatusGatewayTimeout,
+	rpc.KindOther:           http.StatusInternalServerError,
 }
 
 func (s *Server) invoke(c echo.Context) error {
@@ -326,7 +326,7 @@ func parseTimeout(s string) (time.Duration, error) {
 }
 
 func badRequest(c echo.Context, msg string) error {
-	return refuse(c, http.StatusBadRequest, generic.KindBadRequest, msg)
+	return refuse(c, http.StatusBadRequest, rpc.KindBadRequest, msg)
 }
 
 func refuse(c echo.Context, status int, kind, msg string) error {
@@ -335,7 +335,7 @@ func refuse(c echo.Context, status int, kind, msg string) error {
 
 // writeError answers with the status and JSON of err's kind.
 func writeError(c echo.Context, err error) error {
-	kind := generic.ErrorKind(err)
+	kind := rpc.ErrorKind(err)
 	detail := errorDetail{Kind: kind, Message: err.Error()}
 	var ex *rpc.Exception
 	if errors.As(err, &ex) {
@@ -355,12 +355,12 @@ func (s *Server) handleEchoError(err error, c echo.Context) {
 	if errors.As(err, &he) {
 		code, msg = he.Code, fmt.Sprint(he.Message)
 	}
-	kind := generic.KindOther
+	kind := rpc.KindOther
 	switch code {
 	case http.StatusNotFound:
-		kind, msg = generic.KindBadRequest, "no such endpoint; use POST /invoke/<interface>/<method> with a JSON array of arguments"
+		kind, msg = rpc.KindBadRequest, "no such endpoint; use POST /invoke/<interface>/<method> with a JSON array of arguments"
 	case http.StatusMethodNotAllowed:
-		kind = generic.KindBadRequest
+		kind = rpc.KindBadRequest
 	}
 	if code >= 500 {
 		s.log.Error("gateway request failed", "path", c.Request().URL.Path, "err", err)

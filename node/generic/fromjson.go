@@ -80,9 +80,9 @@ func convert(t typeName, v any, path string) (any, error) {
 	if t.dims > 0 {
 		return convertArray(t, v, path)
 	}
-	k, known := kinds[t.name]
+	k, known := conversions[t.name]
 	if !known {
-		k = kindPOJO
+		k = convPOJO
 	}
 	if v == nil {
 		if primitive[t.name] {
@@ -91,42 +91,42 @@ func convert(t typeName, v any, path string) (any, error) {
 		return nil, nil
 	}
 	switch k {
-	case kindString:
+	case convString:
 		if s, ok := v.(string); ok {
 			return s, nil
 		}
-	case kindChar:
+	case convChar:
 		if s, ok := v.(string); ok {
 			if len(utf16.Encode([]rune(s))) != 1 {
 				return nil, want(path, t, v, "a char is one UTF-16 unit")
 			}
 			return s, nil
 		}
-	case kindInt, kindShort, kindByte, kindLong:
+	case convInt, convShort, convByte, convLong:
 		if n, ok := v.(json.Number); ok {
 			return integer(t, k, n, path)
 		}
-	case kindDouble, kindFloat:
+	case convDouble, convFloat:
 		if n, ok := v.(json.Number); ok {
 			f, err := strconv.ParseFloat(string(n), 64)
-			if err != nil || k == kindFloat && math.Abs(f) > math.MaxFloat32 {
+			if err != nil || k == convFloat && math.Abs(f) > math.MaxFloat32 {
 				return nil, want(path, t, v, "out of range")
 			}
 			return f, nil
 		}
-	case kindBool:
+	case convBool:
 		if b, ok := v.(bool); ok {
 			return b, nil
 		}
-	case kindObject:
+	case convObject:
 		return natural(v, path)
-	case kindDate:
+	case convDate:
 		return date(t, v, path)
-	case kindMap:
+	case convMap:
 		if m, ok := v.(map[string]any); ok {
 			return convertMap(t, m, path)
 		}
-	case kindList:
+	case convList:
 		if l, ok := v.([]any); ok {
 			et, err := argType(t, 0, path)
 			if err != nil {
@@ -140,7 +140,7 @@ func convert(t typeName, v any, path string) (any, error) {
 			}
 			return out, nil
 		}
-	case kindPOJO:
+	case convPOJO:
 		switch x := v.(type) {
 		case map[string]any:
 			return pojo(t, x, path)
@@ -173,16 +173,16 @@ func convertOrNatural(t *typeName, v any, path string) (any, error) {
 	return convert(*t, v, path)
 }
 
-var intRanges = map[kind][2]int64{
-	kindByte:  {math.MinInt8, math.MaxInt8},
-	kindShort: {math.MinInt16, math.MaxInt16},
-	kindInt:   {math.MinInt32, math.MaxInt32},
-	kindLong:  {math.MinInt64, math.MaxInt64},
+var intRanges = map[conversion][2]int64{
+	convByte:  {math.MinInt8, math.MaxInt8},
+	convShort: {math.MinInt16, math.MaxInt16},
+	convInt:   {math.MinInt32, math.MaxInt32},
+	convLong:  {math.MinInt64, math.MaxInt64},
 }
 
 // integer accepts integral numbers in any JSON spelling (42, 4.2e1, 42.0)
 // within the range of the Java type.
-func integer(t typeName, k kind, n json.Number, path string) (any, error) {
+func integer(t typeName, k conversion, n json.Number, path string) (any, error) {
 	r := intRanges[k]
 	i, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil {
@@ -200,7 +200,7 @@ func integer(t typeName, k kind, n json.Number, path string) (any, error) {
 	if i < r[0] || i > r[1] {
 		return nil, want(path, t, n, "out of range")
 	}
-	if k == kindLong {
+	if k == convLong {
 		return i, nil
 	}
 	return int32(i), nil
@@ -258,8 +258,8 @@ func convertMap(t typeName, m map[string]any, path string) (any, error) {
 }
 
 func keepsStringKey(t typeName) bool {
-	k, known := kinds[t.name]
-	return t.dims == 0 && known && (k == kindString || k == kindObject)
+	k, known := conversions[t.name]
+	return t.dims == 0 && known && (k == convString || k == convObject)
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -219,50 +219,51 @@ func (t typeName) String() string {
 	return s + strings.Repeat("[]", t.dims)
 }
 
-// kind is the conversion a Java class name selects.
-type kind int
+// conversion is what a Java class name selects: how a JSON value
+// becomes a value of that class.
+type conversion int
 
 const (
-	kindPOJO kind = iota
-	kindString
-	kindChar
-	kindInt
-	kindShort
-	kindByte
-	kindLong
-	kindDouble
-	kindFloat
-	kindBool
-	kindObject
-	kindDate
-	kindMap
-	kindList
+	convPOJO conversion = iota
+	convString
+	convChar
+	convInt
+	convShort
+	convByte
+	convLong
+	convDouble
+	convFloat
+	convBool
+	convObject
+	convDate
+	convMap
+	convList
 )
 
-// kinds lists every class with a fixed conversion; all others are POJOs.
-// Boxes and primitives share a kind; primitives are marked in primitive.
-var kinds = map[string]kind{
-	"java.lang.String": kindString, "String": kindString, "java.lang.CharSequence": kindString,
-	"char": kindChar, "java.lang.Character": kindChar, "Character": kindChar,
-	"int": kindInt, "java.lang.Integer": kindInt, "Integer": kindInt,
-	"short": kindShort, "java.lang.Short": kindShort, "Short": kindShort,
-	"byte": kindByte, "java.lang.Byte": kindByte, "Byte": kindByte,
-	"long": kindLong, "java.lang.Long": kindLong, "Long": kindLong,
-	"double": kindDouble, "java.lang.Double": kindDouble, "Double": kindDouble,
-	"float": kindFloat, "java.lang.Float": kindFloat, "Float": kindFloat,
-	"boolean": kindBool, "java.lang.Boolean": kindBool, "Boolean": kindBool,
-	"java.lang.Object": kindObject, "Object": kindObject, "java.io.Serializable": kindObject,
-	"java.lang.Number": kindObject,
-	"java.util.Date":   kindDate,
-	"java.util.Map":    kindMap, "Map": kindMap, "java.util.HashMap": kindMap, "HashMap": kindMap,
-	"java.util.LinkedHashMap": kindMap, "java.util.TreeMap": kindMap, "java.util.SortedMap": kindMap,
-	"java.util.concurrent.ConcurrentHashMap": kindMap, "java.util.concurrent.ConcurrentMap": kindMap,
-	"java.util.Hashtable": kindMap,
-	"java.util.List":      kindList, "List": kindList, "java.util.ArrayList": kindList, "ArrayList": kindList,
-	"java.util.LinkedList": kindList, "java.util.Collection": kindList, "java.util.Set": kindList,
-	"java.util.HashSet": kindList, "java.util.LinkedHashSet": kindList, "java.util.TreeSet": kindList,
-	"java.util.SortedSet": kindList, "java.lang.Iterable": kindList, "java.util.Queue": kindList,
-	"java.util.Deque": kindList, "java.util.ArrayDeque": kindList,
+// conversions lists every class with a fixed conversion; all others are
+// POJOs. Boxes and primitives share one; primitives are marked in primitive.
+var conversions = map[string]conversion{
+	"java.lang.String": convString, "String": convString, "java.lang.CharSequence": convString,
+	"char": convChar, "java.lang.Character": convChar, "Character": convChar,
+	"int": convInt, "java.lang.Integer": convInt, "Integer": convInt,
+	"short": convShort, "java.lang.Short": convShort, "Short": convShort,
+	"byte": convByte, "java.lang.Byte": convByte, "Byte": convByte,
+	"long": convLong, "java.lang.Long": convLong, "Long": convLong,
+	"double": convDouble, "java.lang.Double": convDouble, "Double": convDouble,
+	"float": convFloat, "java.lang.Float": convFloat, "Float": convFloat,
+	"boolean": convBool, "java.lang.Boolean": convBool, "Boolean": convBool,
+	"java.lang.Object": convObject, "Object": convObject, "java.io.Serializable": convObject,
+	"java.lang.Number": convObject,
+	"java.util.Date":   convDate,
+	"java.util.Map":    convMap, "Map": convMap, "java.util.HashMap": convMap, "HashMap": convMap,
+	"java.util.LinkedHashMap": convMap, "java.util.TreeMap": convMap, "java.util.SortedMap": convMap,
+	"java.util.concurrent.ConcurrentHashMap": convMap, "java.util.concurrent.ConcurrentMap": convMap,
+	"java.util.Hashtable": convMap,
+	"java.util.List":      convList, "List": convList, "java.util.ArrayList": convList, "ArrayList": convList,
+	"java.util.LinkedList": convList, "java.util.Collection": convList, "java.util.Set": convList,
+	"java.util.HashSet": convList, "java.util.LinkedHashSet": convList, "java.util.TreeSet": convList,
+	"java.util.SortedSet": convList, "java.lang.Iterable": convList, "java.util.Queue": convList,
+	"java.util.Deque": convList, "java.util.ArrayDeque": convList,
 }
 
 var primitive = map[string]bool{

@@ -56,7 +56,7 @@ func Reference(refs []consumer.ReferenceConfig, iface, method string, s Settings
 		if exact < 0 {
 			keys := make([]string, len(matches))
 			for i, r := range matches {
-				keys[i] = url.ServiceKey(r.Interface, r.Group, r.Version)
+				keys[i] = url.ServiceKey(r.Interface, r.Version, r.Group)
 			}
 			return rc, fmt.Errorf("the config has %d references to %s (%s); give the version and group of the one to call",
 				len(matches), iface, strings.Join(keys, ", "))

@@ -77,7 +77,7 @@ func requestKey(req *protocol.Request) string {
 	if version == "" {
 		version = req.Version
 	}
-	return url.ServiceKey(req.Path, req.Attachment(url.KeyGroup), version)
+	return url.ServiceKey(req.Path, version, req.Attachment(url.KeyGroup))
 }
 
 // serve answers req. With finish set, a call of an AsyncInvoker's service

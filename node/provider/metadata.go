@@ -32,7 +32,7 @@ func newMetadataService(app string) *metadataService {
 	ms.info.Store(metadata.NewInfo(app, nil))
 	get := Method{Name: "getMetadataInfo", ParamTypes: []string{"java.lang.String"}, ReturnType: metadataInfoClass}
 	ms.exporter = &exporter{
-		key: url.ServiceKey(MetadataServiceInterface, app, MetadataServiceVersion),
+		key: url.ServiceKey(MetadataServiceInterface, MetadataServiceVersion, app),
 		svc: Service{
 			Interface: MetadataServiceInterface,
 			Version:   MetadataServiceVersion,

@@ -91,9 +91,9 @@ type Config struct {
 	// value is used as is. Default "": no token.
 	Token string `koanf:"token"`
 	// Weight is the load-balancing weight written in every provider URL
-	// whose service sets none. Default 0: not written, so consumers use
-	// Dubbo's 100.
-	Weight int `koanf:"weight"`
+	// whose service sets none; 0 gives them no calls while others have
+	// weight. Default: not written, so consumers use Dubbo's 100.
+	Weight *int `koanf:"weight"`
 	// Services are settings of exported services, matched by interface
 	// (and version and group when given); the most specific table wins,
 	// and its values win over the service's own (a plugin's). In
@@ -168,8 +168,8 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("provider.register-mode: %q: use interface, instance or all", c.RegisterMode)
 	}
-	if c.Weight < 0 {
-		return fmt.Errorf("provider.weight: %d is negative", c.Weight)
+	if c.Weight != nil && *c.Weight < 0 {
+		return fmt.Errorf("provider.weight: %d is negative", *c.Weight)
 	}
 	if err := c.Protocol.validate(); err != nil {
 		return err
@@ -181,7 +181,7 @@ func (c Config) Validate() error {
 		if err := s.validate(key); err != nil {
 			return err
 		}
-		id := s.Interface + "\x00" + normalVersion(s.Version) + "\x00" + s.Group
+		id := url.ServiceKey(s.Interface, s.Version, s.Group)
 		if j, dup := seen[id]; dup {
 			return fmt.Errorf("%s.interface: %s (version %q, group %q) has settings in provider.services[%d] already", key, s.Interface, s.Version, s.Group, j)
 		}
@@ -302,114 +302,142 @@ type Provider struct {
 }
 
 // Start opens the dubbo server and, when a registry is configured, the
-// registry session. Services are added with Export.
-func Start(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+// registry session. Services are added with Export. A start that fails
+// undoes the steps it had taken.
+func Start(ctx context.Context, cfg Config, opts Options) (_ *Provider, err error) {
+	if cfg, err = cfg.withDefaults(); err != nil {
 		return nil, err
 	}
 	p := &Provider{cfg: cfg, log: opts.Logger, exporters: make(map[string]*exporter), offline: map[string]bool{}, delayed: map[string]*delayedExport{}, regStats: opts.RegistryStats}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
+	var undo unwind
+	defer func() {
+		if err != nil {
+			undo.run()
+		}
+	}()
 
-	bindHost, regHost, anyhost := hosts(cfg.Protocol.Host)
-	if cfg.Protocol.RegistryHost != "" {
-		regHost = cfg.Protocol.RegistryHost
+	ln, err := p.listen()
+	if err != nil {
+		return nil, err
 	}
-	port := cfg.Protocol.Port
-	if port < 0 {
-		port = 0
+	undo.add(func() { ln.Close() })
+	if !opts.NoStatistics {
+		p.rec = stats.NewRecorder(stats.Config{Side: stats.Provider, Application: cfg.Application, Host: p.host, Port: p.port})
 	}
+	if err := p.startPool(); err != nil {
+		return nil, err
+	}
+	undo.add(func() { p.closePool() })
+	if err := p.startServer(ln); err != nil {
+		return nil, err
+	}
+	undo.add(func() { p.server.Close() })
+	if err := p.connectRegistry(ctx, opts); err != nil {
+		return nil, err
+	}
+	if p.ownsReg != nil {
+		undo.add(func() { p.ownsReg() })
+	}
+	p.log = p.log.With("provider", p.Addr(), "application", cfg.Application)
+	if p.reg != nil {
+		if err := p.startConfigurators(ctx); err != nil {
+			return nil, err
+		}
+	}
+	p.log.Info("provider started", "registry", url.Redact(cfg.Registry), "register_mode", cfg.RegisterMode)
+	return p, nil
+}
+
+// unwind is the undo list of a start: each step that succeeds adds how to
+// undo it, and a start that fails runs them, last first.
+type unwind []func()
+
+func (u *unwind) add(f func()) { *u = append(*u, f) }
+
+func (u unwind) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// listen binds the dubbo server's port and decides the address to
+// register: the bound one unless protocol.registry-host and registry-port
+// say otherwise.
+func (p *Provider) listen() (net.Listener, error) {
+	pc := p.cfg.Protocol
+	bindHost, regHost, anyhost := hosts(pc.Host)
+	if pc.RegistryHost != "" {
+		regHost = pc.RegistryHost
+	}
+	port := max(pc.Port, 0) // -1 picks a free port
 	ln, err := net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: listen on %s:%d: %w; pick a free [protocol] port or -1 for any",
-			cfg.Application, bindHost, port, err)
+			p.cfg.Application, bindHost, port, err)
 	}
 	p.bound = ln.Addr()
 	p.port = ln.Addr().(*net.TCPAddr).Port
-	if cfg.Protocol.RegistryPort > 0 {
-		p.port = cfg.Protocol.RegistryPort
+	if pc.RegistryPort > 0 {
+		p.port = pc.RegistryPort
 	}
 	p.host, p.anyhost = regHost, anyhost
-	if !opts.NoStatistics {
-		p.rec = stats.NewRecorder(stats.Config{Side: stats.Provider, Application: cfg.Application, Host: regHost, Port: p.port})
-	}
-	where := net.JoinHostPort(regHost, strconv.Itoa(p.port))
-	p.pool, err = dispatch.NewPool(dispatch.PoolConfig{
-		Type: cfg.Protocol.ThreadPool, Threads: cfg.Protocol.Threads, Queues: cfg.Protocol.Queues,
-		Name: "DubboServerHandler-" + where, Where: "dubbo://" + where,
+	return ln, nil
+}
+
+// startPool makes the business pool and the dispatcher in front of it.
+func (p *Provider) startPool() error {
+	pc := p.cfg.Protocol
+	pool, err := dispatch.NewPool(dispatch.PoolConfig{
+		Type: pc.ThreadPool, Threads: pc.Threads, Queues: pc.Queues,
+		Name: "DubboServerHandler-" + p.Addr(), Where: "dubbo://" + p.Addr(),
 	})
 	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("provider %s: %w", cfg.Application, err)
+		return fmt.Errorf("provider %s: %w", p.cfg.Application, err)
 	}
-	p.poolBase = p.pool.Stats().Max
-	if p.disp, err = dispatch.NewDispatcher(cfg.Protocol.Dispatcher, p.pool); err != nil {
-		ln.Close()
-		p.pool.Close()
-		return nil, fmt.Errorf("provider %s: %w", cfg.Application, err)
+	disp, err := dispatch.NewDispatcher(pc.Dispatcher, pool)
+	if err != nil {
+		pool.Close()
+		return fmt.Errorf("provider %s: %w", p.cfg.Application, err)
 	}
-	p.metadata = newMetadataService(cfg.Application)
-	p.server, err = transport.Serve(ln, p, transport.ServerConfig{
-		Payload:          cfg.Protocol.Payload,
-		Accepts:          cfg.Protocol.Accepts,
-		FrameTimeout:     cfg.Protocol.FrameTimeout,
-		BodyMemory:       cfg.Protocol.BodyMemory,
-		HeartbeatTimeout: 3 * cfg.Protocol.Heartbeat,
+	p.pool, p.poolBase, p.disp = pool, pool.Stats().Max, disp
+	return nil
+}
+
+// startServer starts the dubbo server on ln, with Dubbo's MetadataService.
+func (p *Provider) startServer(ln net.Listener) error {
+	pc := p.cfg.Protocol
+	p.metadata = newMetadataService(p.cfg.Application)
+	server, err := transport.Serve(ln, p, transport.ServerConfig{
+		Payload:          pc.Payload,
+		Accepts:          pc.Accepts,
+		FrameTimeout:     pc.FrameTimeout,
+		BodyMemory:       pc.BodyMemory,
+		HeartbeatTimeout: 3 * pc.Heartbeat,
 		Dispatcher:       p.disp,
-		PoolOnly:         cfg.Protocol.PoolOnly,
+		PoolOnly:         pc.PoolOnly,
 		OnConnect:        p.onConnect,
 		OnDisconnect:     p.onDisconnect,
 		Logger:           p.log,
 	})
 	if err != nil {
-		ln.Close()
-		p.closePool()
-		return nil, fmt.Errorf("provider %s: %w", cfg.Application, err)
+		return fmt.Errorf("provider %s: %w", p.cfg.Application, err)
 	}
-	if err := p.connectRegistry(ctx, opts); err != nil {
-		p.server.Close()
-		p.closePool()
-		return nil, err
-	}
-	p.log = p.log.With("provider", where, "application", cfg.Application)
-	if p.reg != nil {
-		if err := p.startConfigurators(ctx); err != nil {
-			p.server.Close()
-			p.closePool()
-			if p.ownsReg != nil {
-				p.ownsReg()
-			}
-			return nil, err
-		}
-	}
-	p.log.Info("provider started", "registry", cfg.Registry, "register_mode", cfg.RegisterMode)
-	return p, nil
+	p.server = server
+	return nil
 }
 
+// connectRegistry opens the configured registry unless opts gives one.
 func (p *Provider) connectRegistry(ctx context.Context, opts Options) error {
 	p.reg = opts.Registry
 	if p.reg == nil && p.cfg.Registry != "" {
-		ru, err := url.Parse(p.cfg.Registry)
-		if err != nil {
-			return fmt.Errorf("provider %s: registry address: %w", p.cfg.Application, err)
-		}
-		if ru.Protocol() != "zookeeper" {
-			return fmt.Errorf("provider %s: registry %q: only zookeeper:// registries are supported", p.cfg.Application, p.cfg.Registry)
-		}
-		zr, err := zookeeper.New(ru, zookeeper.Options{Logger: p.log})
-		if err != nil {
-			return fmt.Errorf("provider %s: %w", p.cfg.Application, err)
-		}
 		// Bounded, so a provider pointed at a dead registry fails its start
 		// with a message instead of hanging.
-		wctx, cancel := context.WithTimeout(ctx, registryConnectWait)
-		err = zr.WaitConnected(wctx)
-		cancel()
+		zr, err := zookeeper.Open(ctx, p.cfg.Registry, registryConnectWait, zookeeper.Options{Logger: p.log})
 		if err != nil {
-			zr.Close()
-			return fmt.Errorf("provider %s: %w; is the registry running?", p.cfg.Application, err)
+			return fmt.Errorf("provider %s: %w", p.cfg.Application, err)
 		}
 		p.reg, p.ownsReg = zr, zr.Close
 	}
@@ -596,7 +624,7 @@ func (p *Provider) export(ctx context.Context, e *exporter) error {
 // Unexport stops serving the service and removes it from the registry.
 // Calls in flight finish; new ones get "not found".
 func (p *Provider) Unexport(ctx context.Context, iface, version, group string) error {
-	key := url.ServiceKey(iface, group, version)
+	key := url.ServiceKey(iface, version, group)
 	p.regMu.Lock()
 	defer p.regMu.Unlock()
 	delayed := p.cancelDelayed(key)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
@@ -167,7 +168,7 @@ func TestProviderToken(t *testing.T) {
 }
 
 func TestProviderURL(t *testing.T) {
-	p := startProvider(t, provider.Config{Application: "demo", Weight: 50})
+	p := startProvider(t, provider.Config{Application: "demo", Weight: new(50)})
 	u := p.URLs()[0]
 	want := map[string]string{
 		"anyhost": "false", "application": "demo", "deprecated": "false", "dubbo": "2.0.2", "dynamic": "true",
@@ -273,5 +274,46 @@ func TestProviderRegistersAndShutsDown(t *testing.T) {
 	}
 	if err := p.Export(ctx, providertest.Greeter(nil)); !errors.Is(err, provider.ErrShutdown) {
 		t.Fatalf("export after shutdown: %v", err)
+	}
+}
+
+// The registry's password never shows: not in the error of a start that
+// cannot read or reach the registry, not in the log of one that can.
+func TestRegistrySecretsHidden(t *testing.T) {
+	for _, address := range zktest.SecretAddresses(t) {
+		cfg := provider.Config{Application: "greeter-app", Registry: address}
+		cfg.Protocol.Host, cfg.Protocol.Port = "127.0.0.1", -1
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		p, err := provider.Start(ctx, cfg, provider.Options{Logger: quietLogger()})
+		cancel()
+		if err == nil {
+			p.Close()
+			t.Errorf("registry %s: provider started", address)
+			continue
+		}
+		if strings.Contains(err.Error(), zktest.Secret) {
+			t.Errorf("registry %s: error shows the password: %v", address, err)
+		}
+	}
+
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	var logs syncbuf.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := provider.Config{Application: "greeter-app", Registry: "zookeeper://admin:" + zktest.Secret + "@" + zkAddr + "?password=" + zktest.Secret}
+	cfg.Protocol.Host, cfg.Protocol.Port = "127.0.0.1", -1
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := provider.Start(ctx, cfg, provider.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Export(ctx, providertest.Greeter(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); strings.Contains(out, zktest.Secret) || !strings.Contains(out, "admin:***@") {
+		t.Errorf("provider log shows the password, or not the registry:\n%s", out)
 	}
 }

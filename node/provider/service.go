@@ -87,7 +87,7 @@ func (p *Provider) newExporter(svc Service) (*exporter, error) {
 		return nil, fmt.Errorf("provider: service needs an Interface and an Invoker (got interface %q)", svc.Interface)
 	}
 	e := &exporter{
-		key:     url.ServiceKey(svc.Interface, svc.Group, svc.Version),
+		key:     url.ServiceKey(svc.Interface, svc.Version, svc.Group),
 		svc:     svc,
 		methods: make(map[string][]Method, len(svc.Methods)),
 		running: make(map[string]*atomic.Int32, len(svc.Methods)),
@@ -128,8 +128,8 @@ func (p *Provider) newExporter(svc Service) (*exporter, error) {
 // Params over them, the matching [[provider.services]] table over those.
 func (p *Provider) settingsParams(svc Service) map[string]string {
 	out := map[string]string{}
-	if p.cfg.Weight > 0 {
-		out[settings.KeyWeight] = strconv.Itoa(p.cfg.Weight)
+	if p.cfg.Weight != nil {
+		out[settings.KeyWeight] = strconv.Itoa(*p.cfg.Weight)
 	}
 	if p.cfg.Token != "" {
 		out[settings.KeyToken] = p.cfg.Token

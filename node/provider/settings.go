@@ -11,6 +11,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/provider/settings"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // KeyThreads is the provider URL parameter with the pool size, which an
@@ -32,7 +33,7 @@ type ServiceConfig struct {
 
 // matches says whether c applies to the service iface, version, group.
 func (c *ServiceConfig) matches(iface, version, group string) bool {
-	return c.Interface == iface && (c.Version == "" || normalVersion(c.Version) == normalVersion(version)) &&
+	return c.Interface == iface && (c.Version == "" || url.NormalVersion(c.Version) == url.NormalVersion(version)) &&
 		(c.Group == "" || c.Group == group)
 }
 
@@ -46,14 +47,6 @@ func (c *ServiceConfig) specificity() int {
 		n++
 	}
 	return n
-}
-
-// normalVersion maps the versions Java treats as none to "".
-func normalVersion(v string) string {
-	if v == "0.0.0" || v == "*" {
-		return ""
-	}
-	return v
 }
 
 // serviceConfig is the [[provider.services]] table that applies to the
@@ -112,22 +105,19 @@ func (c *ServiceConfig) validate(key string) error {
 	}
 	for _, d := range []struct {
 		name string
-		d    time.Duration
-	}{{"timeout", c.Timeout}, {"warmup", c.Warmup}, {"delay", c.Delay}} {
-		if d.d < 0 {
-			return fmt.Errorf("%s.%s: %s is negative", key, d.name, d.d)
+		d    *time.Duration
+	}{{"timeout", &c.Timeout}, {"warmup", c.Warmup}, {"delay", &c.Delay}} {
+		if d.d != nil && *d.d < 0 {
+			return fmt.Errorf("%s.%s: %s is negative", key, d.name, *d.d)
 		}
 	}
 	for _, n := range []struct {
 		name string
-		n    int
-	}{{"weight", c.Weight}, {"executes", c.Executes}, {"actives", c.Actives}} {
-		if n.n < 0 {
-			return fmt.Errorf("%s.%s: %d is negative", key, n.name, n.n)
+		n    *int
+	}{{"weight", c.Weight}, {"retries", c.Retries}, {"executes", &c.Executes}, {"actives", &c.Actives}} {
+		if n.n != nil && *n.n < 0 {
+			return fmt.Errorf("%s.%s: %d is negative", key, n.name, *n.n)
 		}
-	}
-	if c.Retries != nil && *c.Retries < 0 {
-		return fmt.Errorf("%s.retries: %d is negative", key, *c.Retries)
 	}
 	if c.LoadBalance != "" && !slices.Contains(loadbalance.Names(), c.LoadBalance) {
 		return fmt.Errorf("%s.loadbalance: unknown load balancer %q; known: %s", key, c.LoadBalance, strings.Join(loadbalance.Names(), ", "))

@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
+	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/provider/settings"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // startBare starts a provider on a free loopback port with nothing exported.
@@ -45,14 +48,14 @@ func retries(n int) *int { return &n }
 // wins over the service's own parameters (a plugin's), which win over the
 // node's provider.weight; the most specific table wins.
 func TestServiceSettingsInURL(t *testing.T) {
-	cfg := provider.Config{Weight: 70, Services: []provider.ServiceConfig{
+	cfg := provider.Config{Weight: new(70), Services: []provider.ServiceConfig{
 		{Interface: providertest.GreeterInterface, Settings: settings.Settings{
-			Weight: 300, Tag: "gray", Timeout: 3 * time.Second, Retries: retries(0), LoadBalance: "roundrobin",
-			Warmup: time.Minute, Executes: 8, Actives: 4, Parameters: map[string]string{"sayHello.timeout": "5000", "owner": "team-a"},
+			Weight: new(300), Tag: "gray", Timeout: 3 * time.Second, Retries: retries(0), LoadBalance: "roundrobin",
+			Warmup: new(time.Minute), Executes: 8, Actives: 4, Parameters: map[string]string{"sayHello.timeout": "5000", "owner": "team-a"},
 		}},
 		// More specific: the version's table wins for 2.0.0.
-		{Interface: providertest.GreeterInterface, Version: "2.0.0", Settings: settings.Settings{Weight: 5}},
-		{Interface: "org.example.Other", Settings: settings.Settings{Weight: 1}},
+		{Interface: providertest.GreeterInterface, Version: "2.0.0", Settings: settings.Settings{Weight: new(5)}},
+		{Interface: "org.example.Other", Settings: settings.Settings{Weight: new(1)}},
 	}}
 	p := startBare(t, cfg)
 	greeter := providertest.Greeter(nil)
@@ -137,10 +140,10 @@ func TestServiceSettingsRefused(t *testing.T) {
 		{"unknown load balancer", provider.Config{Services: []provider.ServiceConfig{{Interface: "a.B",
 			Settings: settings.Settings{LoadBalance: "roundrobbin"}}}},
 			`provider.services[0].loadbalance: unknown load balancer "roundrobbin"; known: consistenthash, leastactive, p2c, random, roundrobin, shortestresponse`},
-		{"no interface", provider.Config{Services: []provider.ServiceConfig{{Settings: settings.Settings{Weight: 1}}}},
+		{"no interface", provider.Config{Services: []provider.ServiceConfig{{Settings: settings.Settings{Weight: new(1)}}}},
 			"provider.services[0].interface: missing"},
 		{"negative weight", provider.Config{Services: []provider.ServiceConfig{{Interface: "a.B",
-			Settings: settings.Settings{Weight: -1}}}}, "provider.services[0].weight: -1 is negative"},
+			Settings: settings.Settings{Weight: new(-1)}}}}, "provider.services[0].weight: -1 is negative"},
 		{"reserved parameter", provider.Config{Services: []provider.ServiceConfig{{Interface: "a.B",
 			Settings: settings.Settings{Parameters: map[string]string{"version": "2"}}}}},
 			"provider.services[0].parameters: parameter version: written by the provider"},
@@ -357,5 +360,42 @@ func TestDelayedExport(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	if us := p.URLs(); len(us) != 0 {
 		t.Fatalf("exported although unexported during its delay: %v", us)
+	}
+}
+
+// A setting whose 0 means something else than unset is registered as 0,
+// as Java writes it: warmup = 0 is no warm-up (absent, consumers ramp the
+// weight up for Dubbo's 10 minutes), weight = 0 no calls (absent, 100),
+// retries = 0 no retry (absent, 2). Unset, none is written.
+func TestZeroSettingsRegistered(t *testing.T) {
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	zero, zeroDuration := 0, time.Duration(0)
+	p := startBare(t, provider.Config{Application: "greeter-app", Registry: "zookeeper://" + zkAddr,
+		Services: []provider.ServiceConfig{{Interface: "org.example.Zero",
+			Settings: settings.Settings{Warmup: &zeroDuration, Weight: &zero, Retries: &zero}}}})
+	for _, iface := range []string{"org.example.Zero", "org.example.Unset"} {
+		svc := providertest.Greeter(nil)
+		svc.Interface = iface
+		export(t, p, svc)
+	}
+	zc := zkConn(t, zkAddr)
+	for iface, want := range map[string]map[string]string{
+		"org.example.Zero":  {"warmup": "0", "weight": "0", "retries": "0"},
+		"org.example.Unset": {},
+	} {
+		children, _, err := zc.Children("/dubbo/" + iface + "/providers")
+		if err != nil || len(children) != 1 {
+			t.Fatalf("%s providers %v %v", iface, children, err)
+		}
+		u, err := url.Decode(children[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"warmup", "weight", "retries"} {
+			v, ok := want[k]
+			if u.HasParam(k) != ok || u.Param(k) != v {
+				t.Errorf("%s registered %s=%q (present %v), want %q (present %v)", iface, k, u.Param(k), u.HasParam(k), v, ok)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package rpc holds the few types every step of a Dubbo call shares: the
 // Invocation a caller makes, the Result it gets back, the Invoker that turns
-// one into the other, and the error categories users test with errors.Is.
+// one into the other, and the error categories users test with errors.Is
+// with the kinds they are reported under (errors.go).
 //
 // The call path is a chain of Invokers: the consumer's cluster invoker wraps
 // the directory, routers and load balancer and finally calls a protocol
@@ -8,11 +9,7 @@
 // up the service and calls its handler, which is an Invoker too.
 package rpc
 
-import (
-	"context"
-	"errors"
-	"fmt"
-)
+import "context"
 
 // Invocation is one call of one method.
 type Invocation struct {
@@ -87,62 +84,4 @@ type InvokerFunc func(ctx context.Context, inv *Invocation) (*Result, error)
 // Invoke calls f.
 func (f InvokerFunc) Invoke(ctx context.Context, inv *Invocation) (*Result, error) {
 	return f(ctx, inv)
-}
-
-// Error categories. Every error returned along the call path wraps one of
-// them (with the service, method and address involved) so callers can use
-// errors.Is.
-var (
-	// ErrNoProvider: no provider is available for the service after routing.
-	ErrNoProvider = errors.New("no provider available")
-	// ErrTimeout: the call did not complete within its timeout.
-	ErrTimeout = errors.New("call timed out")
-	// ErrServiceNotFound: the provider does not export the service or method.
-	ErrServiceNotFound = errors.New("service not found")
-	// ErrPoolExhausted: the provider's business thread pool refused the call.
-	ErrPoolExhausted = errors.New("provider thread pool exhausted")
-	// ErrBadRequest: the request could not be encoded, decoded or was refused
-	// (payload too large, bad token, unsupported serialization).
-	ErrBadRequest = errors.New("bad request")
-	// ErrConnection: the connection to the provider failed or closed.
-	ErrConnection = errors.New("connection to provider failed")
-	// ErrProvider: the provider failed to process the call (status 70/80/50).
-	ErrProvider = errors.New("provider error")
-)
-
-// CallError wraps one failure with the call it belongs to.
-type CallError struct {
-	Kind    error  // one of the Err* categories above
-	Service string // interface
-	Method  string
-	Address string // provider host:port, if one was chosen
-	Detail  string // what happened, in words
-}
-
-func (e *CallError) Error() string {
-	where := e.Service + "." + e.Method
-	if e.Address != "" {
-		where += " at " + e.Address
-	}
-	if e.Detail == "" {
-		return fmt.Sprintf("%s: %s", where, e.Kind)
-	}
-	return fmt.Sprintf("%s: %s: %s", where, e.Kind, e.Detail)
-}
-
-// Unwrap lets errors.Is match the category.
-func (e *CallError) Unwrap() error { return e.Kind }
-
-// Retryable reports whether a failover cluster may retry err on another
-// provider: everything except business exceptions and bad requests, as in
-// Dubbo, where only RpcExceptions that are not biz exceptions are retried.
-func Retryable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ex *Exception
-	if errors.As(err, &ex) {
-		return false
-	}
-	return !errors.Is(err, ErrBadRequest)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -329,15 +330,24 @@ func rawConn(t *testing.T, addr string) net.Conn {
 
 func readFrame(t *testing.T, conn net.Conn) []byte {
 	t.Helper()
+	f, err := nextFrame(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// nextFrame is readFrame for any goroutine.
+func nextFrame(conn net.Conn) ([]byte, error) {
 	hdr := make([]byte, 16)
 	if _, err := io.ReadFull(conn, hdr); err != nil {
-		t.Fatalf("reading header: %v", err)
+		return nil, fmt.Errorf("reading header: %w", err)
 	}
 	body := make([]byte, binary.BigEndian.Uint32(hdr[12:]))
 	if _, err := io.ReadFull(conn, body); err != nil {
-		t.Fatalf("reading body: %v", err)
+		return nil, fmt.Errorf("reading body: %w", err)
 	}
-	return append(hdr, body...)
+	return append(hdr, body...), nil
 }
 
 func TestHeartbeatBytes(t *testing.T) {
@@ -574,7 +584,6 @@ func TestDialClosedPort(t *testing.T) {
 // frozenPeer is a provider that the test reads and answers by hand, so it
 // can stop doing either, as a SIGSTOPped process does.
 type frozenPeer struct {
-	t    *testing.T
 	conn net.Conn
 	enc  *protocol.Encoder
 }
@@ -587,31 +596,53 @@ func acceptPeer(t *testing.T, ln net.Listener) *frozenPeer {
 	}
 	t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	return &frozenPeer{t: t, conn: conn, enc: protocol.NewEncoder(0)}
+	return &frozenPeer{conn: conn, enc: protocol.NewEncoder(0)}
 }
 
 // answer reads one frame and answers it if it is a two-way request; it
 // returns the frame's flags.
-func (p *frozenPeer) answer() byte {
-	p.t.Helper()
-	f := readFrame(p.t, p.conn)
+func (p *frozenPeer) answer() (byte, error) {
+	f, err := nextFrame(p.conn)
+	if err != nil {
+		return 0, err
+	}
 	id := int64(binary.BigEndian.Uint64(f[4:12]))
 	var out []byte
 	switch f[2] {
 	case 0xe2: // heartbeat
 		out = rawFrame(0x22, 20, id, []byte{0x4e})
 	case 0xc2:
-		var err error
 		if out, err = p.enc.AppendResponse(nil, &protocol.Response{ID: id, Value: "Hello, world"}); err != nil {
-			p.t.Fatal(err)
+			return 0, err
 		}
 	}
 	if out != nil {
 		if _, err := p.conn.Write(out); err != nil {
-			p.t.Fatal(err)
+			return 0, err
 		}
 	}
-	return f[2]
+	return f[2], nil
+}
+
+// answerAsync answers one frame on another goroutine; its error, nil once
+// it answered, comes on the channel.
+func (p *frozenPeer) answerAsync() <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.answer()
+		done <- err
+	}()
+	return done
+}
+
+// answerOne is answer in the test's goroutine.
+func (p *frozenPeer) answerOne(t *testing.T) byte {
+	t.Helper()
+	flags, err := p.answer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flags
 }
 
 func TestFrozenProviderUnavailable(t *testing.T) {
@@ -638,8 +669,11 @@ func TestFrozenProviderUnavailable(t *testing.T) {
 			if up := <-states; !up {
 				t.Fatal("first state change is not available")
 			}
-			go p.answer()
+			answered := p.answerAsync()
 			callHello(t, c, "world")
+			if err := <-answered; err != nil {
+				t.Fatal(err)
+			}
 
 			// The provider freezes: it neither reads nor answers.
 			calls := make(chan error, 1)
@@ -665,10 +699,10 @@ func TestFrozenProviderUnavailable(t *testing.T) {
 			// It thaws: the call (unless it timed out) and the probe heartbeat
 			// are waiting in its socket, and the first answer makes the client
 			// available again.
-			if flags := p.answer(); flags != 0xc2 {
+			if flags := p.answerOne(t); flags != 0xc2 {
 				t.Fatalf("first frame after the freeze has flags %02x, want the call (c2)", flags)
 			}
-			if flags := p.answer(); flags != 0xe2 {
+			if flags := p.answerOne(t); flags != 0xe2 {
 				t.Fatalf("second frame after the freeze has flags %02x, want the probe heartbeat (e2)", flags)
 			}
 			select {
@@ -687,8 +721,11 @@ func TestFrozenProviderUnavailable(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("call during the freeze: %v", err)
 			}
-			go p.answer()
+			answered = p.answerAsync()
 			callHello(t, c, "world")
+			if err := <-answered; err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }

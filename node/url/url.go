@@ -10,7 +10,10 @@
 // agree on node names. [URL.Encode] and [Decode] turn a URL into a ZooKeeper
 // node name and back. [URL.ServiceKey] and [URL.ColonSeparatedKey] give the
 // two service keys Dubbo uses: the exporter key a provider routes calls by,
-// and the config-center rule key.
+// and the config-center rule key; the functions [ServiceKey],
+// [ParseServiceKey] and [ColonSeparatedKey] build and split them from
+// interface, version and group, always in that order. [URL.Redacted]
+// prints a URL with its secrets hidden, for logs, errors and pages.
 package url
 
 import (
@@ -79,7 +82,8 @@ func New(protocol, host string, port int, path string, params map[string]string)
 }
 
 // Parse parses a Dubbo URL. Like Java's URL.valueOf it does not unescape
-// anything: parameter values stay as written (see ParamUnescaped).
+// anything: parameter values stay as written (see ParamUnescaped). Its
+// errors quote s with its secrets hidden, as Redacted hides them.
 func Parse(s string) (*URL, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -93,7 +97,7 @@ func Parse(s string) (*URL, error) {
 	}
 	i := strings.Index(rest, "://")
 	if i <= 0 {
-		return nil, fmt.Errorf("%w %q: missing protocol (want protocol://host...)", ErrInvalid, s)
+		return nil, fmt.Errorf("%w %q: missing protocol (want protocol://host...)", ErrInvalid, redactRaw(s))
 	}
 	u.protocol, rest = rest[:i], rest[i+3:]
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
@@ -111,14 +115,14 @@ func Parse(s string) (*URL, error) {
 	for _, item := range strings.Split(rest, ",") {
 		hp, err := parseHostPort(strings.TrimSpace(item))
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %w", ErrInvalid, s, err)
+			return nil, fmt.Errorf("%w %q: %w", ErrInvalid, redactRaw(s), err)
 		}
 		u.hosts = append(u.hosts, hp)
 	}
 	if len(u.hosts) > 1 {
 		for _, hp := range u.hosts {
 			if hp.host == "" {
-				return nil, fmt.Errorf("%w %q: empty host in address list", ErrInvalid, s)
+				return nil, fmt.Errorf("%w %q: empty host in address list", ErrInvalid, redactRaw(s))
 			}
 		}
 	}

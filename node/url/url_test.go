@@ -3,6 +3,7 @@ package url
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -249,6 +250,110 @@ func TestServiceKeys(t *testing.T) {
 		}
 		if got := u.ColonSeparatedKey(); got != tt.colonKey {
 			t.Errorf("ColonSeparatedKey(%q) = %q, want %q", tt.in, got, tt.colonKey)
+		}
+	}
+}
+
+// TestServiceKeyParts: the service key from its parts, in Dubbo's order
+// interface, version, group, and back.
+func TestServiceKeyParts(t *testing.T) {
+	tests := []struct {
+		iface, version, group string
+		key                   string
+		// parsed is what ParseServiceKey gives back when it differs from
+		// the parts: the versions that mean none are not in the key.
+		parsed [3]string
+	}{
+		{iface: "a.B", key: "a.B"},
+		{iface: "a.B", version: "0.0.0", key: "a.B", parsed: [3]string{"a.B", "", ""}},
+		{iface: "a.B", version: "*", key: "a.B", parsed: [3]string{"a.B", "", ""}},
+		{iface: "a.B", version: "1.0.0", key: "a.B:1.0.0"},
+		{iface: "a.B", group: "g", key: "g/a.B"},
+		{iface: "a.B", version: "1.0.0", group: "g", key: "g/a.B:1.0.0"},
+	}
+	for _, tt := range tests {
+		if k := ServiceKey(tt.iface, tt.version, tt.group); k != tt.key {
+			t.Errorf("ServiceKey(%q, %q, %q) = %q, want %q", tt.iface, tt.version, tt.group, k, tt.key)
+		}
+		want := [3]string{tt.iface, tt.version, tt.group}
+		if tt.parsed != [3]string{} {
+			want = tt.parsed
+		}
+		if i, v, g := ParseServiceKey(tt.key); [3]string{i, v, g} != want {
+			t.Errorf("ParseServiceKey(%q) = %q %q %q, want %q", tt.key, i, v, g, want)
+		}
+	}
+	// Rule keys come in the colon-separated form too.
+	for key, want := range map[string][3]string{
+		"a.B:1.0.0:g":   {"a.B", "1.0.0", "g"},
+		"a.B::g":        {"a.B", "", "g"},
+		"a.B:1.0.0:":    {"a.B", "1.0.0", ""},
+		"g/a.B:1.0.0:h": {"a.B", "1.0.0", "g"},
+	} {
+		if i, v, g := ParseServiceKey(key); [3]string{i, v, g} != want {
+			t.Errorf("ParseServiceKey(%q) = %q %q %q, want %q", key, i, v, g, want)
+		}
+	}
+}
+
+func BenchmarkServiceKey(b *testing.B) {
+	b.ReportAllocs()
+	var k string
+	for b.Loop() {
+		k = ServiceKey("org.example.Greeter", "1.0.0", "g1")
+	}
+	if k != "g1/org.example.Greeter:1.0.0" {
+		b.Fatal(k)
+	}
+}
+
+// TestRedacted: what a URL shows in logs, errors and pages: no password,
+// no value of a secret parameter, everything else as String prints it.
+func TestRedacted(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"zookeeper://admin:hunter2@10.0.0.1:2181,10.0.0.2:2181?backup=10.0.0.3",
+			"zookeeper://admin:***@10.0.0.1:2181,10.0.0.2:2181?backup=10.0.0.3"},
+		{"zookeeper://127.0.0.1:2181?username=admin&password=hunter2",
+			"zookeeper://127.0.0.1:2181?password=***&username=admin"},
+		{"dubbo://u:pw@1.2.3.4:1/a?token=tok-1&weight=3&Access-Key=k&db.Passwd=p&secretName=s&credentials=c&accesskey=a",
+			"dubbo://u:***@1.2.3.4:1/a?Access-Key=***&accesskey=***&credentials=***&db.Passwd=***&secretName=***&token=***&weight=3"},
+		{"dubbo://1.2.3.4:1/a?token=&timeout=5", "dubbo://1.2.3.4:1/a?timeout=5&token="}, // nothing to hide
+		{"zookeeper://admin@127.0.0.1:2181", "zookeeper://admin@127.0.0.1:2181"},
+	}
+	for _, tt := range tests {
+		u := MustParse(tt.in)
+		before := u.String()
+		if got := u.Redacted(); got != tt.want {
+			t.Errorf("Redacted(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if u.String() != before {
+			t.Errorf("Redacted changed the URL: %q, was %q", u.String(), before)
+		}
+	}
+}
+
+// A URL that does not parse is quoted in the error without its secrets.
+func TestParseErrorHidesSecrets(t *testing.T) {
+	for _, in := range []string{
+		"zookeeper://admin:hunter2@127.0.0.1:99999",
+		"zookeeper://admin:hunter2@127.0.0.1:2181,,10.0.0.2:2181",
+		"admin:hunter2@127.0.0.1:2181",
+		"zookeeper://127.0.0.1:2181:1?password=hunter2&x=1",
+		"127.0.0.1:2181?token=hunter2",
+	} {
+		_, err := Parse(in)
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded", in)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), Hidden) {
+			t.Errorf("Parse(%q): %v", in, err)
+		}
+		if r := Redact(in); strings.Contains(r, "hunter2") || !strings.Contains(r, Hidden) {
+			t.Errorf("Redact(%q) = %q", in, r)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -171,7 +172,7 @@ func (c *Caller) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 // returns the value. A business exception is returned as the error, a
 // *rpc.Exception, so returning it from a handler passes it on unchanged.
 func (c *Caller) Call(ctx context.Context, service, method string, paramTypes []string, args ...any) (any, error) {
-	iface, version, group := wire.ParseServiceKey(service)
+	iface, version, group := url.ParseServiceKey(service)
 	inv := &rpc.Invocation{Service: iface, Version: version, Group: group, Method: method, ParamTypes: paramTypes, Args: args}
 	res, err := c.Invoke(ctx, inv)
 	if err != nil {

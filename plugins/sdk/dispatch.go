@@ -15,6 +15,7 @@ import (
 	hessian "github.com/apache/dubbo-go-hessian2"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -117,8 +118,8 @@ func NewDispatcher(services ...Service) (*Dispatcher, error) {
 }
 
 func newService(s Service) (*service, wire.Service, error) {
-	desc := wire.Service{Interface: s.Interface, Version: wire.NormalVersion(s.Version), Group: s.Group}
-	key := wire.ServiceKey(s.Interface, s.Version, s.Group)
+	desc := wire.Service{Interface: s.Interface, Version: url.NormalVersion(s.Version), Group: s.Group}
+	key := url.ServiceKey(s.Interface, s.Version, s.Group)
 	if s.Handler == nil {
 		return nil, desc, errorf("service %s has no Handler", key)
 	}
@@ -336,7 +337,7 @@ func (d *Dispatcher) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Resu
 func (d *Dispatcher) invoke(ctx context.Context, inv *rpc.Invocation, svc *service, m *method) (*rpc.Result, error) {
 	if svc == nil {
 		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
-			Detail: "this plugin does not serve " + wire.ServiceKey(inv.Service, inv.Version, inv.Group)}
+			Detail: "this plugin does not serve " + url.ServiceKey(inv.Service, inv.Version, inv.Group)}
 	}
 	if m == nil {
 		return nil, &rpc.CallError{Kind: rpc.ErrServiceNotFound, Service: inv.Service, Method: inv.Method,
@@ -447,7 +448,7 @@ func (d *Dispatcher) description() *wire.Description { return &d.desc }
 // [group/]interface[:version], by Dubbo method name; nil if it is not
 // served. Handler tests use it to check the Java types derived for them.
 func (d *Dispatcher) Signatures(service string) map[string]Signature {
-	svc := d.services[wire.IDOf(wire.ParseServiceKey(service))]
+	svc := d.services[wire.IDOf(url.ParseServiceKey(service))]
 	if svc == nil {
 		return nil
 	}

@@ -130,7 +130,7 @@ type Service struct {
 // Settings are Dubbo's settings of one service, by Java's names:
 //
 //	sdk.Service{Interface: "org.example.Greeter", Handler: Greeter{},
-//		Settings: sdk.Settings{Weight: 200, Tag: "gray", Timeout: 3 * time.Second, Executes: 10}}
+//		Settings: sdk.Settings{Weight: new(200), Tag: "gray", Timeout: 3 * time.Second, Executes: 10}}
 //
 // A negative number or a malformed parameter makes Serve fail at once.
 type Settings = settings.Settings

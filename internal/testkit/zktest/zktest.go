@@ -6,6 +6,7 @@ package zktest
 import (
 	"context"
 	"log/slog"
+	"net"
 	"testing"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
@@ -54,4 +55,36 @@ func Both(t *testing.T, fn func(t *testing.T, zkAddr string)) {
 		}
 		fn(t, apachezk.Start(t, apachezk.Options{}).Addr())
 	})
+}
+
+// Unreachable is a loopback address where nothing listens: a registry
+// that does not answer.
+func Unreachable(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// Secret is the password in SecretAddresses.
+const Secret = "s3cret"
+
+// SecretAddresses are registry addresses carrying Secret (as
+// user:password@ and as a parameter) that a node cannot use: one whose
+// registry does not answer, one that does not parse, one without a host,
+// one of a registry other than ZooKeeper. The errors a node gives about
+// them must not show Secret.
+func SecretAddresses(t testing.TB) []string {
+	dead := Unreachable(t)
+	return []string{
+		"zookeeper://admin:" + Secret + "@" + dead,
+		"zookeeper://" + dead + "?username=admin&password=" + Secret,
+		"zookeeper://admin:" + Secret + "@127.0.0.1:99999",
+		"zookeeper://admin:" + Secret + "@",
+		"etcd://admin:" + Secret + "@" + dead,
+	}
 }

@@ -234,7 +234,7 @@ func Parse(data []byte) (Rules, error) {
 			o.Parameters[k] = fmt.Sprint(v)
 		}
 		if y.Scope == "service" {
-			o.Service, o.Group, o.Version = splitServiceKey(y.Key)
+			o.Service, o.Version, o.Group = url.ParseServiceKey(y.Key)
 		} else {
 			o.Services = it.Services
 			// The application a rule is keyed by is the one it configures:
@@ -246,23 +246,6 @@ func Parse(data []byte) (Rules, error) {
 		out = append(out, o)
 	}
 	return NewRules(out...), nil
-}
-
-// splitServiceKey reads "group/interface:version" as Dubbo's ConfigParser;
-// the colon form "interface:version:group" of config-center keys also works.
-func splitServiceKey(key string) (iface, group, version string) {
-	if g, rest, ok := strings.Cut(key, "/"); ok {
-		group, key = g, rest
-	}
-	parts := strings.Split(key, ":")
-	iface = parts[0]
-	if len(parts) > 1 {
-		version = parts[1]
-	}
-	if len(parts) > 2 && group == "" {
-		group = parts[2]
-	}
-	return iface, group, version
 }
 
 // conditionKeys select URLs in an old override URL; they are not

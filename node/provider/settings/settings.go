@@ -33,11 +33,14 @@ const (
 // Settings are Dubbo's settings of one service. The provider writes them
 // into the service's URL as Java's ServiceConfig does, so consumers read
 // them there, and enforces executes, delay and token itself. The zero
-// value of each field leaves it unset.
+// value of each field leaves it unset; the settings whose 0 means
+// something else than unset (weight, retries, warmup) are pointers, so
+// that 0 is written as Java writes it.
 type Settings struct {
-	// Weight is the load-balancing weight (weight). Default: the node's
+	// Weight is the load-balancing weight (weight); 0 gives the provider
+	// no calls while others have weight. Default: the node's
 	// provider.weight, else 100.
-	Weight int `koanf:"weight"`
+	Weight *int `koanf:"weight"`
 	// Tag is the static tag consumers route by (dubbo.tag). Default none.
 	Tag string `koanf:"tag"`
 	// Timeout is the consumers' timeout of each attempt, unless they set
@@ -50,8 +53,8 @@ type Settings struct {
 	// own (loadbalance). Default random.
 	LoadBalance string `koanf:"loadbalance"`
 	// Warmup is how long after export consumers ramp this provider's
-	// weight up (warmup, in ms). Default 10m.
-	Warmup time.Duration `koanf:"warmup"`
+	// weight up (warmup, in ms); 0 is no warm-up. Default 10m.
+	Warmup *time.Duration `koanf:"warmup"`
 	// Token makes callers present a token (token): "true" or "default" a
 	// random one, "false" none, anything else that value. Default: the
 	// node's provider.token.
@@ -81,18 +84,23 @@ func (s Settings) Params() map[string]string {
 	if p == nil {
 		p = map[string]string{}
 	}
-	for k, n := range map[string]int{KeyWeight: s.Weight, KeyExecutes: s.Executes, KeyActives: s.Actives} {
+	for k, n := range map[string]int{KeyExecutes: s.Executes, KeyActives: s.Actives} {
 		if n != 0 {
 			p[k] = strconv.Itoa(n)
 		}
 	}
-	for k, d := range map[string]time.Duration{KeyTimeout: s.Timeout, KeyWarmup: s.Warmup, KeyDelay: s.Delay} {
+	for k, d := range map[string]time.Duration{KeyTimeout: s.Timeout, KeyDelay: s.Delay} {
 		if d != 0 {
 			p[k] = strconv.FormatInt(d.Milliseconds(), 10)
 		}
 	}
-	if s.Retries != nil {
-		p[KeyRetries] = strconv.Itoa(*s.Retries)
+	for k, n := range map[string]*int{KeyWeight: s.Weight, KeyRetries: s.Retries} {
+		if n != nil {
+			p[k] = strconv.Itoa(*n)
+		}
+	}
+	if s.Warmup != nil {
+		p[KeyWarmup] = strconv.FormatInt(s.Warmup.Milliseconds(), 10)
 	}
 	for k, v := range map[string]string{KeyTag: s.Tag, KeyLoadBalance: s.LoadBalance, KeyToken: s.Token} {
 		if v != "" {

@@ -17,8 +17,11 @@ func TestParams(t *testing.T) {
 		want map[string]string
 	}{
 		{"none", Settings{}, map[string]string{}},
-		{"all", Settings{Weight: 200, Tag: "gray", Timeout: 1500 * time.Millisecond, Retries: &zero, LoadBalance: "leastactive",
-			Warmup: 2 * time.Minute, Token: "secret", Executes: 10, Actives: 3, Delay: 5 * time.Second,
+		// 0 is a value for these (no warm-up, no calls, no retry), not unset.
+		{"zeros", Settings{Weight: &zero, Warmup: new(time.Duration(0)), Retries: &zero, Timeout: 0, Executes: 0},
+			map[string]string{"weight": "0", "warmup": "0", "retries": "0"}},
+		{"all", Settings{Weight: new(200), Tag: "gray", Timeout: 1500 * time.Millisecond, Retries: &zero, LoadBalance: "leastactive",
+			Warmup: new(2 * time.Minute), Token: "secret", Executes: 10, Actives: 3, Delay: 5 * time.Second,
 			Parameters: map[string]string{"weight": "1", "sayHello.timeout": "300"}},
 			map[string]string{"weight": "200", "dubbo.tag": "gray", "timeout": "1500", "retries": "0", "loadbalance": "leastactive",
 				"warmup": "120000", "token": "secret", "executes": "10", "actives": "3", "delay": "5000", "sayHello.timeout": "300"}},
@@ -36,8 +39,8 @@ func TestCheck(t *testing.T) {
 		s    Settings
 		want string
 	}{
-		{Settings{Weight: 5, Parameters: map[string]string{"sticky": "true"}}, ""},
-		{Settings{Weight: -5}, `parameter weight: "-5" is not a non-negative integer`},
+		{Settings{Weight: new(5), Parameters: map[string]string{"sticky": "true"}}, ""},
+		{Settings{Weight: new(-5)}, `parameter weight: "-5" is not a non-negative integer`},
 		{Settings{Retries: &neg}, `parameter retries: "-1"`},
 		{Settings{Parameters: map[string]string{"interface": "x"}}, "parameter interface: written by the provider"},
 		{Settings{Parameters: map[string]string{"a b": "x"}}, `parameter "a b": not a URL parameter name`},

@@ -85,6 +85,8 @@ func excludedParam(k string) bool {
 }
 
 // ServiceKey is Java's [group/]interface[:version] (BaseServiceMetadata.buildServiceKey).
+// Unlike url.ServiceKey it keeps a version "0.0.0": the revision hashes
+// it, and must come out as Java's does.
 func (s *ServiceInfo) ServiceKey() string {
 	k := s.Name
 	if s.Group != "" {
@@ -163,16 +165,10 @@ func (m *Info) CalcRevision() string {
 }
 
 // Serves reports whether s is the service iface of group and version, as a
-// reference asks for it; Java's "0.0.0" and "" both mean no version.
+// reference asks for it, its version compared as the provider routes it
+// (url.NormalVersion).
 func (s *ServiceInfo) Serves(iface, group, version string) bool {
-	return s.Name == iface && s.Group == group && normVersion(s.Version) == normVersion(version)
-}
-
-func normVersion(v string) string {
-	if v == "0.0.0" {
-		return ""
-	}
-	return v
+	return s.Name == iface && s.Group == group && url.NormalVersion(s.Version) == url.NormalVersion(version)
 }
 
 // ProviderURL rebuilds the provider URL of s served at host:port by app

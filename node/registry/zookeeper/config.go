@@ -34,7 +34,7 @@ type configWatch struct {
 
 // ConfigPath is the node of key in the default group.
 func (r *Registry) ConfigPath(key string) string {
-	return joinPath(r.set.configRoot, DefaultConfigGroup, key)
+	return joinPath(r.set.Config, DefaultConfigGroup, key)
 }
 
 // Watch calls fn with the current content of key when it exists, then on
@@ -72,14 +72,14 @@ func (r *Registry) watchData(ctx context.Context, p string, fn ConfigFunc) (canc
 		return nil, err
 	}
 	return func() {
-		r.queue.push(task{fn: func() {
+		r.sess.Queue().Push(Task{Run: func() {
 			if c := r.configs[p]; c != nil {
 				delete(c.fns, id)
 				if len(c.fns) == 0 {
 					delete(r.configs, p) // the armed watch fires once more, unheard
 				}
 			}
-		}, done: make(chan struct{})})
+		}, Done: make(chan struct{})})
 	}, nil
 }
 

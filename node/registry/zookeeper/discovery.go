@@ -24,12 +24,12 @@ import (
 
 // InstancePath is the node of one instance of app.
 func (r *Registry) InstancePath(app, id string) string {
-	return joinPath(r.set.servicesRoot, app, id)
+	return joinPath(r.set.Services, app, id)
 }
 
 // MappingPath is the node listing the applications that provide iface.
 func (r *Registry) MappingPath(iface string) string {
-	return joinPath("/dubbo", "mapping", iface)
+	return joinPath(r.set.Mapping, iface)
 }
 
 // metadataRoot is where the metadata report lives.
@@ -305,7 +305,7 @@ type instanceWatch struct {
 // if ZooKeeper answers) and after every change, from the registry's loop.
 // It returns a function that stops the watch.
 func (r *Registry) WatchInstances(ctx context.Context, app string, fn InstancesFunc) (cancel func(), err error) {
-	p := joinPath(r.set.servicesRoot, app)
+	p := joinPath(r.set.Services, app)
 	var id int
 	err = r.do(ctx, func() {
 		r.nextID++
@@ -326,14 +326,14 @@ func (r *Registry) WatchInstances(ctx context.Context, app string, fn InstancesF
 		return nil, fmt.Errorf("watch instances of %s: %w", app, err)
 	}
 	return func() {
-		r.queue.push(task{fn: func() {
+		r.sess.Queue().Push(Task{Run: func() {
 			if w := r.watchers[p]; w != nil {
 				delete(w.fns, id)
 				if len(w.fns) == 0 {
 					delete(r.watchers, p)
 				}
 			}
-		}, done: make(chan struct{})})
+		}, Done: make(chan struct{})})
 	}, nil
 }
 

@@ -3,57 +3,17 @@ package zookeeper
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// task is one unit of loop work: a ZooKeeper event, or a function that a
-// caller wants run in the loop (fn, then close done).
-type task struct {
-	ev   zk.Event
-	fn   func()
-	done chan struct{}
-}
-
-// taskQueue is unbounded because go-zookeeper's event callback must never
-// block, and losing a watch event would lose a change for good.
-type taskQueue struct {
-	mu     sync.Mutex
-	items  []task
-	signal chan struct{} // capacity 1: "items is not empty"
-}
-
-func (q *taskQueue) init() { q.signal = make(chan struct{}, 1) }
-
-func (q *taskQueue) push(t task) {
-	q.mu.Lock()
-	q.items = append(q.items, t)
-	q.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (q *taskQueue) pushEvent(ev zk.Event) { q.push(task{ev: ev}) }
-
-func (q *taskQueue) takeAll() []task {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items
-}
-
 // do runs fn in the loop and waits for it. If ctx ends first, fn may still
 // run later; callers only pass functions for which that is harmless.
 func (r *Registry) do(ctx context.Context, fn func()) error {
-	t := task{fn: fn, done: make(chan struct{})}
-	r.queue.push(t)
+	t := Task{Run: fn, Done: make(chan struct{})}
+	r.sess.Queue().Push(t)
 	select {
-	case <-t.done:
+	case <-t.Done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -70,18 +30,18 @@ func (r *Registry) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.queue.signal:
+		case <-r.sess.Queue().Ready():
 		}
-		for _, t := range r.queue.takeAll() {
+		for _, t := range r.sess.Queue().TakeAll() {
 			if ctx.Err() != nil {
 				return
 			}
-			if t.fn != nil {
-				t.fn()
-				close(t.done)
+			if t.Run != nil {
+				t.Run()
+				close(t.Done)
 				continue
 			}
-			r.handle(t.ev)
+			r.handle(t.Event)
 		}
 	}
 }
@@ -148,7 +108,7 @@ func (r *Registry) onSession(state zk.State) {
 // migration rule group, so admin tools find the tree they expect.
 func (r *Registry) ensureConfigRoots() {
 	for _, group := range []string{DefaultConfigGroup, "DUBBO_SERVICEDISCOVERY_MIGRATION"} {
-		if err := r.ensurePath(joinPath(r.set.configRoot, group), false); err != nil {
+		if err := r.ensurePath(joinPath(r.set.Config, group), false); err != nil {
 			r.log.Debug("config-center folder not created", "group", group, "err", err)
 		}
 	}
@@ -193,12 +153,4 @@ func (r *Registry) retry(all bool) (nodes, watches int) {
 		}
 	}
 	return nodes, watches
-}
-
-// zkLogger sends go-zookeeper's log lines to slog at debug level: it logs
-// every reconnection attempt, which the registry reports itself.
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.log.Debug("go-zookeeper: " + fmt.Sprintf(format, args...))
 }

@@ -35,14 +35,29 @@ type Options struct {
 // DefaultConnectTimeout is Options.ConnectTimeout's default.
 const DefaultConnectTimeout = 5 * time.Second
 
+// Layout is where a registry keeps what in ZooKeeper (PROTOCOLS.md
+// C.2–C.5), as its URL says.
+type Layout struct {
+	// Root holds a folder per interface: "/" + the group parameter,
+	// /dubbo by default ("/" when the group is "/").
+	Root string
+	// Services holds a folder per application: the rootPath parameter,
+	// else the root when a group is given, else /services.
+	Services string
+	// Config is the config center: "/" + the namespace parameter +
+	// "/config", /dubbo/config by default. Rule documents are in its
+	// DefaultConfigGroup folder.
+	Config string
+	// Mapping holds the interface → applications mapping: /dubbo/mapping.
+	Mapping string
+}
+
 // settings is what the registry URL says, parsed once.
 type settings struct {
 	servers        []string // host:port, every host of the URL and of "backup"
 	user, password string   // digest auth when user != ""
-	root           string   // "/dubbo"; "/" when group is "/"
-	servicesRoot   string   // application-level root, "/services" by default
-	configRoot     string   // "/dubbo/config"
 	sessionTimeout time.Duration
+	Layout
 }
 
 func parseSettings(u *dubbourl.URL) (settings, error) {
@@ -52,32 +67,33 @@ func parseSettings(u *dubbourl.URL) (settings, error) {
 		password: u.Password(),
 	}
 	if len(s.servers) == 0 || s.servers[0] == "" {
-		return s, fmt.Errorf("zookeeper registry %s: no host (want zookeeper://host:port[,host:port...])", redact(u))
+		return s, fmt.Errorf("zookeeper registry %s: no host (want zookeeper://host:port[,host:port...])", u.Redacted())
 	}
 	// Java: root = "/" + group, default group "dubbo".
-	s.root = u.ParamOr(dubbourl.KeyGroup, "dubbo")
-	if !strings.HasPrefix(s.root, "/") {
-		s.root = "/" + s.root
+	s.Root = u.ParamOr(dubbourl.KeyGroup, "dubbo")
+	if !strings.HasPrefix(s.Root, "/") {
+		s.Root = "/" + s.Root
 	}
-	if len(s.root) > 1 {
-		s.root = strings.TrimSuffix(s.root, "/")
+	if len(s.Root) > 1 {
+		s.Root = strings.TrimSuffix(s.Root, "/")
 	}
 	// Java's CuratorFrameworkUtils.getRootPath: rootPath, else "/" + group,
 	// else /services.
 	switch {
 	case u.Param("rootPath") != "" && u.Param("rootPath") != "/services":
-		s.servicesRoot = u.Param("rootPath")
+		s.Services = u.Param("rootPath")
 	case u.Param(dubbourl.KeyGroup) != "":
-		s.servicesRoot = s.root
+		s.Services = s.Root
 	default:
-		s.servicesRoot = "/services"
+		s.Services = "/services"
 	}
-	if !strings.HasPrefix(s.servicesRoot, "/") {
-		s.servicesRoot = "/" + s.servicesRoot
+	if !strings.HasPrefix(s.Services, "/") {
+		s.Services = "/" + s.Services
 	}
 	// The config center is independent of the registry group in Java:
 	// namespace "dubbo", so /dubbo/config.
-	s.configRoot = "/" + u.ParamOr("namespace", "dubbo") + "/config"
+	s.Config = "/" + u.ParamOr("namespace", "dubbo") + "/config"
+	s.Mapping = "/dubbo/mapping"
 
 	// Java reads "session" (ms); dubbo-go reads "timeout" ("5s" or ms).
 	s.sessionTimeout = DefaultSessionTimeout
@@ -85,7 +101,7 @@ func parseSettings(u *dubbourl.URL) (settings, error) {
 		if v := u.Param(key); v != "" {
 			d, err := parseDuration(v)
 			if err != nil {
-				return s, fmt.Errorf("zookeeper registry %s: parameter %s=%q: %w", redact(u), key, v, err)
+				return s, fmt.Errorf("zookeeper registry %s: parameter %s=%q: %w", u.Redacted(), key, v, err)
 			}
 			s.sessionTimeout = d
 		}
@@ -111,15 +127,6 @@ func parseDuration(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// redact hides the password of a registry URL for messages.
-func redact(u *dubbourl.URL) string {
-	s := u.String()
-	if p := u.Password(); p != "" {
-		s = strings.Replace(s, ":"+p+"@", ":***@", 1)
-	}
-	return s
-}
-
 // acl is what every node we create carries: creator-all when we
 // authenticated (Java Dubbo's CREATOR_ALL_ACL), open otherwise.
 func (s settings) acl() []zk.ACL {
@@ -140,7 +147,7 @@ func joinPath(root string, elems ...string) string {
 
 // interfacePath is root/<URL-encoded interface>, as Java's toServicePath.
 func (s settings) interfacePath(iface string) string {
-	return joinPath(s.root, url.QueryEscape(iface))
+	return joinPath(s.Root, url.QueryEscape(iface))
 }
 
 func (s settings) categoryPath(iface, category string) string {

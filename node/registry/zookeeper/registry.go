@@ -2,10 +2,13 @@
 // Apache Dubbo 3 lays it out (PROTOCOLS.md C.2–C.5), so stock Java Dubbo and
 // dubbo-go nodes find our providers and we find theirs.
 //
-// One [Registry] owns one ZooKeeper session and one event loop goroutine.
+// One [Registry] owns one ZooKeeper [Session] and one event loop goroutine.
 // Every watch notification and session change goes to that loop, which
 // re-reads the watched node, re-arms the watch and notifies listeners; so
-// listeners are called one at a time, in order. Three groups of features
+// listeners are called one at a time, in order. Roles get a Registry from
+// a configured address with [Open]; [Dial] gives a Session alone (the
+// connection, its digest credentials, its event queue) to a reader that
+// follows the registry's nodes itself, the console's catalog. Three groups of features
 // share the session:
 //
 //   - interface level (registry.Registry): Register / Unregister URL leaves
@@ -38,13 +41,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	neturl "net/url"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -56,22 +57,19 @@ import (
 // Registry is a ZooKeeper-backed Dubbo registry. Its methods are safe for
 // concurrent use. Create it with New and stop it with Close.
 type Registry struct {
+	sess  *Session
 	set   settings
-	conn  *zk.Conn
+	conn  *zk.Conn      // sess.Conn()
 	wait  time.Duration // Options.ConnectTimeout
 	log   *slog.Logger
 	cache *registry.FileCache
 
-	queue  taskQueue
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the loop has exited
 
 	connectedOnce sync.Once
 	connected     chan struct{} // closed at the first session
 	born          time.Time
-	// lostAt is when the registry last lost its session (its creation
-	// before the first one), in Unix nanoseconds; 0 while it has one.
-	lostAt atomic.Int64
 
 	// owned are the nodes this registry created and must keep: URL leaves
 	// and instance nodes, by path. Written by callers and by the loop.
@@ -131,7 +129,8 @@ type subscription struct {
 
 // New connects to the ZooKeeper ensemble named by registryURL
 // (zookeeper://[user:password@]host:port[,host:port...][?group=&session=&timeout=]).
-// It does not wait for the connection; see WaitConnected.
+// It does not wait for the connection; see WaitConnected, and Open, which
+// does both from an address.
 func New(registryURL *url.URL, opts Options) (*Registry, error) {
 	set, err := parseSettings(registryURL)
 	if err != nil {
@@ -146,8 +145,14 @@ func New(registryURL *url.URL, opts Options) (*Registry, error) {
 	if err != nil {
 		logger.Warn("registry cache unusable, starting empty", "err", err)
 	}
+	sess, err := dial(registryURL, set, SessionOptions{Logger: logger, Dialer: opts.Dialer})
+	if err != nil {
+		return nil, err
+	}
 	r := &Registry{
+		sess:      sess,
 		set:       set,
+		conn:      sess.Conn(),
 		wait:      cmp.Or(opts.ConnectTimeout, DefaultConnectTimeout),
 		log:       logger,
 		cache:     cache,
@@ -158,28 +163,6 @@ func New(registryURL *url.URL, opts Options) (*Registry, error) {
 		folders:   make(map[string]*folder),
 		configs:   make(map[string]*configWatch),
 		watchers:  make(map[string]*instanceWatch),
-	}
-	r.lostAt.Store(r.born.UnixNano())
-	r.queue.init()
-	dialer := opts.Dialer
-	if dialer == nil {
-		dialer = net.DialTimeout
-	}
-	conn, _, err := zk.Connect(set.servers, set.sessionTimeout,
-		zk.WithLogger(zkLogger{logger}),
-		zk.WithLogInfo(false),
-		zk.WithEventCallback(r.onEvent),
-		zk.WithDialer(dialer))
-	if err != nil {
-		return nil, fmt.Errorf("zookeeper registry %s: %w", redact(registryURL), err)
-	}
-	r.conn = conn
-	if set.user != "" {
-		// go-zookeeper re-sends the credentials after every reconnection.
-		if err := conn.AddAuth("digest", []byte(set.user+":"+set.password)); err != nil && !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) {
-			conn.Close()
-			return nil, fmt.Errorf("zookeeper registry %s: digest auth: %w", redact(registryURL), err)
-		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -197,20 +180,6 @@ func (r *Registry) WaitConnected(ctx context.Context) error {
 	}
 }
 
-// onEvent receives every event of the session, on go-zookeeper's
-// goroutine: it notes when the session is lost and hands the event to the
-// loop.
-func (r *Registry) onEvent(ev zk.Event) {
-	if ev.Type == zk.EventSession {
-		if ev.State == zk.StateHasSession {
-			r.lostAt.Store(0)
-		} else {
-			r.lostAt.CompareAndSwap(0, time.Now().UnixNano())
-		}
-	}
-	r.queue.pushEvent(ev)
-}
-
 // reachable fails with registry.ErrUnavailable once ZooKeeper has been out
 // of reach for the connect timeout: requests then fail at once instead of
 // each waiting for the client's next connection attempt (a second apart),
@@ -218,11 +187,7 @@ func (r *Registry) onEvent(ev zk.Event) {
 // reference. What they would have done is retried on reconnection, as for
 // any failure.
 func (r *Registry) reachable() error {
-	since := r.lostAt.Load()
-	if since == 0 {
-		return nil
-	}
-	if d := time.Since(time.Unix(0, since)); d >= r.wait {
+	if d := r.sess.LostFor(); d > 0 && d >= r.wait {
 		return fmt.Errorf("%w: zookeeper %s out of reach for %v", registry.ErrUnavailable, strings.Join(r.set.servers, ","), d.Round(time.Second))
 	}
 	return nil
@@ -242,7 +207,7 @@ func (r *Registry) ready(ctx context.Context) error {
 func (r *Registry) Close() error {
 	r.cancel()
 	<-r.done
-	r.conn.Close()
+	r.sess.Close()
 	if err := r.cache.Flush(); err != nil {
 		r.log.Warn("registry cache not written", "err", err)
 	}
@@ -261,7 +226,7 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 		return err
 	}
 	if _, err := r.ensureOwned(n, true); err != nil {
-		return fmt.Errorf("register %s: %w", u, err)
+		return fmt.Errorf("register %s: %w", u.Redacted(), err)
 	}
 	return nil
 }
@@ -269,7 +234,7 @@ func (r *Registry) Register(ctx context.Context, u *url.URL) error {
 // Unregister deletes the URL's leaf node.
 func (r *Registry) Unregister(ctx context.Context, u *url.URL) error {
 	if err := r.unregister(ctx, r.urlPath(u)); err != nil {
-		return fmt.Errorf("unregister %s: %w", u, err)
+		return fmt.Errorf("unregister %s: %w", u.Redacted(), err)
 	}
 	return nil
 }
@@ -297,7 +262,7 @@ func (r *Registry) unregister(ctx context.Context, p string) error {
 func (r *Registry) Subscribe(ctx context.Context, consumer *url.URL, l registry.Listener) error {
 	iface := registry.Interface(consumer)
 	if iface == "" || iface == "*" {
-		return fmt.Errorf("subscribe %s: need one interface (wildcard subscriptions are not supported; use Services)", consumer)
+		return fmt.Errorf("subscribe %s: need one interface (wildcard subscriptions are not supported; use Services)", consumer.Redacted())
 	}
 	// Give a registry that was just created the chance to connect before
 	// falling back to the cache.
@@ -710,16 +675,16 @@ func (r *Registry) Services(ctx context.Context) ([]string, error) {
 	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
-	names, _, err := r.conn.Children(r.set.root)
+	names, _, err := r.conn.Children(r.set.Root)
 	if errors.Is(err, zk.ErrNoNode) {
 		return []string{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list services under %s: %w", r.set.root, classify(err))
+		return nil, fmt.Errorf("list services under %s: %w", r.set.Root, classify(err))
 	}
 	out := []string{}
 	for _, name := range names {
-		kids, _, err := r.conn.Children(joinPath(r.set.root, name))
+		kids, _, err := r.conn.Children(joinPath(r.set.Root, name))
 		if err != nil {
 			continue // vanished or not readable: not a service we can show
 		}

@@ -36,6 +36,8 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("DeletedNodeRecreated", func(t *testing.T) { testDeletedNodeRecreated(t, addr) })
 		t.Run("CacheFileWhenZooKeeperDown", func(t *testing.T) { testCacheFileWhenZooKeeperDown(t, addr) })
 		t.Run("DigestAuth", func(t *testing.T) { testDigestAuth(t, addr) })
+		t.Run("DigestAuthAfterOutage", func(t *testing.T) { testDigestAuthAfterOutage(t, addr) })
+		t.Run("OpenAndDial", func(t *testing.T) { testOpenAndDial(t, addr) })
 		t.Run("ConfigWatch", func(t *testing.T) { testConfigWatch(t, addr) })
 		t.Run("InstanceRegistration", func(t *testing.T) { testInstanceRegistration(t, addr) })
 		t.Run("MappingCAS", func(t *testing.T) { testMappingCAS(t, addr) })
@@ -630,21 +632,7 @@ func testDigestAuth(t *testing.T, addr string) {
 	if err := r.Register(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	// Since ZooKeeper 3.6 reading an ACL needs READ or ADMIN: be the user.
-	raw := rawConn(t, addr)
-	if err := raw.AddAuth("digest", []byte("admin:s3cret")); err != nil {
-		t.Fatal(err)
-	}
-	want := zk.DigestACL(zk.PermAll, "admin", "s3cret")[0]
-	for _, path := range []string{"/auth", "/auth/" + greeter, "/auth/" + greeter + "/providers", "/auth/" + greeter + "/providers/" + p.Encode()} {
-		acl, _, err := raw.GetACL(path)
-		if err != nil {
-			t.Fatalf("getACL %s: %v", path, err)
-		}
-		if len(acl) != 1 || acl[0] != want {
-			t.Errorf("ACL of %s = %+v, want [%+v]", path, acl, want)
-		}
-	}
+	wantDigestACL(t, addr, "admin", "s3cret", "/auth", "/auth/"+greeter, "/auth/"+greeter+"/providers", "/auth/"+greeter+"/providers/"+p.Encode())
 	// Strangers cannot read the providers.
 	stranger := rawConn(t, addr)
 	if _, _, err := stranger.Children("/auth/" + greeter + "/providers"); !errors.Is(err, zk.ErrNoAuth) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -237,4 +238,25 @@ func subscribeURL(iface, version string) *url.URL {
 	u := consumerURL(iface, version)
 	u.SetParam(url.KeyCategory, "providers,configurators,routers")
 	return u
+}
+
+// wantDigestACL checks that each path is the user's alone (creator-all
+// under digest auth, Java Dubbo's CREATOR_ALL_ACL).
+func wantDigestACL(t *testing.T, addr, user, password string, paths ...string) {
+	t.Helper()
+	// Since ZooKeeper 3.6 reading an ACL needs READ or ADMIN: be the user.
+	raw := rawConn(t, addr)
+	if err := raw.AddAuth("digest", []byte(user+":"+password)); err != nil {
+		t.Fatal(err)
+	}
+	want := zk.DigestACL(zk.PermAll, user, password)
+	for _, p := range paths {
+		acl, _, err := raw.GetACL(p)
+		if err != nil {
+			t.Fatalf("getACL %s: %v", p, err)
+		}
+		if !slices.Equal(acl, want) {
+			t.Errorf("ACL of %s = %+v, want %+v", p, acl, want)
+		}
+	}
 }

@@ -849,20 +849,8 @@ func readAttachments(d *hessian.Decoder) (map[string]any, error) {
 	return nil, fmt.Errorf("attachments are %T, not a map", v)
 }
 
-// kinds names the error categories on the wire.
-var kinds = []struct {
-	name string
-	err  error
-}{
-	{"no-provider", rpc.ErrNoProvider},
-	{"timeout", rpc.ErrTimeout},
-	{"service-not-found", rpc.ErrServiceNotFound},
-	{"pool-exhausted", rpc.ErrPoolExhausted},
-	{"bad-request", rpc.ErrBadRequest},
-	{"connection", rpc.ErrConnection},
-	{"provider", rpc.ErrProvider},
-}
-
+// kindOf is what a failed call sends: the kind of its category (an
+// uncategorised failure is the provider's) and what happened.
 func kindOf(err error) (kind, detail string) {
 	detail = err.Error()
 	// The receiver names the call itself; only the detail travels.
@@ -870,19 +858,18 @@ func kindOf(err error) (kind, detail string) {
 	if errors.As(err, &ce) && ce.Detail != "" {
 		detail = ce.Detail
 	}
-	for _, k := range kinds {
-		if errors.Is(err, k.err) {
-			return k.name, detail
-		}
+	c := rpc.Category(err)
+	if c == nil {
+		c = rpc.ErrProvider
 	}
-	return "provider", detail
+	return rpc.CategoryKind(c), detail
 }
 
-func kindError(name string) error {
-	for _, k := range kinds {
-		if k.name == name {
-			return k.err
-		}
+// kindError is the category a received kind names; a kind this side does
+// not know is the provider's failure.
+func kindError(kind string) error {
+	if c := rpc.KindCategory(kind); c != nil {
+		return c
 	}
 	return rpc.ErrProvider
 }

@@ -81,12 +81,17 @@ func TestReplyRoundTrip(t *testing.T) {
 		}
 	}
 
-	for _, k := range kinds {
-		b, _ := EncodeReply(nil, &rpc.CallError{Kind: k.err, Service: "s", Method: "m", Detail: "why"})
+	for _, c := range []error{rpc.ErrNoProvider, rpc.ErrTimeout, rpc.ErrServiceNotFound, rpc.ErrPoolExhausted,
+		rpc.ErrBadRequest, rpc.ErrConnection, rpc.ErrProvider} {
+		b, _ := EncodeReply(nil, &rpc.CallError{Kind: c, Service: "s", Method: "m", Detail: "why"})
+		// The wire names the category by its kind, as users see it.
+		if kind := rpc.CategoryKind(c); !bytes.Contains(b, []byte(kind)) {
+			t.Errorf("%v went out without its kind %q: %q", c, kind, b)
+		}
 		_, err := DecodeReply(b)
 		var ce *rpc.CallError
-		if !errors.As(err, &ce) || !errors.Is(err, k.err) || ce.Detail != "why" {
-			t.Errorf("%s came back as %v", k.name, err)
+		if !errors.As(err, &ce) || !errors.Is(err, c) || ce.Detail != "why" {
+			t.Errorf("%v came back as %v", c, err)
 		}
 	}
 	b, _ = EncodeReply(nil, errors.New("plain"))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dubbo-lab/dubbo/node/provider/settings"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // Description is what a plugin answers to Describe, as JSON.
@@ -59,7 +60,7 @@ func (d *Description) Validate() error {
 		if !ValidJavaName(s.Interface) {
 			return fmt.Errorf("service interface %q is not a Java class name (like org.example.Greeter)", s.Interface)
 		}
-		key := ServiceKey(s.Interface, s.Version, s.Group)
+		key := url.ServiceKey(s.Interface, s.Version, s.Group)
 		if seen[key] {
 			return fmt.Errorf("service %s is described twice", key)
 		}
@@ -92,46 +93,14 @@ func (d *Description) Validate() error {
 	return nil
 }
 
-// ServiceKey is Dubbo's service key, [group/]interface[:version], with the
-// versions Java treats as "none" ("", "0.0.0", "*") left out.
-func ServiceKey(iface, version, group string) string {
-	k := iface
-	if group != "" {
-		k = group + "/" + k
-	}
-	if v := NormalVersion(version); v != "" {
-		k += ":" + v
-	}
-	return k
-}
-
 // A ServiceID names a service as calls do, with the versions that mean the
-// same made one: a map key built without allocating, where ServiceKey
-// builds a string on every call.
+// same made one (url.NormalVersion): a map key built without allocating,
+// where url.ServiceKey builds a string on every call.
 type ServiceID struct{ Interface, Version, Group string }
 
 // IDOf is the ServiceID of a service or of a call to it.
 func IDOf(iface, version, group string) ServiceID {
-	return ServiceID{iface, NormalVersion(version), group}
-}
-
-// NormalVersion maps the versions Java providers treat alike to "".
-func NormalVersion(v string) string {
-	if v == "0.0.0" || v == "*" {
-		return ""
-	}
-	return v
-}
-
-// ParseServiceKey splits [group/]interface[:version].
-func ParseServiceKey(key string) (iface, version, group string) {
-	if i := strings.IndexByte(key, '/'); i >= 0 {
-		group, key = key[:i], key[i+1:]
-	}
-	if i := strings.LastIndexByte(key, ':'); i >= 0 {
-		key, version = key[:i], key[i+1:]
-	}
-	return key, version, group
+	return ServiceID{iface, url.NormalVersion(version), group}
 }
 
 var primitives = map[string]bool{

@@ -37,24 +37,6 @@ func TestParseDescription(t *testing.T) {
 	}
 }
 
-func TestServiceKey(t *testing.T) {
-	tests := []struct{ iface, version, group, key string }{
-		{"a.B", "", "", "a.B"},
-		{"a.B", "0.0.0", "", "a.B"},
-		{"a.B", "1.0.0", "", "a.B:1.0.0"},
-		{"a.B", "1.0.0", "g", "g/a.B:1.0.0"},
-	}
-	for _, tt := range tests {
-		if k := ServiceKey(tt.iface, tt.version, tt.group); k != tt.key {
-			t.Errorf("ServiceKey(%q,%q,%q) = %q, want %q", tt.iface, tt.version, tt.group, k, tt.key)
-		}
-		i, v, g := ParseServiceKey(tt.key)
-		if i != tt.iface || v != NormalVersion(tt.version) || g != tt.group {
-			t.Errorf("ParseServiceKey(%q) = %q %q %q", tt.key, i, v, g)
-		}
-	}
-}
-
 // FuzzParseDescription: whatever a plugin answers to Describe, the node
 // either refuses it with an error or gets services it can register.
 func FuzzParseDescription(f *testing.F) {

@@ -21,7 +21,7 @@ func (Greeter) SayHello(_ context.Context, name string) (string, error) { return
 func main() {
 	retries := 0
 	err := sdk.Serve(sdk.Service{Interface: "org.example.Greeter", Version: "1.0.0", Handler: Greeter{},
-		Settings: sdk.Settings{Weight: 200, Tag: "gray", Timeout: 3 * time.Second, Retries: &retries, Executes: 7,
+		Settings: sdk.Settings{Weight: new(200), Tag: "gray", Timeout: 3 * time.Second, Retries: &retries, Executes: 7,
 			Parameters: map[string]string{"owner": "plugin"}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "settingsplugin:", err)
