@@ -101,7 +101,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 
 	for _, cmd := range []*cobra.Command{newUpCommand(&g), newRunCommand(&g), newCallCommand(&g), newBenchCommand(&g)} {
 		// -c is the config file everywhere but in bench, where it is the
-		// concurrency (DESIGN.md's contract); there the file is --config.
+		// concurrency (the command line's contract, docs/ARCHITECTURE.md); there the file is --config.
 		short := "c"
 		if cmd.Name() == "bench" {
 			short = ""

@@ -71,7 +71,7 @@ func (c *Console) apiOverview(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.overview(ec.Request().Context()))
 }
 
-// serviceRow is GET /api/v1/services' element (DESIGN.md), with the
+// serviceRow is GET /api/v1/services' element (the README's API table), with the
 // providing applications and the registration level added.
 func (c *Console) apiServices(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.services(ec.QueryParam("q")))
@@ -307,7 +307,7 @@ func (c *Console) apiTree(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, n)
 }
 
-// apiStats answers GET /api/v1/stats with the store's rows (DESIGN.md's
+// apiStats answers GET /api/v1/stats with the store's rows (the README's
 // fields, plus the row's interval, node, service and peer).
 func (c *Console) apiStats(ec echo.Context) error {
 	if c.opts.Stats == nil {

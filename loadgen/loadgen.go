@@ -1,8 +1,9 @@
 // Package loadgen is the engine behind `dubbo bench`: it runs a call
 // function from a fixed number of goroutines until a call count or a
 // duration is reached, and summarises latency, errors by kind and calls by
-// provider in the JSON line DESIGN.md fixes, with more percentiles, the
-// minimum and the mean beside its keys:
+// provider in the JSON line the command line promises
+// (docs/ARCHITECTURE.md, "Contracts"), with more percentiles, the minimum
+// and the mean beside its keys:
 //
 //	{"calls":N,"errors":N,"qps":X,"p50_us":N,"p90_us":N,"p99_us":N,"p999_us":N,"min_us":N,"mean_us":N,"max_us":N,
 //	 "errors_by_kind":{...},"by_provider":{"host:port":N}}
@@ -62,7 +63,8 @@ type Options struct {
 // answered ("" if none was reached) and the call's error.
 type CallFunc func(ctx context.Context) (provider string, err error)
 
-// Summary is the result of a run; it marshals to DESIGN.md's JSON line.
+// Summary is the result of a run; it marshals to bench's JSON line
+// (docs/ARCHITECTURE.md, "Contracts").
 // Latencies are of every completed call, failed ones included; by_provider
 // counts every call that reported a provider, failed ones included.
 type Summary struct {

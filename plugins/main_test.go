@@ -55,7 +55,7 @@ type User struct {
 
 func (User) JavaClassName() string { return "org.example.User" }
 
-// Greeter is the example service of DESIGN.md plus methods that exercise
+// Greeter is the example service (docs/ARCHITECTURE.md, "Contracts") plus methods that exercise
 // types, panics, callbacks and logging.
 type Greeter struct{}
 

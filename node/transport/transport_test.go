@@ -22,7 +22,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
-// greeter is the example service of DESIGN.md, plus a method the provider
+// greeter is the example service (docs/ARCHITECTURE.md, "Contracts"), plus a method the provider
 // does not know.
 var greeter = HandlerFunc(func(ctx context.Context, req *protocol.Request) *protocol.Response {
 	resp := protocol.ResponseTo(req)

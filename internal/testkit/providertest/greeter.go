@@ -12,7 +12,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
-// The example service's coordinates (DESIGN.md).
+// The example service's coordinates (docs/ARCHITECTURE.md, "Contracts").
 const (
 	GreeterInterface = "org.example.Greeter"
 	GreeterVersion   = "1.0.0"
