@@ -103,12 +103,15 @@ var importRules = []struct {
 		if e.from != "plugins/sdk" || e.test {
 			return false
 		}
-		for _, ok := range []string{"plugins/internal/wire", "node/rpc", "node/protocol", "node/provider/settings", "internal/fastpath", "internal/sockio", "internal/callctx"} {
+		for _, ok := range []string{"plugins/internal/wire", "node/rpc", "node/protocol", "node/url", "node/provider/settings", "internal/fastpath", "internal/sockio", "internal/callctx"} {
 			if e.to == ok {
 				return false
 			}
 		}
 		return true
+	}},
+	{"monitor and console never import each other", func(e importEdge) bool {
+		return !e.test && ((e.from == "monitor" && under(e.to, "console")) || (under(e.from, "console") && e.to == "monitor"))
 	}},
 	{"tools import nothing of the runtime", func(e importEdge) bool {
 		return under(e.from, "tools") && !under(e.to, "tools")
@@ -157,6 +160,8 @@ func TestImportRulesCatch(t *testing.T) {
 		{importEdge{from: "plugins/sdk", to: "node/consumer"}, false},
 		{importEdge{from: "plugins/sdk", to: "node/rpc"}, true},
 		{importEdge{from: "tools/benchreport", to: "node/url"}, false},
+		{importEdge{from: "console", to: "monitor"}, false},
+		{importEdge{from: "console", to: "monitor/store"}, true},
 	}
 	for _, c := range cases {
 		c.e.file = c.e.from + "/x.go"
