@@ -3,6 +3,7 @@ package consumer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -121,22 +122,40 @@ func (c *infoCache) get(ctx context.Context, app, revision string, fetch func(co
 
 // fetchFailures says a failed metadata fetch once per instance and
 // revision at warn, and its repeats at debug: every reference of the
-// instance's services tries, and tries again with backoff. After a
-// restart (kill -9, then start), the dead session's instance nodes name
-// the new providers' addresses until that session expires, and each of
-// them fails that way for seconds.
+// instance's services tries, and tries again with backoff. A provider that
+// answers a newer revision than its instance node names is usually about
+// to announce it (it exports its services one by one at start), so that
+// failure is news only once it has lasted revisionGrace: then the node is
+// one a restarted provider's dead session left (kill -9, then start),
+// naming the new provider's address until that session expires.
 type fetchFailures struct {
 	mu     sync.Mutex
-	warned map[string]string // instance (app/id) -> the revision warned about
+	warned map[string]string    // instance (app/id) -> the revision warned about
+	ahead  map[string]time.Time // instance (app/id) + revision -> first "newer revision" answer
 }
 
-func newFetchFailures() *fetchFailures { return &fetchFailures{warned: make(map[string]string)} }
+// revisionGrace is how long a provider may answer a newer revision than
+// its instance node before that is worth a warning.
+const revisionGrace = 3 * time.Second
+
+func newFetchFailures() *fetchFailures {
+	return &fetchFailures{warned: make(map[string]string), ahead: make(map[string]time.Time)}
+}
 
 // level is the level to log a failed fetch of in's revision at.
-func (f *fetchFailures) level(in *metadata.Instance) slog.Level {
+func (f *fetchFailures) level(in *metadata.Instance, err error, now time.Time) slog.Level {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key, rev := in.Name+"/"+in.ID, in.Revision()
+	if errors.Is(err, errRevisionAhead) {
+		first, ok := f.ahead[key+"@"+rev]
+		if !ok {
+			f.ahead[key+"@"+rev] = now
+		}
+		if !ok || now.Sub(first) < revisionGrace {
+			return slog.LevelDebug
+		}
+	}
 	if w, ok := f.warned[key]; ok && w == rev {
 		return slog.LevelDebug
 	}
@@ -147,9 +166,19 @@ func (f *fetchFailures) level(in *metadata.Instance) slog.Level {
 // resolved forgets in's failures: a later one is news again.
 func (f *fetchFailures) resolved(in *metadata.Instance) {
 	f.mu.Lock()
-	delete(f.warned, in.Name+"/"+in.ID)
+	key := in.Name + "/" + in.ID
+	delete(f.warned, key)
+	for k := range f.ahead {
+		if strings.HasPrefix(k, key+"@") {
+			delete(f.ahead, k)
+		}
+	}
 	f.mu.Unlock()
 }
+
+// errRevisionAhead is wrapped by a fetch whose provider answered another
+// revision than its instance node names.
+var errRevisionAhead = errors.New("the provider at that address serves another revision")
 
 // discoveryCache keeps what application-level discovery found in the
 // registry's cache file; the ZooKeeper registry implements it.
@@ -369,7 +398,7 @@ func (d *appDiscovery) resolve(ctx context.Context) bool {
 			if ctx.Err() != nil {
 				return false
 			}
-			d.log.Log(ctx, d.r.c.failures.level(in),
+			d.log.Log(ctx, d.r.c.failures.level(in, err, time.Now()),
 				"cannot get the metadata of a provider instance; keeping its last providers, will retry",
 				"app", in.Name, "instance", in.ID, "revision", in.Revision(), "err", err)
 			ok = false
@@ -590,9 +619,9 @@ func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instanc
 	if info.Revision != "" && info.Revision != rev {
 		// Our providers answer with their newest revision; the instance node
 		// will announce it soon, and the cache must not file it under rev.
-		return nil, release, fmt.Errorf("getMetadataInfo(%s) at %s answered revision %s: the instance node is older than "+
-			"the provider now at that address (restarted: the node goes when its old session expires, or when the provider registers anew)",
-			rev, addr, info.Revision)
+		return nil, release, fmt.Errorf("getMetadataInfo(%s) at %s answered revision %s: %w (it is about to announce it, "+
+			"or the instance node was left by a session that is gone, a restarted provider's, and goes when that session expires)",
+			rev, addr, info.Revision, errRevisionAhead)
 	}
 	return info, release, nil
 }

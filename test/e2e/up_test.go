@@ -42,7 +42,7 @@ func TestUp(t *testing.T) {
 			{"fail", []string{`"boom"`}, 1, "", "exception java.lang.RuntimeException: boom"},
 			{"sleep", []string{"10"}, 0, `"slept"`, ""},
 			{"sleep", []string{"3000"}, 1, "", "timeout"},
-			{"noSuchMethod", []string{`"x"`}, 1, "", "cannot find method [noSuchMethod]"},
+			{"noSuchMethod", []string{`"x"`}, 1, "", "has no method noSuchMethod; it has add, echoMap, fail, sayHello, sleep"},
 		} {
 			r := call(t, dir, p, "org.example.Greeter", tt.method, tt.args...)
 			got := strings.TrimSpace(r.stdout)
