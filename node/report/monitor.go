@@ -11,6 +11,7 @@ import (
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/url"
@@ -162,17 +163,17 @@ func URLFromArg(v any) (*url.URL, error) {
 	case string:
 		return url.Parse(x)
 	}
-	m, ok := fields(v)
+	m, ok := protocol.Fields(v)
 	if !ok {
 		return nil, fmt.Errorf("statistics url: want a %s object, got %T", URLClass, v)
 	}
 	addr, params := m, map[string]string{}
-	if a, ok := fields(m["urlAddress"]); ok { // Dubbo 3
+	if a, ok := protocol.Fields(m["urlAddress"]); ok { // Dubbo 3
 		addr = a
-		if p, ok := fields(m["urlParam"]); ok {
-			extra, _ := fields(p["EXTRA_PARAMS"])
+		if p, ok := protocol.Fields(m["urlParam"]); ok {
+			extra, _ := protocol.Fields(p["EXTRA_PARAMS"])
 			if len(extra) == 0 {
-				extra, _ = fields(p["extraParams"])
+				extra, _ = protocol.Fields(p["extraParams"])
 			}
 			if err := stringMap(extra, params); err != nil {
 				return nil, err
@@ -185,7 +186,7 @@ func URLFromArg(v any) (*url.URL, error) {
 				params = u.Params()
 			}
 		}
-	} else if p, ok := fields(m["parameters"]); ok {
+	} else if p, ok := protocol.Fields(m["parameters"]); ok {
 		if err := stringMap(p, params); err != nil {
 			return nil, err
 		}
@@ -212,36 +213,6 @@ func URLFromArg(v any) (*url.URL, error) {
 		return nil, fmt.Errorf("statistics url: no protocol")
 	}
 	return url.New(protocol, host, port, path, params), nil
-}
-
-// fields reads a decoded hessian object or map as string-keyed entries,
-// without hessian's class key.
-func fields(v any) (map[string]any, bool) {
-	switch m := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			if k != hessian.ClassKey {
-				out[k] = x
-			}
-		}
-		return out, true
-	case map[any]any:
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			if ks, ok := k.(string); ok && ks != hessian.ClassKey {
-				out[ks] = x
-			}
-		}
-		return out, true
-	case map[string]string:
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			out[k] = x
-		}
-		return out, true
-	}
-	return nil, false
 }
 
 func stringMap(in map[string]any, out map[string]string) error {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/dubbo-lab/dubbo/node/protocol"
 )
 
 // InfoFromValue converts the decoded hessian result of
@@ -18,18 +20,18 @@ func InfoFromValue(v any) (*Info, error) {
 	if v == nil {
 		return nil, fmt.Errorf("metadata info: null (the provider has no metadata for this revision)")
 	}
-	m, ok := fields(v)
+	m, ok := protocol.Fields(v)
 	if !ok {
 		return nil, fmt.Errorf("metadata info: want an object, got %T", v)
 	}
 	info := &Info{App: str(m["app"]), Revision: str(m["revision"]), Services: map[string]*ServiceInfo{}}
 	if raw := m["services"]; raw != nil {
-		services, ok := fields(raw)
+		services, ok := protocol.Fields(raw)
 		if !ok {
 			return nil, fmt.Errorf("metadata info: services: want a map, got %T", raw)
 		}
 		for key, sv := range services {
-			sm, ok := fields(sv)
+			sm, ok := protocol.Fields(sv)
 			if !ok {
 				return nil, fmt.Errorf("metadata info: service %s: want an object, got %T", key, sv)
 			}
@@ -42,7 +44,7 @@ func InfoFromValue(v any) (*Info, error) {
 				Path:     str(sm["path"]),
 				Params:   map[string]string{},
 			}
-			if ps, ok := fields(sm["params"]); ok {
+			if ps, ok := protocol.Fields(sm["params"]); ok {
 				for pk, pv := range ps {
 					s.Params[pk] = str(pv)
 				}
@@ -51,36 +53,6 @@ func InfoFromValue(v any) (*Info, error) {
 		}
 	}
 	return info, nil
-}
-
-// fields reads a decoded hessian object or map as string-keyed entries,
-// without hessian's class marker.
-func fields(v any) (map[string]any, bool) {
-	switch m := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			if k != "_class" {
-				out[k] = x
-			}
-		}
-		return out, true
-	case map[any]any:
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			if ks := str(k); ks != "_class" {
-				out[ks] = x
-			}
-		}
-		return out, true
-	case map[string]string:
-		out := make(map[string]any, len(m))
-		for k, x := range m {
-			out[k] = x
-		}
-		return out, true
-	}
-	return nil, false
 }
 
 func str(v any) string {
