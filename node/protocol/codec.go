@@ -248,23 +248,11 @@ func (b *BodyDecoder) attachments(f Frame) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch m := v.(type) {
-	case nil:
-		return nil, nil
-	case map[any]any:
-		out := make(map[string]any, len(m))
-		for k, v := range m {
-			ks, ok := k.(string)
-			if !ok {
-				return nil, fmt.Errorf("%w: frame %d: an attachment key is a %T, want a string", ErrMalformedBody, f.ID, k)
-			}
-			out[ks] = v
-		}
-		return out, nil
-	case map[string]any:
-		return m, nil
+	m, err := Attachments(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: frame %d: %v", ErrMalformedBody, f.ID, err)
 	}
-	return nil, fmt.Errorf("%w: frame %d: attachments: want map, got %T", ErrMalformedBody, f.ID, v)
+	return m, nil
 }
 
 // DecodeRequest decodes a request frame's body.

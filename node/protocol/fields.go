@@ -1,6 +1,10 @@
 package protocol
 
-import hessian "github.com/apache/dubbo-go-hessian2"
+import (
+	"fmt"
+
+	hessian "github.com/apache/dubbo-go-hessian2"
+)
 
 // Fields reads a decoded hessian object or map as string-keyed entries,
 // without hessian's class key: the form Java objects the node does not
@@ -33,4 +37,26 @@ func Fields(v any) (map[string]any, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// Attachments reads a decoded hessian value as a call's attachments: a map
+// whose keys are strings, or nil for none.
+func Attachments(v any) (map[string]any, error) {
+	switch m := v.(type) {
+	case nil:
+		return nil, nil
+	case map[any]any:
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, fmt.Errorf("an attachment key is a %T, want a string", k)
+			}
+			out[ks] = v
+		}
+		return out, nil
+	case map[string]any:
+		return m, nil
+	}
+	return nil, fmt.Errorf("attachments: want a map, got %T", v)
 }

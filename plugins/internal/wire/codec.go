@@ -830,23 +830,7 @@ func readAttachments(d *hessian.Decoder) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attachments: %w", err)
 	}
-	switch m := v.(type) {
-	case nil:
-		return nil, nil
-	case map[any]any:
-		out := make(map[string]any, len(m))
-		for k, v := range m {
-			ks, ok := k.(string)
-			if !ok {
-				return nil, fmt.Errorf("attachment key %v is %T, not a string", k, k)
-			}
-			out[ks] = v
-		}
-		return out, nil
-	case map[string]any:
-		return m, nil
-	}
-	return nil, fmt.Errorf("attachments are %T, not a map", v)
+	return protocol.Attachments(v)
 }
 
 // kindOf is what a failed call sends: the kind of its category (an
