@@ -122,9 +122,11 @@ func TestConsumerStatistics(t *testing.T) {
 // of the provider's heartbeats, and no call fails.
 func TestConsumerUsesProviderHeartbeat(t *testing.T) {
 	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
-	p := startProvider(t, zkAddr, provider.Config{Protocol: provider.ProtocolConfig{Heartbeat: 60 * time.Millisecond}}, nil)
-	if hb := p.URLs()[0].Param("heartbeat"); hb != "60" {
-		t.Fatalf("provider URL heartbeat = %q, want 60 (ms)", hb)
+	// 100 ms: three silent heartbeats (300 ms) are more than a loaded CI
+	// machine delays a goroutine.
+	p := startProvider(t, zkAddr, provider.Config{Protocol: provider.ProtocolConfig{Heartbeat: 100 * time.Millisecond}}, nil)
+	if hb := p.URLs()[0].Param("heartbeat"); hb != "100" {
+		t.Fatalf("provider URL heartbeat = %q, want 100 (ms)", hb)
 	}
 	// An application-level consumer reads it from the instance, whose
 	// MetadataService it connects to first.
@@ -141,16 +143,16 @@ func TestConsumerUsesProviderHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if params, err := in.MetadataServiceParams(); err != nil || params["heartbeat"] != "60" {
-		t.Fatalf("instance's MetadataService params %v %v: want heartbeat 60 (ms)", params, err)
+	if params, err := in.MetadataServiceParams(); err != nil || params["heartbeat"] != "100" {
+		t.Fatalf("instance's MetadataService params %v %v: want heartbeat 100 (ms)", params, err)
 	}
 	c := newConsumer(t, zkAddr, greeterRef())
 	ctx := testCtx(t)
 	for i := range 6 {
 		if err := sayHello(c, ctx); err != nil {
-			t.Fatalf("call %d (each after 300 ms idle): %v", i, err)
+			t.Fatalf("call %d (each after 500 ms idle): %v", i, err)
 		}
-		time.Sleep(300 * time.Millisecond) // 5 of the provider's heartbeats
+		time.Sleep(500 * time.Millisecond) // 5 of the provider's heartbeats
 	}
 	if n := p.Server().Stats().Accepted; n != 1 {
 		t.Errorf("the provider accepted %d connections, want 1: the consumer's was closed for silence", n)
