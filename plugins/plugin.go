@@ -18,6 +18,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -25,8 +27,12 @@ import (
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
-// ServiceDesc is one service a plugin serves, as it described it.
+// ServiceDesc is one service a plugin serves, as it described it: a Dubbo
+// service (an sdk.Service), called with Invoke, or a protobuf service (an
+// sdk.ProtoService: Proto is set), called with CallProto and OpenStream.
 type ServiceDesc struct {
+	// Interface is the Java interface, or the protobuf service's full name
+	// (greet.GreetService).
 	Interface string
 	Version   string // "" when none
 	Group     string // "" when none
@@ -34,18 +40,37 @@ type ServiceDesc struct {
 	// Params are the service's settings as Dubbo URL parameters (its
 	// sdk.Service Settings), for its provider URL; nil when none.
 	Params map[string]string
+	// Proto is the protobuf service, nil for a Dubbo one. Files holds its
+	// file and every file that one imports, as the plugin sent them, for
+	// serving reflection and translating JSON.
+	Proto protoreflect.ServiceDescriptor
+	Files *protoregistry.Files
 }
 
 // Key is Dubbo's service key, [group/]interface[:version].
 func (s ServiceDesc) Key() string { return url.ServiceKey(s.Interface, s.Version, s.Group) }
 
-// MethodDesc is one method with its Java signature, e.g. sayHello with
-// ParamTypes [java.lang.String] and ReturnType java.lang.String.
+// MethodDesc is one method: of a Dubbo service with its Java signature,
+// e.g. sayHello with ParamTypes [java.lang.String] and ReturnType
+// java.lang.String; of a protobuf service with its Kind (its messages are
+// in ServiceDesc.Proto).
 type MethodDesc struct {
 	Name       string
 	ParamTypes []string
 	ReturnType string // "void" when the method returns nothing
+	Kind       MethodKind
 }
+
+// MethodKind is a method's shape; a Dubbo method is Unary.
+type MethodKind = wire.Kind
+
+// The kinds of methods, in the order of node/triple's.
+const (
+	Unary        = wire.Unary        // one request, one response
+	ServerStream = wire.ServerStream // one request, a stream of responses
+	ClientStream = wire.ClientStream // a stream of requests, one response
+	BidiStream   = wire.BidiStream   // streams both ways
+)
 
 // Plugin is one running plugin process. It is an rpc.Invoker for the
 // services it described; it is safe for concurrent use.
@@ -218,12 +243,19 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	for _, s := range d.Services {
 		sd := ServiceDesc{Interface: s.Interface, Version: url.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
 		for _, m := range s.Methods {
-			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType})
+			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType, Kind: m.Kind})
+		}
+		if s.Proto != nil {
+			if sd.Files, sd.Proto, err = s.ResolveProto(); err != nil {
+				return fmt.Errorf("bad description of %s: %w", sd.Key(), err) // ParseDescription resolved it
+			}
 		}
 		id := wire.IDOf(sd.Interface, sd.Version, sd.Group)
 		p.serves[id] = true
 		for _, m := range sd.Methods {
-			p.methods[methodID{id, m.Name}] = newMethod(sd, m)
+			if sd.Proto == nil {
+				p.methods[methodID{id, m.Name}] = newMethod(sd, m)
+			}
 		}
 		p.services = append(p.services, sd)
 	}

@@ -41,7 +41,7 @@ import (
 // refused by go-plugin before it can serve. Bump ProtocolVersion on any
 // incompatible change to this package.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  5,
+	ProtocolVersion:  6,
 	MagicCookieKey:   "DUBBO_HANDLER_PLUGIN",
 	MagicCookieValue: "7c1d52e8-dubbo-handler-plugin",
 }
