@@ -20,6 +20,12 @@
 // Config.Host invoker. Calls both ways travel on a Unix socket pair the node
 // passes the plugin at launch; gRPC carries the handshake and life cycle.
 //
+// A plugin can also serve protobuf services (sdk.ProtoService), which
+// Triple callers reach. Their descriptors come with what the plugin
+// serves (ServiceDesc.Proto and Files, for reflection and JSON), and the
+// node calls them with CallProto, passing the messages as the caller
+// encoded them: the node never decodes them.
+//
 // A plugin's stdout, stderr and slog output go to the node's logger, tagged
 // with the plugin's name. When the plugin process dies, calls in flight
 // fail at once with an error wrapping rpc.ErrConnection.
