@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"io"
 
 	"google.golang.org/grpc/codes"
 
@@ -88,9 +89,9 @@ func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done fu
 		case err != nil && ctx.Err() == nil && !errors.Is(err, wire.ErrTooBig):
 			// The link broke: wait for the exit watcher's reason elsewhere
 			// than on the link's goroutine.
-			go func() { done(nil, nil, p.linkStatus(ctx, err)) }()
+			go func() { done(nil, nil, p.linkStatus(ctx, err, "call")) }()
 		case err != nil:
-			done(nil, nil, p.linkStatus(ctx, err))
+			done(nil, nil, p.linkStatus(ctx, err, "call"))
 		case late(ctx):
 			done(nil, nil, &Status{Code: codes.DeadlineExceeded, Message: "plugin " + p.cfg.Name + " did not answer in time"})
 		default:
@@ -104,8 +105,12 @@ func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done fu
 	})
 }
 
-// protoLookup finds the protobuf method c names, of kind; calls to one the
-// plugin did not describe are refused before they reach it.
+// streaming asks protoLookup for any of the streaming kinds.
+const streaming MethodKind = 255
+
+// protoLookup finds the protobuf method c names, of kind (or streaming);
+// calls to one the plugin did not describe are refused before they reach
+// it.
 func (p *Plugin) protoLookup(c *ProtoCall, kind MethodKind) (protoMethod, *Status) {
 	select {
 	case <-p.done:
@@ -115,10 +120,10 @@ func (p *Plugin) protoLookup(c *ProtoCall, kind MethodKind) (protoMethod, *Statu
 	id := wire.IDOf(c.Service, c.Version, c.Group)
 	m, ok := p.protoMethods[methodID{id, c.Method}]
 	switch {
-	case ok && m.kind == kind:
+	case ok && (m.kind == kind || kind == streaming && m.kind != Unary):
 		return m, nil
 	case ok && kind == Unary:
-		return m, &Status{Code: codes.Internal, Message: c.String() + " is a " + m.kind.String() + " method: open a stream to call it"}
+		return m, &Status{Code: codes.Internal, Message: c.String() + " is a " + m.kind.String() + " method: open a stream (OpenStream) to call it"}
 	case ok:
 		return m, &Status{Code: codes.Internal, Message: c.String() + " is a unary method: call it with CallProto"}
 	}
@@ -133,8 +138,9 @@ func (p *Plugin) protoLookup(c *ProtoCall, kind MethodKind) (protoMethod, *Statu
 	return m, &Status{Code: codes.Unimplemented, Message: key + " has no method " + c.Method}
 }
 
-// linkStatus is the status of a call or stream whose link failed with err.
-func (p *Plugin) linkStatus(ctx context.Context, err error) *Status {
+// linkStatus is the status of a call or stream (what) that failed with
+// err.
+func (p *Plugin) linkStatus(ctx context.Context, err error, what string) *Status {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Status{Code: codes.DeadlineExceeded, Message: "plugin " + p.cfg.Name + " did not answer in time"}
@@ -142,6 +148,96 @@ func (p *Plugin) linkStatus(ctx context.Context, err error) *Status {
 		return &Status{Code: codes.Canceled, Message: ctx.Err().Error()}
 	case errors.Is(err, wire.ErrTooBig):
 		return &Status{Code: codes.ResourceExhausted, Message: "plugin " + p.cfg.Name + ": " + err.Error()}
+	case errors.Is(err, wire.ErrSendClosed):
+		return &Status{Code: codes.FailedPrecondition, Message: err.Error()}
 	}
-	return &Status{Code: codes.Unavailable, Message: p.linkBroke(err, "call")}
+	return &Status{Code: codes.Unavailable, Message: p.linkBroke(err, what)}
+}
+
+// Stream is a protobuf stream to a plugin's streaming method (OpenStream),
+// the messages as their senders encoded them. Send and CloseSend may run
+// on one goroutine while Recv (after Header) runs on another.
+type Stream struct {
+	p    *Plugin
+	ctx  context.Context
+	s    *wire.Stream
+	call string // the method, for messages
+}
+
+// OpenStream opens a stream to a server-, client- or bidi-streaming method
+// of the plugin. ctx's deadline travels to the handler; when ctx ends, the
+// stream ends on both sides, so cancel it once done with a stream not read
+// to its end. A method the plugin did not describe is refused before it
+// reaches the plugin; the error is a *Status.
+func (p *Plugin) OpenStream(ctx context.Context, c ProtoCall) (*Stream, error) {
+	m, st := p.protoLookup(&c, streaming)
+	if st != nil {
+		return nil, st
+	}
+	head, err := wire.AppendProtoCall(nil, m.ref, c.Metadata)
+	if err != nil {
+		return nil, &Status{Code: codes.ResourceExhausted, Message: c.String() + ": " + err.Error()}
+	}
+	ws, err := p.link.OpenStream(ctx, head)
+	if err != nil {
+		return nil, p.streamStatus(ctx, err)
+	}
+	return &Stream{p: p, ctx: ctx, s: ws, call: c.String()}, nil
+}
+
+// Send sends one request message, waiting while the plugin is behind on
+// reading. It returns io.EOF once the plugin ended the stream (Recv then
+// says how), or the *Status the stream failed with.
+func (s *Stream) Send(msg []byte) error {
+	if err := s.s.Send(msg); err != nil && err != io.EOF {
+		return s.p.streamStatus(s.ctx, err)
+	}
+	return nil
+}
+
+// CloseSend tells the plugin that no more requests come.
+func (s *Stream) CloseSend() error {
+	if err := s.s.CloseSend(); err != nil {
+		return s.p.streamStatus(s.ctx, err)
+	}
+	return nil
+}
+
+// Header waits for the plugin's response header: until it, a first
+// response or the end arrives. The error is a *Status.
+func (s *Stream) Header() (Metadata, error) {
+	md, err := s.s.Header()
+	if err != nil {
+		return nil, s.p.streamStatus(s.ctx, err)
+	}
+	return md, nil
+}
+
+// Recv returns the next response message, the caller's to keep; io.EOF
+// once the stream ended OK; or the *Status it ended with.
+func (s *Stream) Recv() ([]byte, error) {
+	msg, err := s.s.Recv()
+	switch {
+	case err == nil:
+		return msg, nil
+	case err != io.EOF:
+		return nil, s.p.streamStatus(s.ctx, err)
+	}
+	if st, _ := s.s.End(); st != nil {
+		return nil, st
+	}
+	return nil, io.EOF
+}
+
+// Trailer is the trailer the handler ended the stream with, once Recv
+// returned an error; nil before, or when the stream failed without an
+// end (canceled, timed out, the plugin died).
+func (s *Stream) Trailer() Metadata {
+	_, trailer := s.s.End()
+	return trailer
+}
+
+// streamStatus is the status of a stream that failed with err.
+func (p *Plugin) streamStatus(ctx context.Context, err error) *Status {
+	return p.linkStatus(ctx, err, "stream")
 }

@@ -3,6 +3,8 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,8 +38,25 @@ func greetProto() sdk.ProtoService {
 		}
 		return &greetpb.GreetResponse{Greeting: "Hello, " + req.Name}, nil
 	}
+	// GreetServerStream sends count greetings, or fails after one for
+	// "missing".
+	serverStream := func(req *greetpb.GreetStreamRequest, out sdk.Sender[*greetpb.GreetResponse]) error {
+		if err := out.SetHeader(metadata.Pairs("x-count", fmt.Sprint(req.Count))); err != nil {
+			return err
+		}
+		for i := range req.Count {
+			if err := out.Send(&greetpb.GreetResponse{Greeting: fmt.Sprintf("Hello, %s #%d", req.Name, i+1)}); err != nil {
+				return err
+			}
+			if req.Name == "missing" {
+				out.SetTrailer(metadata.Pairs("x-why", "gone"))
+				return status.Error(codes.NotFound, "no such user")
+			}
+		}
+		return nil
+	}
 	return sdk.ProtoService{Service: greetpb.File_greet_proto.Services().ByName("GreetService"), Version: "1.0.0",
-		Methods: []sdk.ProtoMethod{sdk.Unary("Greet", greet)}}
+		Methods: []sdk.ProtoMethod{sdk.Unary("Greet", greet), sdk.ServerStream("GreetServerStream", serverStream)}}
 }
 
 var greetCall = plugins.ProtoCall{Service: "greet.GreetService", Version: "1.0.0", Method: "Greet"}
@@ -91,7 +110,8 @@ func TestProtoDescribe(t *testing.T) {
 	if _, err := g.Files.FindFileByPath("greet.proto"); err != nil {
 		t.Errorf("its files: %v", err)
 	}
-	if len(g.Methods) != 1 || g.Methods[0].Name != "Greet" || g.Methods[0].Kind != plugins.Unary {
+	if len(g.Methods) != 2 || g.Methods[0].Name != "Greet" || g.Methods[0].Kind != plugins.Unary ||
+		g.Methods[1].Name != "GreetServerStream" || g.Methods[1].Kind != plugins.ServerStream {
 		t.Errorf("methods = %+v", g.Methods)
 	}
 }
@@ -177,5 +197,80 @@ func TestCallProtoPluginDies(t *testing.T) {
 	}
 	if o := callGreet(ctx, t, p, greetCall, "world"); o.st == nil || o.st.Code != codes.Unavailable || !strings.Contains(o.st.Message, "is down") {
 		t.Errorf("a call after the plugin died: %+v", o.st)
+	}
+}
+
+// TestOpenStream: a stream's request, header, responses, trailer and
+// status cross the node's API; a stream to a method the plugin did not
+// describe, or of the wrong kind, is refused before it reaches the plugin.
+func TestOpenStream(t *testing.T) {
+	p := startGreeter(t, startConfig(t, "proto"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := greetCall
+	c.Method = "GreetServerStream"
+	for _, tt := range []struct {
+		name      string
+		greetings []string
+		code      codes.Code
+		trailer   plugins.Metadata
+	}{
+		{"ann", []string{"Hello, ann #1", "Hello, ann #2"}, codes.OK, nil},
+		{"missing", []string{"Hello, missing #1"}, codes.NotFound, plugins.Metadata{{Key: "x-why", Value: "gone"}}},
+	} {
+		s, err := p.OpenStream(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := proto.Marshal(&greetpb.GreetStreamRequest{Name: tt.name, Count: 2})
+		if err := s.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := s.Header(); err != nil || h.Get("x-count") != "2" {
+			t.Errorf("%s: header %q, %v", tt.name, h, err)
+		}
+		var got []string
+		var end error
+		for {
+			b, err := s.Recv()
+			if err != nil {
+				end = err
+				break
+			}
+			var resp greetpb.GreetResponse
+			if err := proto.Unmarshal(b, &resp); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, resp.Greeting)
+		}
+		var st *plugins.Status
+		if tt.code == codes.OK && end != io.EOF || tt.code != codes.OK && (!errors.As(end, &st) || st.Code != tt.code) {
+			t.Errorf("%s: the stream ended with %v, want code %v", tt.name, end, tt.code)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.greetings) || fmt.Sprint(s.Trailer()) != fmt.Sprint(tt.trailer) {
+			t.Errorf("%s: %q, trailer %q; want %q, %q", tt.name, got, s.Trailer(), tt.greetings, tt.trailer)
+		}
+	}
+
+	for _, tt := range []struct {
+		c    plugins.ProtoCall
+		code codes.Code
+		says string
+	}{
+		{greetCall, codes.Internal, "is a unary method: call it with CallProto"},
+		{plugins.ProtoCall{Service: "greet.GreetService", Version: "1.0.0", Method: "GreetStream"}, codes.Unimplemented, "has no method GreetStream"},
+		{plugins.ProtoCall{Service: "greet.Other", Method: "GreetStream"}, codes.Unimplemented, "does not serve greet.Other"},
+	} {
+		_, err := p.OpenStream(ctx, tt.c)
+		var st *plugins.Status
+		if !errors.As(err, &st) || st.Code != tt.code || !strings.Contains(st.Message, tt.says) {
+			t.Errorf("%s: %v, want %v saying %q", tt.c.String(), err, tt.code, tt.says)
+		}
+	}
+	if o := callGreet(ctx, t, p, c, "x"); o.st == nil || o.st.Code != codes.Internal || !strings.Contains(o.st.Message, "open a stream") {
+		t.Errorf("CallProto to a streaming method: %+v", o.st)
 	}
 }

@@ -201,6 +201,16 @@ func (s *Supervisor) CallProto(ctx context.Context, c ProtoCall, req []byte, don
 	p.CallProto(ctx, c, req, done)
 }
 
+// OpenStream opens a stream to the running plugin (Plugin.OpenStream);
+// between processes it fails at once with Unavailable.
+func (s *Supervisor) OpenStream(ctx context.Context, c ProtoCall) (*Stream, error) {
+	p := s.cur.Load()
+	if p == nil {
+		return nil, s.notRunning()
+	}
+	return p.OpenStream(ctx, c)
+}
+
 // notRunning is the status of protobuf calls between processes.
 func (s *Supervisor) notRunning() *Status {
 	return &Status{Code: codes.Unavailable, Message: "plugin " + s.cfg.Name + " is not running (starting or restarting)"}

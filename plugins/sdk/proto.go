@@ -57,8 +57,9 @@ type ProtoMethod struct {
 	in, out protoreflect.MessageDescriptor
 	err     error // what is wrong with the handler's types
 
-	// unary serves its calls.
-	unary func(ctx context.Context, req []byte) (proto.Message, error)
+	// One of these serves its calls.
+	unary  func(ctx context.Context, req []byte) (proto.Message, error)
+	stream func(s *serverStream) error
 }
 
 // Unary serves a method that takes one message and answers one: h gets the

@@ -77,28 +77,41 @@ func toWire(md metadata.MD) wire.Metadata {
 	return out
 }
 
+// protoState is what the context of a protobuf call or stream holds for
+// its handler: the call's info (Client) and metadata.
+type protoState struct {
+	info callInfo
+	meta protoMeta
+}
+
+// value is the state for a context key of this package's.
+func (p *protoState) value(key any) (any, bool) {
+	switch key {
+	case callKey{}:
+		return &p.info, true
+	case protoKey{}:
+		return &p.meta, true
+	}
+	return nil, false
+}
+
 // protoCall is one unary protobuf call from the node with all that serving
 // it needs, in one allocation, as call is for Dubbo calls; it is its
 // handler's context.
 type protoCall struct {
 	context.Context // the link's, set by Run
+	protoState
 
-	m    *protoMethod
-	req  []byte
-	info callInfo
-	meta protoMeta
+	m   *protoMethod
+	req []byte
 
 	reply [48]byte // room for the reply of a short answer
 }
 
-// Value gives the handler its call's info and metadata, and the link's
-// values.
+// Value gives the handler its call's state, and the link's values.
 func (c *protoCall) Value(key any) any {
-	switch key {
-	case callKey{}:
-		return &c.info
-	case protoKey{}:
-		return &c.meta
+	if v, ok := c.value(key); ok {
+		return v
 	}
 	return c.Context.Value(key)
 }

@@ -53,8 +53,16 @@
 //		Methods: []sdk.ProtoMethod{sdk.Unary("Greet", greet)},
 //	})
 //
+// ServerStream, ClientStream and BidiStream serve the streaming methods:
+// their handlers send on a Sender and read from a Receiver (Recv returns
+// io.EOF once the caller has sent all), or both (a Stream), like grpc-go's
+// stream interfaces; Send waits while the caller is behind on reading.
+// Unary handlers that have been quick run on the link's reader as Dubbo
+// ones do; each stream runs on a goroutine of its own.
+//
 // Metadata(ctx) holds the metadata the caller sent, SetTrailer(ctx, md)
-// adds to the trailer it gets back. A returned grpc-go status
+// adds to the trailer it gets back (a stream's SetHeader and SetTrailer
+// too). A returned grpc-go status
 // (status.Error(codes.NotFound, "..."), or an error wrapping one) reaches
 // the caller with its code, message and details; the context's end is
 // Canceled or DeadlineExceeded; any other error is Unknown with its

@@ -29,9 +29,11 @@ import (
 //	                      EncodeCall
 //	'u' id timeout call   a unary protobuf call, as AppendProtoCall and the
 //	                      request (proto.go)
-//	'x' id                the caller gave up: cancel the call
+//	'x' id                the caller gave up: cancel the call (or stream)
 //	'r' id reply          the reply to the receiver's call id, as EncodeReply
 //	                      (to a 'c') or AppendProtoOK/Error (to a 'u')
+//
+// and the frames of protobuf streams (stream.go).
 //
 // id and timeout are uvarints. A socket rather than a gRPC stream: the gRPC
 // stream cost a goroutine hand-off to its writer and one to its reader on
@@ -96,6 +98,13 @@ type Link struct {
 	cancels  map[uint64]context.CancelFunc
 	work     chan func() // to an idle worker
 
+	// Protobuf streams (stream.go), by the id their opener gave them: the
+	// ones this side opened, and the ones it serves.
+	smu         sync.Mutex
+	opened      map[uint64]*Stream
+	served      map[uint64]*Stream
+	streamsDone bool // the link ended: no more streams
+
 	// Frames go out through the coalescing writer: whoever finds no write
 	// in progress writes what the socket takes at once (fastpath.Try), the
 	// writer goroutine the rest. Nobody sending a frame waits on the other
@@ -116,6 +125,8 @@ func NewLink(conn net.Conn) *Link {
 		serveCtx: ctx, stop: stop,
 		cancels: make(map[uint64]context.CancelFunc),
 		work:    make(chan func()),
+		opened:  make(map[uint64]*Stream),
+		served:  make(map[uint64]*Stream),
 	}
 }
 
@@ -165,6 +176,7 @@ func (l *Link) read() {
 	l.w.Fail(err)
 	close(l.work) // idle workers end; busy ones after their call
 	close(l.done)
+	l.failStreams(err)
 	l.reading.Close()
 	l.inline.Stop()
 	for _, p := range pending {
@@ -220,6 +232,10 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 			}
 			if !l.serve(kind, id, time.Duration(min(timeout, 1<<40))*time.Microsecond, rest[n:]) {
 				return errHandedOver
+			}
+		case frameOpen, frameSend, frameCloseSend, frameCredit, frameHeader, frameMessage, frameEnd, frameCreditUp:
+			if err := l.streamFrame(kind, id, rest); err != nil {
+				return err
 			}
 		default:
 			return fmt.Errorf("%w: unknown frame kind %q", ErrCorrupt, kind)
