@@ -43,7 +43,7 @@ type ProtoCall struct {
 	Metadata Metadata
 }
 
-func (c *ProtoCall) String() string {
+func (c ProtoCall) String() string {
 	return "/" + url.ServiceKey(c.Service, c.Version, c.Group) + "/" + c.Method
 }
 
@@ -64,7 +64,7 @@ type protoMethod struct {
 // done's to keep. ctx's deadline travels to the handler; when ctx ends
 // first the handler's context ends too.
 func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer Metadata, st *Status)) {
-	m, st := p.protoLookup(&c, Unary)
+	m, st := p.protoLookup(c, Unary)
 	if st != nil {
 		done(nil, nil, st)
 		return
@@ -84,6 +84,7 @@ func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done fu
 			p.calls.Put(buf)
 		}
 	}()
+	svc, method := c.Service, c.Method // for the log: the closure keeps these only
 	p.link.CallProtoAsync(ctx, head, req, func(reply []byte, err error) {
 		switch {
 		case err != nil && ctx.Err() == nil && !errors.Is(err, wire.ErrTooBig):
@@ -97,7 +98,7 @@ func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done fu
 		default:
 			resp, trailer, st, err := wire.ParseProtoReply(reply)
 			if err != nil {
-				p.log.Warn("plugin sent a reply that cannot be decoded", "method", c.String(), "err", err)
+				p.log.Warn("plugin sent a reply that cannot be decoded", "service", svc, "method", method, "err", err)
 				st = &Status{Code: codes.Internal, Message: "plugin " + p.cfg.Name + " sent a reply that cannot be decoded: " + err.Error()}
 			}
 			done(resp, trailer, st)
@@ -111,7 +112,7 @@ const streaming MethodKind = 255
 // protoLookup finds the protobuf method c names, of kind (or streaming);
 // calls to one the plugin did not describe are refused before they reach
 // it.
-func (p *Plugin) protoLookup(c *ProtoCall, kind MethodKind) (protoMethod, *Status) {
+func (p *Plugin) protoLookup(c ProtoCall, kind MethodKind) (protoMethod, *Status) {
 	select {
 	case <-p.done:
 		return protoMethod{}, &Status{Code: codes.Unavailable, Message: "plugin " + p.cfg.Name + " is down: " + p.exitErr.Error()}
@@ -170,7 +171,7 @@ type Stream struct {
 // to its end. A method the plugin did not describe is refused before it
 // reaches the plugin; the error is a *Status.
 func (p *Plugin) OpenStream(ctx context.Context, c ProtoCall) (*Stream, error) {
-	m, st := p.protoLookup(&c, streaming)
+	m, st := p.protoLookup(c, streaming)
 	if st != nil {
 		return nil, st
 	}
@@ -189,10 +190,11 @@ func (p *Plugin) OpenStream(ctx context.Context, c ProtoCall) (*Stream, error) {
 // reading. It returns io.EOF once the plugin ended the stream (Recv then
 // says how), or the *Status the stream failed with.
 func (s *Stream) Send(msg []byte) error {
-	if err := s.s.Send(msg); err != nil && err != io.EOF {
-		return s.p.streamStatus(s.ctx, err)
+	err := s.s.Send(msg)
+	if err == nil || err == io.EOF {
+		return err
 	}
-	return nil
+	return s.p.streamStatus(s.ctx, err)
 }
 
 // CloseSend tells the plugin that no more requests come.

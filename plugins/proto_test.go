@@ -253,6 +253,9 @@ func TestOpenStream(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(tt.greetings) || fmt.Sprint(s.Trailer()) != fmt.Sprint(tt.trailer) {
 			t.Errorf("%s: %q, trailer %q; want %q, %q", tt.name, got, s.Trailer(), tt.greetings, tt.trailer)
 		}
+		if err := s.Send(req); err != io.EOF {
+			t.Errorf("%s: Send after the end = %v, want io.EOF", tt.name, err)
+		}
 	}
 
 	for _, tt := range []struct {
