@@ -26,6 +26,7 @@ build:
 	$(GO) build -o examples/greeter/greeter ./examples/greeter
 	$(GO) build -o examples/chain/chain ./examples/chain
 	$(GO) build -o examples/greeter-caller/greeter-caller ./examples/greeter-caller
+	$(GO) build -o examples/greet/greet ./examples/greet
 
 up: build
 	$(BIN) up

@@ -9,7 +9,8 @@
 //     telling its owner through OnUp and OnDown when its services come and go;
 //     its State says whether the plugin is up, and why not.
 //   - In the plugin, handler authors call sdk.Serve (package plugins/sdk)
-//     with plain Go types whose methods become Dubbo methods; a plugin
+//     with plain Go types whose methods become Dubbo methods, or with
+//     protobuf services (sdk.ProtoService); a plugin
 //     that only calls (consumer side) uses sdk.Run, or sdk.ServeWith with a
 //     start hook, which runs once the node has accepted the plugin.
 //
@@ -20,9 +21,17 @@
 // Config.Host invoker. Calls both ways travel on a Unix socket pair the node
 // passes the plugin at launch; gRPC carries the handshake and life cycle.
 //
+// A plugin can also serve protobuf services (sdk.ProtoService), which
+// Triple callers reach. Their descriptors come with what the plugin
+// serves (ServiceDesc.Proto and Files, for reflection and JSON), and the
+// node calls them with CallProto (unary) and OpenStream (server, client
+// and bidi streams, with flow control both ways), passing the messages as
+// the caller encoded them: the node never decodes them.
+//
 // A plugin's stdout, stderr and slog output go to the node's logger, tagged
 // with the plugin's name. When the plugin process dies, calls in flight
-// fail at once with an error wrapping rpc.ErrConnection.
+// fail at once with an error wrapping rpc.ErrConnection, protobuf calls and
+// streams with Unavailable.
 //
 // Plugin processes run in their own process group, so a Ctrl-C on the
 // node's terminal reaches the node only: the node unregisters the services

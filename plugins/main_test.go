@@ -134,6 +134,9 @@ func runPlugin(mode string) error {
 		svc.Settings = sdk.Settings{Weight: new(200), Tag: "gray", Timeout: 3 * time.Second, Retries: &zero, Executes: 4,
 			Parameters: map[string]string{"owner": "team-a"}}
 		return sdk.Serve(svc)
+	case "proto":
+		// A Dubbo and a protobuf service in one plugin.
+		return sdk.Serve(greeterService(), greetProto())
 	case "consumer":
 		return sdk.Run(consume)
 	case "startfail":

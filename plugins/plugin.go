@@ -18,6 +18,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -25,8 +27,12 @@ import (
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
-// ServiceDesc is one service a plugin serves, as it described it.
+// ServiceDesc is one service a plugin serves, as it described it: a Dubbo
+// service (an sdk.Service), called with Invoke, or a protobuf service (an
+// sdk.ProtoService: Proto is set), called with CallProto and OpenStream.
 type ServiceDesc struct {
+	// Interface is the Java interface, or the protobuf service's full name
+	// (greet.GreetService).
 	Interface string
 	Version   string // "" when none
 	Group     string // "" when none
@@ -34,18 +40,37 @@ type ServiceDesc struct {
 	// Params are the service's settings as Dubbo URL parameters (its
 	// sdk.Service Settings), for its provider URL; nil when none.
 	Params map[string]string
+	// Proto is the protobuf service, nil for a Dubbo one. Files holds its
+	// file and every file that one imports, as the plugin sent them, for
+	// serving reflection and translating JSON.
+	Proto protoreflect.ServiceDescriptor
+	Files *protoregistry.Files
 }
 
 // Key is Dubbo's service key, [group/]interface[:version].
 func (s ServiceDesc) Key() string { return url.ServiceKey(s.Interface, s.Version, s.Group) }
 
-// MethodDesc is one method with its Java signature, e.g. sayHello with
-// ParamTypes [java.lang.String] and ReturnType java.lang.String.
+// MethodDesc is one method: of a Dubbo service with its Java signature,
+// e.g. sayHello with ParamTypes [java.lang.String] and ReturnType
+// java.lang.String; of a protobuf service with its Kind (its messages are
+// in ServiceDesc.Proto).
 type MethodDesc struct {
 	Name       string
 	ParamTypes []string
 	ReturnType string // "void" when the method returns nothing
+	Kind       MethodKind
 }
+
+// MethodKind is a method's shape; a Dubbo method is Unary.
+type MethodKind = wire.Kind
+
+// The kinds of methods, in the order of node/triple's.
+const (
+	Unary        = wire.Unary        // one request, one response
+	ServerStream = wire.ServerStream // one request, a stream of responses
+	ClientStream = wire.ClientStream // a stream of requests, one response
+	BidiStream   = wire.BidiStream   // streams both ways
+)
 
 // Plugin is one running plugin process. It is an rpc.Invoker for the
 // services it described; it is safe for concurrent use.
@@ -58,9 +83,10 @@ type Plugin struct {
 	link     *wire.Link // carries every call to the plugin, and its calls back
 	services []ServiceDesc
 	// The services and methods it described, which calls are checked
-	// against: one lookup per call.
-	serves  map[wire.ServiceID]bool
-	methods map[methodID]*method
+	// against: one lookup per call. serves holds the index in services.
+	serves       map[wire.ServiceID]int
+	methods      map[methodID]*method
+	protoMethods map[methodID]protoMethod
 
 	// calls holds buffers to encode calls in (*[]byte): the link copies a
 	// call as it sends it.
@@ -214,16 +240,25 @@ func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Dura
 	if err != nil {
 		return fmt.Errorf("bad description of its services: %w", err)
 	}
-	p.serves, p.methods = make(map[wire.ServiceID]bool, len(d.Services)), make(map[methodID]*method)
-	for _, s := range d.Services {
+	p.serves, p.methods, p.protoMethods = make(map[wire.ServiceID]int, len(d.Services)), make(map[methodID]*method), make(map[methodID]protoMethod)
+	for i, s := range d.Services {
 		sd := ServiceDesc{Interface: s.Interface, Version: url.NormalVersion(s.Version), Group: s.Group, Params: s.Params}
 		for _, m := range s.Methods {
-			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType})
+			sd.Methods = append(sd.Methods, MethodDesc{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType, Kind: m.Kind})
+		}
+		if s.Proto != nil {
+			if sd.Files, sd.Proto, err = s.ResolveProto(); err != nil {
+				return fmt.Errorf("bad description of %s: %w", sd.Key(), err) // ParseDescription resolved it
+			}
 		}
 		id := wire.IDOf(sd.Interface, sd.Version, sd.Group)
-		p.serves[id] = true
-		for _, m := range sd.Methods {
-			p.methods[methodID{id, m.Name}] = newMethod(sd, m)
+		p.serves[id] = i
+		for j, m := range sd.Methods {
+			if sd.Proto == nil {
+				p.methods[methodID{id, m.Name}] = newMethod(sd, m)
+			} else {
+				p.protoMethods[methodID{id, m.Name}] = protoMethod{ref: wire.MethodRef{Service: uint32(i), Method: uint32(j)}, kind: m.Kind}
+			}
 		}
 		p.services = append(p.services, sd)
 	}
@@ -447,18 +482,7 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 }
 
 func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []byte) (*rpc.Result, error) {
-	// The handler got the caller's deadline; an answer that raced it home
-	// (typically the handler's own "deadline exceeded") is still a timeout
-	// for the caller, even when ctx's own timer, late on a loaded machine,
-	// has not fired yet. (A context ends for its deadline only once its
-	// Deadline passed: one look at the clock tells.)
-	var late bool
-	if dl, ok := ctx.Deadline(); ok {
-		late = !time.Now().Before(dl)
-	} else {
-		late = errors.Is(ctx.Err(), context.DeadlineExceeded)
-	}
-	if late {
+	if late(ctx) {
 		return nil, p.callError(inv, rpc.ErrTimeout, "plugin "+p.cfg.Name+" did not answer in time")
 	}
 	res, err := wire.DecodeReply(reply)
@@ -476,6 +500,19 @@ func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []b
 	}
 	p.log.Warn("plugin sent a reply that cannot be decoded", "service", inv.Service, "method", inv.Method, "err", err)
 	return nil, p.callError(inv, rpc.ErrProvider, "plugin "+p.cfg.Name+" sent a reply that cannot be decoded: "+err.Error())
+}
+
+// late says whether an answer came after the caller's deadline. The
+// handler got that deadline; an answer that raced it home (typically the
+// handler's own "deadline exceeded") is still a timeout for the caller,
+// even when ctx's own timer, late on a loaded machine, has not fired yet.
+// (A context ends for its deadline only once its Deadline passed: one look
+// at the clock tells.)
+func late(ctx context.Context) bool {
+	if dl, ok := ctx.Deadline(); ok {
+		return !time.Now().Before(dl)
+	}
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
 // maxPooledCall bounds the buffers kept for encoding calls: a rare large
@@ -513,9 +550,18 @@ func (p *Plugin) lookup(inv *rpc.Invocation) (*method, error) {
 		return m, nil
 	}
 	key := url.ServiceKey(inv.Service, inv.Version, inv.Group)
-	if p.serves[id] {
+	if i, ok := p.serves[id]; ok {
+		if p.services[i].Proto != nil {
+			return nil, p.callError(inv, rpc.ErrServiceNotFound, key+" is a protobuf service, not a Dubbo one: call it over Triple")
+		}
 		return nil, p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("%s has no method %s", key, inv.Method))
 	}
+	return nil, p.callError(inv, rpc.ErrServiceNotFound, p.notServed(key))
+}
+
+// notServed says that the plugin does not serve the service key, and
+// what it serves.
+func (p *Plugin) notServed(key string) string {
 	keys := make([]string, 0, len(p.services))
 	for _, s := range p.services {
 		keys = append(keys, s.Key())
@@ -524,7 +570,7 @@ func (p *Plugin) lookup(inv *rpc.Invocation) (*method, error) {
 	if len(keys) == 0 {
 		serves = "it serves nothing, it only calls"
 	}
-	return nil, p.callError(inv, rpc.ErrServiceNotFound, fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key, serves))
+	return fmt.Sprintf("plugin %s does not serve %s (%s)", p.cfg.Name, key, serves)
 }
 
 // transportError classifies a failed call on the link.
@@ -538,14 +584,19 @@ func (p *Plugin) transportError(ctx context.Context, inv *rpc.Invocation, err er
 	if errors.Is(err, wire.ErrTooBig) {
 		return p.callError(inv, rpc.ErrBadRequest, "plugin "+p.cfg.Name+": "+err.Error())
 	}
-	// The link broke: almost always the process died. Give the exit
-	// watcher a moment so the error can say how.
+	return p.callError(inv, rpc.ErrConnection, p.linkBroke(err, "call"))
+}
+
+// linkBroke says why the link broke during a call or stream (what): almost
+// always the process died, so it gives the exit watcher a moment to say
+// how.
+func (p *Plugin) linkBroke(err error, what string) string {
 	select {
 	case <-p.done:
-		return p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" died during the call: "+p.exitErr.Error())
+		return "plugin " + p.cfg.Name + " died during the " + what + ": " + p.exitErr.Error()
 	case <-time.After(50 * time.Millisecond):
 	}
-	return p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+": "+err.Error())
+	return "plugin " + p.cfg.Name + ": " + err.Error()
 }
 
 func (p *Plugin) callError(inv *rpc.Invocation, kind error, detail string) error {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
@@ -186,6 +188,32 @@ func (s *Supervisor) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done 
 		return
 	}
 	p.InvokeAsync(ctx, inv, done)
+}
+
+// CallProto calls the running plugin (Plugin.CallProto); between
+// processes the call fails at once with Unavailable.
+func (s *Supervisor) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer Metadata, st *Status)) {
+	p := s.cur.Load()
+	if p == nil {
+		done(nil, nil, s.notRunning())
+		return
+	}
+	p.CallProto(ctx, c, req, done)
+}
+
+// OpenStream opens a stream to the running plugin (Plugin.OpenStream);
+// between processes it fails at once with Unavailable.
+func (s *Supervisor) OpenStream(ctx context.Context, c ProtoCall) (*Stream, error) {
+	p := s.cur.Load()
+	if p == nil {
+		return nil, s.notRunning()
+	}
+	return p.OpenStream(ctx, c)
+}
+
+// notRunning is the status of protobuf calls between processes.
+func (s *Supervisor) notRunning() *Status {
+	return &Status{Code: codes.Unavailable, Message: "plugin " + s.cfg.Name + " is not running (starting or restarting)"}
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -469,6 +469,9 @@ func (e *pluginExports) up(services []plugins.ServiceDesc, inv rpc.Invoker) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, sd := range services {
+		if sd.Proto != nil {
+			continue // a protobuf service is for Triple, not for the Dubbo protocol
+		}
 		if err := e.p.Export(e.ctx, serviceOf(sd, inv)); err != nil {
 			e.log.Error("export plugin service", "plugin", e.plugin, "service", sd.Key(), "err", err)
 			continue

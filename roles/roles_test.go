@@ -19,6 +19,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
@@ -231,11 +232,17 @@ func TestPluginExportsFollowPlugin(t *testing.T) {
 	greeterDesc := plugins.ServiceDesc{Interface: providertest.GreeterInterface, Version: providertest.GreeterVersion,
 		Methods: []plugins.MethodDesc{{Name: "sayHello", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"}}}
 	refused := plugins.ServiceDesc{} // no interface: the provider refuses it
+	// A protobuf service is not a Dubbo one: the provider does not export it.
+	greet := plugins.ServiceDesc{Interface: "greet.GreetService", Methods: []plugins.MethodDesc{{Name: "Greet"}},
+		Proto: greetpb.File_greet_proto.Services().Get(0)}
 	inv := rpc.InvokerFunc(func(context.Context, *rpc.Invocation) (*rpc.Result, error) { return &rpc.Result{Value: "plugin"}, nil })
 
 	for round := 1; round <= 2; round++ {
-		ex.up([]plugins.ServiceDesc{refused, greeterDesc}, inv)
+		ex.up([]plugins.ServiceDesc{refused, greet, greeterDesc}, inv)
 		waitChildren(t, zc, greeterProviders, 1, fmt.Sprintf("registered while the plugin is up (round %d)", round))
+		if got := p.Services(); len(got) != 1 {
+			t.Errorf("provider exports %d services, want the Dubbo one only: %+v", len(got), got)
+		}
 		ex.down(errors.New("killed"))
 		waitChildren(t, zc, greeterProviders, 0, fmt.Sprintf("unregistered while the plugin is down (round %d)", round))
 		if got := p.Services(); len(got) != 0 {

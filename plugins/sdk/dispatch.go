@@ -8,8 +8,6 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	hessian "github.com/apache/dubbo-go-hessian2"
@@ -37,54 +35,11 @@ type method struct {
 	// fn itself when it takes and returns a string, the commonest shape:
 	// called without reflect, whose Call took a third of the plugin's own
 	// work per call (its argument and result slices, its checks).
-	strFn   func(context.Context, string) (string, error)
-	params  []reflect.Type
-	result  bool // returns (T, error) rather than error
-	javaSig Signature
-	// Whether calls run on the link's reader: earned by a score of quick
-	// runs (see observe).
-	mu     sync.Mutex
-	score  int  // quick runs earn it, longer ones cost it
-	never  bool // it called through the node
-	inline atomic.Bool
-}
-
-// A method runs on the link's reader, which saves a worker's wake-up per
-// call, while its score is at least inlineScore: each run within quickRun
-// adds one (up to maxScore), each longer run takes midCost, each run of
-// slowRun or more slowCost. So a method stays there while fewer than about
-// one run in five takes longer than quickRun, and a few slow runs send it
-// back to the workers until it has earned its place again. Runs are timed
-// by the clock, and on a busy machine the OS preempts a quick handler now
-// and then: a streak of quick runs, broken by any longer one, sent a tenth
-// of the calls to the workers under a dubbo-go consumer's load. A handler
-// that blocks on the reader anyway holds the plugin's other calls up for
-// the link's inline stall (2ms) at most. A method that called through the
-// node never runs there.
-const (
-	quickRun    = 50 * time.Microsecond
-	slowRun     = time.Millisecond
-	inlineScore = 16
-	maxScore    = 64
-	midCost     = 4
-	slowCost    = 16
-)
-
-// observe counts one run that took d.
-func (m *method) observe(d time.Duration, calledOut bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case calledOut:
-		m.never = true
-	case d < quickRun:
-		m.score = min(m.score+1, maxScore)
-	case d < slowRun:
-		m.score = max(m.score-midCost, 0)
-	default:
-		m.score = max(m.score-slowCost, 0)
-	}
-	m.inline.Store(!m.never && m.score >= inlineScore)
+	strFn    func(context.Context, string) (string, error)
+	params   []reflect.Type
+	result   bool // returns (T, error) rather than error
+	javaSig  Signature
+	inlining // whether its calls run on the link's reader
 }
 
 var (
@@ -440,9 +395,6 @@ func exceptionOf(err error) *rpc.Exception {
 	}
 	return &rpc.Exception{Class: class, Message: err.Error()}
 }
-
-// description is what Describe answers.
-func (d *Dispatcher) description() *wire.Description { return &d.desc }
 
 // Signatures returns the Java signatures served for a service, given as
 // [group/]interface[:version], by Dubbo method name; nil if it is not

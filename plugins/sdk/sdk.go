@@ -39,6 +39,37 @@
 // Inside a call, Client(ctx) calls other Dubbo services through the node,
 // and Attachments(ctx) holds the attachments the caller sent.
 //
+// A plugin can serve protobuf services too, which Triple (gRPC) callers
+// reach through the node: a ProtoService takes the service's descriptor
+// from the protoc-gen-go package and a handler per method on its generated
+// message types, checked against the descriptor when Serve starts:
+//
+//	func greet(ctx context.Context, req *greetpb.GreetRequest) (*greetpb.GreetResponse, error) {
+//		return &greetpb.GreetResponse{Greeting: "Hello, " + req.Name}, nil
+//	}
+//
+//	sdk.Serve(sdk.ProtoService{
+//		Service: greetpb.File_greet_proto.Services().ByName("GreetService"),
+//		Methods: []sdk.ProtoMethod{sdk.Unary("Greet", greet)},
+//	})
+//
+// ServerStream, ClientStream and BidiStream serve the streaming methods:
+// their handlers send on a Sender and read from a Receiver (Recv returns
+// io.EOF once the caller has sent all), or both (a Stream), like grpc-go's
+// stream interfaces; Send waits while the caller is behind on reading.
+// Unary handlers that have been quick run on the link's reader as Dubbo
+// ones do; each stream runs on a goroutine of its own.
+//
+// Metadata(ctx) holds the metadata the caller sent, SetTrailer(ctx, md)
+// adds to the trailer it gets back (a stream's SetHeader and SetTrailer
+// too). A returned grpc-go status
+// (status.Error(codes.NotFound, "..."), or an error wrapping one) reaches
+// the caller with its code, message and details; the context's end is
+// Canceled or DeadlineExceeded; any other error is Unknown with its
+// message, and a panic Internal, after which the plugin serves on. The
+// plugin sends the node the descriptors of the service's file and of every
+// file it imports, for reflection and JSON callers.
+//
 // Calls run concurrently, each on a goroutine of its own, except that a
 // method whose recent calls each returned within 50µs (and never called
 // through the node) runs on the goroutine reading the node's calls, which
@@ -95,6 +126,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -159,11 +191,18 @@ type Options struct {
 	Start func(ctx context.Context) error
 }
 
+// A Servable is what Serve serves: a Service (Dubbo, hessian2) or a
+// ProtoService (protobuf).
+type Servable interface{ servable() }
+
+func (Service) servable()      {}
+func (ProtoService) servable() {}
+
 // Serve serves services to the node that launched this process and returns
 // when the node closes the plugin. It returns at once with an error when the
 // services are invalid (the error says which method and why) or when the
 // binary was not started by a node.
-func Serve(services ...Service) error { return ServeWith(Options{}, services...) }
+func Serve(services ...Servable) error { return ServeWith(Options{}, services...) }
 
 // Run is ServeWith for a plugin that serves nothing and only calls: f runs
 // as Options.Start with the Caller to the node.
@@ -174,8 +213,8 @@ func Run(f func(ctx context.Context, c *Caller) error) error {
 // ServeWith is Serve with options: it serves services, which may be none
 // when opts.Start is set, and returns when the node closes the plugin (nil)
 // or when opts.Start failed (its error).
-func ServeWith(opts Options, services ...Service) error {
-	d, err := NewDispatcher(services...)
+func ServeWith(opts Options, services ...Servable) error {
+	sv, err := newServed(services)
 	if err != nil {
 		return err
 	}
@@ -198,7 +237,7 @@ func ServeWith(opts Options, services ...Service) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := newServer(ctx, d, opts.Start)
+	srv := newServer(ctx, sv, opts.Start)
 	link, err := wire.PluginLink()
 	if err != nil {
 		return err
@@ -274,6 +313,59 @@ func watchParent(every time.Duration) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// served is what a plugin serves: its Dubbo services (the Dispatcher),
+// its protobuf ones, and the description of both.
+type served struct {
+	d      *Dispatcher
+	protos *protoServices
+	desc   wire.Description
+}
+
+// newServed checks services and prepares them; the error names the
+// service and method at fault and how to fix it.
+func newServed(services []Servable) (*served, error) {
+	var dubbo []Service
+	var protos []ProtoService
+	for _, s := range services {
+		switch s := s.(type) {
+		case Service:
+			dubbo = append(dubbo, s)
+		case ProtoService:
+			protos = append(protos, s)
+		case *Service:
+			if s == nil {
+				return nil, errorf("a nil *sdk.Service")
+			}
+			dubbo = append(dubbo, *s)
+		case *ProtoService:
+			if s == nil {
+				return nil, errorf("a nil *sdk.ProtoService")
+			}
+			protos = append(protos, *s)
+		case nil:
+			return nil, errorf("a nil service")
+		}
+	}
+	d, err := NewDispatcher(dubbo...)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := newProtoServices(len(d.desc.Services), protos)
+	if err != nil {
+		return nil, err
+	}
+	sv := &served{d: d, protos: ps, desc: wire.Description{Services: slices.Clone(d.desc.Services)}}
+	for _, p := range ps.services {
+		sv.desc.Services = append(sv.desc.Services, p.desc)
+	}
+	// What the node will check, checked here, where the error reaches the
+	// author: a Dubbo and a protobuf service of one name, for one.
+	if err := sv.desc.Validate(); err != nil {
+		return nil, errorf("%v", err)
+	}
+	return sv, nil
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf("sdk: "+format, args...) }

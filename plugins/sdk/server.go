@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/dubbo-lab/dubbo/internal/fastpath"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -22,8 +21,10 @@ import (
 // Dispatcher and encodes the replies, and runs the start hook when the node
 // says so.
 type server struct {
-	d     *Dispatcher
-	start func(context.Context) error
+	d      *Dispatcher
+	protos *protoServices
+	desc   *wire.Description // of both
+	start  func(context.Context) error
 	// ctx is the start hook's; it ends when the node calls Stop or when
 	// ServeWith is done serving.
 	ctx  context.Context
@@ -48,9 +49,9 @@ type server struct {
 	hookErr  error         // written before hookDone is closed
 }
 
-func newServer(ctx context.Context, d *Dispatcher, start func(context.Context) error) *server {
+func newServer(ctx context.Context, sv *served, start func(context.Context) error) *server {
 	ctx, stop := context.WithCancel(ctx)
-	return &server{d: d, start: start, ctx: ctx, stop: stop}
+	return &server{d: sv.d, protos: sv.protos, desc: &sv.desc, start: start, ctx: ctx, stop: stop}
 }
 
 func (s *server) newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
@@ -63,7 +64,7 @@ func (s *server) newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 
 // Describe says what this plugin serves.
 func (s *server) Describe(context.Context, *emptypb.Empty) (*wrapperspb.BytesValue, error) {
-	b, err := json.Marshal(s.d.description())
+	b, err := json.Marshal(s.desc)
 	if err != nil {
 		return nil, err
 	}
@@ -206,24 +207,19 @@ func (c *call) Value(key any) any {
 // Run runs the handler and encodes its reply.
 func (c *call) Run(ctx context.Context) []byte {
 	c.Context = ctx
-	// Inline, the link's run has read the clock as it started.
-	run := fastpath.RunOf(ctx)
-	var start time.Time
-	if run == nil {
-		start = time.Now()
-	}
+	clock := startClock(ctx)
 	var reply []byte
 	var err error
 	if arg, ok := c.m.strArg(&c.inv); ok {
 		out, ex := c.m.callStr(c, c.svc.key, arg)
-		c.observe(run, start)
+		c.observe(clock)
 		if ex == nil {
 			return wire.AppendStringReply(c.reply[:0], out)
 		}
 		reply, err = wire.AppendReply(c.reply[:0], &rpc.Result{Exception: ex}, nil)
 	} else {
 		res, callErr := c.s.d.invoke(c, &c.inv, c.svc, c.m)
-		c.observe(run, start)
+		c.observe(clock)
 		reply, err = wire.AppendReply(c.reply[:0], res, callErr)
 	}
 	if err != nil {
@@ -234,17 +230,10 @@ func (c *call) Run(ctx context.Context) []byte {
 	return reply
 }
 
-// observe counts the handler's run towards running the method inline: the
-// link's run when it ran inline, or since start.
-func (c *call) observe(run *fastpath.Run, start time.Time) {
+// observe counts the handler's run towards running the method inline.
+func (c *call) observe(clock runClock) {
 	if c.m == nil {
 		return
 	}
-	var d time.Duration
-	if run != nil {
-		d = run.Elapsed()
-	} else {
-		d = time.Since(start)
-	}
-	c.m.observe(d, c.info.calledOut.Load())
+	c.m.observe(clock.elapsed(), c.info.calledOut.Load())
 }

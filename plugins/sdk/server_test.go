@@ -52,7 +52,7 @@ func TestServerCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServer(context.Background(), d, nil)
+	s := newServer(context.Background(), &served{d: d}, nil)
 	str := []string{"java.lang.String"}
 	tests := []struct {
 		name  string

@@ -2,8 +2,15 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/dubbo-lab/dubbo/node/provider/settings"
 	"github.com/dubbo-lab/dubbo/node/url"
@@ -14,7 +21,9 @@ type Description struct {
 	Services []Service `json:"services"`
 }
 
-// Service is one Dubbo service a plugin serves.
+// Service is one service a plugin serves: a Dubbo service, whose calls
+// are hessian2, or a protobuf service (Proto set), whose Interface is the
+// service's full proto name (greet.GreetService).
 type Service struct {
 	Interface string   `json:"interface"`
 	Version   string   `json:"version,omitempty"`
@@ -23,17 +32,107 @@ type Service struct {
 	// Params are the service's settings as Dubbo URL parameters (weight,
 	// dubbo.tag, timeout in ms, ...), for its provider URL.
 	Params map[string]string `json:"params,omitempty"`
+	// Proto is set for a protobuf service; nil for a Dubbo one.
+	Proto *ProtoService `json:"proto,omitempty"`
 }
 
-// Method is one method with its Java signature.
+// ProtoService is what a protobuf service carries besides its methods.
+type ProtoService struct {
+	// Files is a serialized google.protobuf.FileDescriptorSet: the file
+	// that defines the service and every file it imports, directly or not.
+	Files []byte `json:"files"`
+}
+
+// Method is one method: of a Dubbo service with its Java signature, of a
+// protobuf service with its kind and message types. Calls name a method
+// by its index in Service.Methods.
 type Method struct {
 	Name       string   `json:"name"`
-	ParamTypes []string `json:"paramTypes"`
-	ReturnType string   `json:"returnType"`
+	ParamTypes []string `json:"paramTypes,omitempty"`
+	ReturnType string   `json:"returnType,omitempty"`
+	// Kind, Input and Output are a protobuf method's: which sides stream,
+	// and the full names of its request and response messages.
+	Kind   Kind   `json:"kind,omitempty"`
+	Input  string `json:"input,omitempty"`
+	Output string `json:"output,omitempty"`
 }
 
-// maxDescription bounds what the node accepts from Describe.
-const maxDescription = 1 << 20
+// Kind is a method's shape: which of its sides send a stream of messages.
+// Dubbo methods are Unary.
+type Kind uint8
+
+const (
+	Unary        Kind = iota // one request, one response
+	ServerStream             // one request, any number of responses
+	ClientStream             // any number of requests, one response
+	BidiStream               // any number each way
+)
+
+var kindNames = [...]string{Unary: "unary", ServerStream: "server_stream", ClientStream: "client_stream", BidiStream: "bidi_stream"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// MarshalText writes the kind's name.
+func (k Kind) MarshalText() ([]byte, error) {
+	if int(k) >= len(kindNames) {
+		return nil, fmt.Errorf("no method kind %d", k)
+	}
+	return []byte(kindNames[k]), nil
+}
+
+// UnmarshalText reads a kind's name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if string(b) == n {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not a method kind (unary, server_stream, client_stream, bidi_stream)", b)
+}
+
+// KindOf is the kind of a protobuf method.
+func KindOf(m protoreflect.MethodDescriptor) Kind {
+	switch {
+	case m.IsStreamingClient() && m.IsStreamingServer():
+		return BidiStream
+	case m.IsStreamingClient():
+		return ClientStream
+	case m.IsStreamingServer():
+		return ServerStream
+	}
+	return Unary
+}
+
+// ProtoFiles is the serialized FileDescriptorSet of file and of every file
+// it imports, directly or not: what ProtoService.Files holds.
+func ProtoFiles(file protoreflect.FileDescriptor) ([]byte, error) {
+	var set descriptorpb.FileDescriptorSet
+	seen := map[string]bool{}
+	var add func(f protoreflect.FileDescriptor)
+	add = func(f protoreflect.FileDescriptor) {
+		if seen[f.Path()] {
+			return
+		}
+		seen[f.Path()] = true
+		imports := f.Imports()
+		for i := range imports.Len() {
+			add(imports.Get(i).FileDescriptor)
+		}
+		set.File = append(set.File, protodesc.ToFileDescriptorProto(f))
+	}
+	add(file)
+	return proto.MarshalOptions{Deterministic: true}.Marshal(&set)
+}
+
+// maxDescription bounds what the node accepts from Describe: the gRPC
+// message it comes in. Descriptor sets make most of a large one.
+const maxDescription = maxMessage
 
 // ParseDescription decodes and validates a Describe answer.
 func ParseDescription(b []byte) (*Description, error) {
@@ -52,11 +151,24 @@ func ParseDescription(b []byte) (*Description, error) {
 
 // Validate reports the first thing wrong with d: an empty or malformed
 // interface name, a service described twice, a bad method name, a
-// method described twice, or a Java type name that is not one. No services
-// at all is valid: a consumer-side plugin only calls.
+// method described twice, a Java type name that is not one, or for a
+// protobuf service descriptors that do not parse or do not define the
+// service and methods described. No services at all is valid: a
+// consumer-side plugin only calls.
 func (d *Description) Validate() error {
 	seen := make(map[string]bool, len(d.Services))
 	for _, s := range d.Services {
+		if s.Proto != nil {
+			key := url.ServiceKey(s.Interface, s.Version, s.Group)
+			if err := s.validateProto(); err != nil {
+				return fmt.Errorf("protobuf service %s: %w", key, err)
+			}
+			if seen[key] {
+				return fmt.Errorf("service %s is described twice", key)
+			}
+			seen[key] = true
+			continue
+		}
 		if !ValidJavaName(s.Interface) {
 			return fmt.Errorf("service interface %q is not a Java class name (like org.example.Greeter)", s.Interface)
 		}
@@ -91,6 +203,66 @@ func (d *Description) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validateProto checks a protobuf service: its name, settings, files and
+// methods.
+func (s *Service) validateProto() error {
+	if !protoreflect.FullName(s.Interface).IsValid() {
+		return fmt.Errorf("%q is not a full protobuf service name (like greet.GreetService)", s.Interface)
+	}
+	if err := settings.CheckParams(s.Params); err != nil {
+		return err
+	}
+	_, sd, err := s.ResolveProto()
+	if err != nil {
+		return err
+	}
+	if len(s.Methods) == 0 {
+		return errors.New("no methods")
+	}
+	names := make(map[string]bool, len(s.Methods))
+	for _, m := range s.Methods {
+		md := sd.Methods().ByName(protoreflect.Name(m.Name))
+		switch {
+		case md == nil:
+			return fmt.Errorf("method %q is not in its descriptor", m.Name)
+		case names[m.Name]:
+			return fmt.Errorf("method %s is described twice", m.Name)
+		case m.Kind != KindOf(md):
+			return fmt.Errorf("method %s is %v in its descriptor, described as %v", m.Name, KindOf(md), m.Kind)
+		case m.Input != string(md.Input().FullName()) || m.Output != string(md.Output().FullName()):
+			return fmt.Errorf("method %s takes %s and returns %s in its descriptor, described as %s and %s",
+				m.Name, md.Input().FullName(), md.Output().FullName(), m.Input, m.Output)
+		}
+		names[m.Name] = true
+	}
+	return nil
+}
+
+// ResolveProto parses a protobuf service's files and finds the service in
+// them; the files must hold every file they import.
+func (s *Service) ResolveProto() (*protoregistry.Files, protoreflect.ServiceDescriptor, error) {
+	if s.Proto == nil {
+		return nil, nil, fmt.Errorf("%s is not a protobuf service", s.Interface)
+	}
+	var set descriptorpb.FileDescriptorSet
+	if err := proto.Unmarshal(s.Proto.Files, &set); err != nil {
+		return nil, nil, fmt.Errorf("its files are not a FileDescriptorSet: %w", err)
+	}
+	files, err := protodesc.NewFiles(&set)
+	if err != nil {
+		return nil, nil, fmt.Errorf("its files do not resolve: %w", err)
+	}
+	d, err := files.FindDescriptorByName(protoreflect.FullName(s.Interface))
+	if err != nil {
+		return nil, nil, fmt.Errorf("its files do not define it: %w", err)
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s is not a service in its files", s.Interface)
+	}
+	return files, sd, nil
 }
 
 // A ServiceID names a service as calls do, with the versions that mean the

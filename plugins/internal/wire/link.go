@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/dubbo-lab/dubbo/internal/callctx"
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
 	"github.com/dubbo-lab/dubbo/internal/sockio"
@@ -25,16 +27,22 @@ import (
 //	length (4 bytes, big-endian) then one of
 //	'c' id timeout call   a call; timeout is the µs left (0: none), call as
 //	                      EncodeCall
-//	'x' id                the caller gave up: cancel the call
+//	'u' id timeout call   a unary protobuf call, as AppendProtoCall and the
+//	                      request (proto.go)
+//	'x' id                the caller gave up: cancel the call (or stream)
 //	'r' id reply          the reply to the receiver's call id, as EncodeReply
+//	                      (to a 'c') or AppendProtoOK/Error (to a 'u')
+//
+// and the frames of protobuf streams (stream.go).
 //
 // id and timeout are uvarints. A socket rather than a gRPC stream: the gRPC
 // stream cost a goroutine hand-off to its writer and one to its reader on
 // each side, and kept under a third of the in-process throughput.
 const (
-	frameCall   = 'c'
-	frameCancel = 'x'
-	frameReply  = 'r'
+	frameCall      = 'c'
+	frameProtoCall = 'u'
+	frameCancel    = 'x'
+	frameReply     = 'r'
 )
 
 var (
@@ -90,6 +98,13 @@ type Link struct {
 	cancels  map[uint64]context.CancelFunc
 	work     chan func() // to an idle worker
 
+	// Protobuf streams (stream.go), by the id their opener gave them: the
+	// ones this side opened, and the ones it serves.
+	smu         sync.Mutex
+	opened      map[uint64]*Stream
+	served      map[uint64]*Stream
+	streamsDone bool // the link ended: no more streams
+
 	// Frames go out through the coalescing writer: whoever finds no write
 	// in progress writes what the socket takes at once (fastpath.Try), the
 	// writer goroutine the rest. Nobody sending a frame waits on the other
@@ -110,6 +125,8 @@ func NewLink(conn net.Conn) *Link {
 		serveCtx: ctx, stop: stop,
 		cancels: make(map[uint64]context.CancelFunc),
 		work:    make(chan func()),
+		opened:  make(map[uint64]*Stream),
+		served:  make(map[uint64]*Stream),
 	}
 }
 
@@ -159,6 +176,7 @@ func (l *Link) read() {
 	l.w.Fail(err)
 	close(l.work) // idle workers end; busy ones after their call
 	close(l.done)
+	l.failStreams(err)
 	l.reading.Close()
 	l.inline.Stop()
 	for _, p := range pending {
@@ -207,13 +225,17 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 			if cancel != nil {
 				cancel()
 			}
-		case frameCall:
+		case frameCall, frameProtoCall:
 			timeout, n := binary.Uvarint(rest)
 			if n <= 0 {
 				return fmt.Errorf("%w: bad call timeout", ErrCorrupt)
 			}
-			if !l.serve(id, time.Duration(min(timeout, 1<<40))*time.Microsecond, rest[n:]) {
+			if !l.serve(kind, id, time.Duration(min(timeout, 1<<40))*time.Microsecond, rest[n:]) {
 				return errHandedOver
+			}
+		case frameOpen, frameSend, frameCloseSend, frameCredit, frameHeader, frameMessage, frameEnd, frameCreditUp:
+			if err := l.streamFrame(kind, id, rest); err != nil {
+				return err
 			}
 		default:
 			return fmt.Errorf("%w: unknown frame kind %q", ErrCorrupt, kind)
@@ -221,14 +243,11 @@ func (l *Link) readFrames(r *bufio.Reader) error {
 	}
 }
 
-// serve runs one call of the other side, inline or on a worker; it says
-// whether this goroutine is still the reader.
-func (l *Link) serve(id uint64, timeout time.Duration, call []byte) (reader bool) {
-	var run Runner = RunFunc(refuse)
-	inline := false
-	if l.inv != nil {
-		run, inline = l.inv.Prepare(call)
-	}
+// serve runs one call of the other side, of kind frameCall or
+// frameProtoCall, inline or on a worker; it says whether this goroutine is
+// still the reader.
+func (l *Link) serve(kind byte, id uint64, timeout time.Duration, call []byte) (reader bool) {
+	run, inline := l.prepare(kind, call)
 	var ctx context.Context
 	var release func()
 	if timeout > 0 {
@@ -247,8 +266,7 @@ func (l *Link) serve(id uint64, timeout time.Duration, call []byte) (reader bool
 		l.cmu.Unlock()
 		release()
 		if len(reply) > maxFramed {
-			reply = ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider,
-				Detail: fmt.Sprintf("the reply is %d bytes, more than the %d a plugin reply may have", len(reply), maxFramed)})
+			reply = errorReply(kind, fmt.Sprintf("the reply is %d bytes, more than the %d a plugin reply may have", len(reply), maxFramed))
 		}
 		return reply
 	}
@@ -265,10 +283,10 @@ func (l *Link) serve(id uint64, timeout time.Duration, call []byte) (reader bool
 		if reader && frameBuffered(l.r) {
 			mode = fastpath.Hold
 		}
-		_ = l.send(mode, frameReply, id, nil, reply) // fails only when the link is down
+		_ = l.send(mode, frameReply, id, reply, nil, nil) // fails only when the link is down
 		return reader
 	}
-	f := func() { _ = l.send(fastpath.Try, frameReply, id, nil, answer(ctx)) }
+	f := func() { _ = l.send(fastpath.Try, frameReply, id, answer(ctx), nil, nil) }
 	select {
 	case l.work <- f:
 	default:
@@ -282,8 +300,32 @@ func (l *Link) serve(id uint64, timeout time.Duration, call []byte) (reader bool
 	return true
 }
 
-func refuse(context.Context) []byte {
-	return ErrorReply(&rpc.CallError{Kind: rpc.ErrServiceNotFound, Detail: "this side serves no calls"})
+// prepare finds what serves a call of kind; a side that serves no calls
+// of that kind refuses them.
+func (l *Link) prepare(kind byte, call []byte) (Runner, bool) {
+	if kind == frameProtoCall {
+		if p, ok := l.inv.(ProtoInvoker); ok {
+			return p.PrepareProto(call)
+		}
+		return refusal(StatusReply(codes.Unimplemented, "this side serves no protobuf calls")), true
+	}
+	if l.inv == nil {
+		return refusal(ErrorReply(&rpc.CallError{Kind: rpc.ErrServiceNotFound, Detail: "this side serves no calls"})), true
+	}
+	return l.inv.Prepare(call)
+}
+
+// refusal is a Runner that answers reply.
+func refusal(reply []byte) Runner {
+	return RunFunc(func(context.Context) []byte { return reply })
+}
+
+// errorReply is a reply to a call of kind that failed in the link itself.
+func errorReply(kind byte, detail string) []byte {
+	if kind == frameProtoCall {
+		return StatusReply(codes.ResourceExhausted, detail)
+	}
+	return ErrorReply(&rpc.CallError{Kind: rpc.ErrProvider, Detail: detail})
 }
 
 // frameBuffered says whether r holds a whole frame, which the reader can
@@ -305,7 +347,7 @@ func (l *Link) Call(ctx context.Context, call []byte) ([]byte, error) {
 		err   error
 	}
 	ch := make(chan outcome, 1)
-	id := l.start(ctx, call, func(reply []byte, err error) { ch <- outcome{reply, err} })
+	id := l.start(ctx, frameCall, call, nil, func(reply []byte, err error) { ch <- outcome{reply, err} })
 	if id == 0 {
 		o := <-ch
 		return o.reply, o.err
@@ -328,7 +370,14 @@ func (l *Link) Call(ctx context.Context, call []byte) ([]byte, error) {
 // must not block; the caller's for a call that could not be sent; the
 // link's sweep, within sweepEvery, for a caller that gave up).
 func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byte, err error)) {
-	l.start(ctx, call, done)
+	l.start(ctx, frameCall, call, nil, done)
+}
+
+// CallProtoAsync is CallAsync for a unary protobuf call: head as
+// AppendProtoCall writes it, then req, both copied before it returns; the
+// reply is as AppendProtoOK or AppendProtoError write it.
+func (l *Link) CallProtoAsync(ctx context.Context, head, req []byte, done func(reply []byte, err error)) {
+	l.start(ctx, frameProtoCall, head, req, done)
 }
 
 // pendingCall is one of our calls waiting for its reply.
@@ -355,11 +404,11 @@ func (p pendingCall) complete(l *Link, reply []byte) {
 // checks tick every 30ms.
 const sweepEvery = 10 * time.Millisecond
 
-// start sends call and returns its id, or 0 when done already has the
-// outcome.
-func (l *Link) start(ctx context.Context, call []byte, done func(reply []byte, err error)) uint64 {
-	if len(call) > maxFramed {
-		done(nil, fmt.Errorf("%w: the call is %d bytes, more than the %d a plugin call may have", ErrTooBig, len(call), maxFramed))
+// start sends a call of kind, head then body, and returns its id, or 0
+// when done already has the outcome.
+func (l *Link) start(ctx context.Context, kind byte, head, body []byte, done func(reply []byte, err error)) uint64 {
+	if size := len(head) + len(body); size > maxFramed {
+		done(nil, fmt.Errorf("%w: the call is %d bytes, more than the %d a plugin call may have", ErrTooBig, size, maxFramed))
 		return 0
 	}
 	if err := ctx.Err(); err != nil {
@@ -387,13 +436,14 @@ func (l *Link) start(ctx context.Context, call []byte, done func(reply []byte, e
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = uint64(max(time.Until(dl).Microseconds(), 1))
 	}
+	var tb [binary.MaxVarintLen64]byte
 	// Started by a server reading a burst of requests: the burst's calls
 	// go out in one write when it ends.
 	mode := fastpath.Try
 	if h := fastpath.HolderOf(ctx); h != nil && h.Hold(l.w) {
 		mode = fastpath.Hold
 	}
-	if err := l.send(mode, frameCall, id, binary.AppendUvarint(nil, timeout), call); err != nil && l.forget(id) {
+	if err := l.send(mode, kind, id, tb[:binary.PutUvarint(tb[:], timeout)], head, body); err != nil && l.forget(id) {
 		done(nil, err)
 		return 0
 	}
@@ -433,7 +483,7 @@ func (l *Link) giveUp(id uint64, err error) {
 	delete(l.pending, id)
 	l.mu.Unlock()
 	if ok {
-		_ = l.send(fastpath.Try, frameCancel, id, nil, nil)
+		_ = l.send(fastpath.Try, frameCancel, id, nil, nil, nil)
 		p.done(nil, err)
 	}
 }
@@ -449,14 +499,14 @@ func (l *Link) forget(id uint64) bool {
 	return waiting
 }
 
-// send writes one frame as mode says (fastpath.Try, or Hold for the end
-// of a burst).
-func (l *Link) send(mode fastpath.Mode, kind byte, id uint64, head, body []byte) error {
+// send writes one frame, its kind, id and parts a, b, c (any may be
+// nil), as mode says (fastpath.Try, or Hold for the end of a burst).
+func (l *Link) send(mode fastpath.Mode, kind byte, id uint64, a, b, c []byte) error {
 	var hdr [4 + 1 + binary.MaxVarintLen64]byte
 	n := binary.PutUvarint(hdr[5:], id)
 	hdr[4] = kind
-	binary.BigEndian.PutUint32(hdr[:], uint32(1+n+len(head)+len(body)))
-	err := l.w.Write(mode, hdr[:5+n], head, body)
+	binary.BigEndian.PutUint32(hdr[:], uint32(1+n+len(a)+len(b)+len(c)))
+	err := l.w.Write(mode, hdr[:5+n], a, b, c)
 	switch {
 	case err == nil:
 		return nil

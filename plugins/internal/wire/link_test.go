@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,16 +75,16 @@ func TestLinkCallsBothWays(t *testing.T) {
 // An inline call that calls back through the link needs the reader to get
 // its reply: the link hands the reading to another goroutine first.
 func TestLinkInlineCallOut(t *testing.T) {
-	var b *Link
+	var b atomic.Pointer[Link] // set once the pair is up; the socket orders it for us, not for the race detector
 	callsOut := invokerFunc{inline: true, f: func(ctx context.Context, call []byte) []byte {
-		reply, err := b.Call(ctx, []byte("inner"))
+		reply, err := b.Load().Call(ctx, []byte("inner"))
 		if err != nil {
 			return []byte("error: " + err.Error())
 		}
 		return append(append([]byte(nil), call...), reply...)
 	}}
 	a, bl := pair(t, echo(false), callsOut)
-	b = bl
+	b.Store(bl)
 	for i := range 5 { // the reader keeps working after each hand-over
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		got, err := a.Call(ctx, []byte("outer+"))
@@ -282,11 +283,19 @@ func FuzzLinkFrames(f *testing.F) {
 	f.Add(append(call(frameCall, 2, 0x90, 0x4e, 'x'), call(frameCancel, 2)...))
 	f.Add(call(frameReply, 7, 'r'))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 'c'})
+	// Protobuf calls and streams: a unary call; a stream opened, fed two
+	// messages and credit, half-closed; one canceled; frames of a stream
+	// nobody opened.
+	f.Add(call(frameProtoCall, 3, 0, 0, 0, 0, 'h', 'i'))
+	f.Add(slices.Concat(call(frameOpen, 1, 0, 0, 0, 1, 0), call(frameSend, 1, 'a'), call(frameSend, 1), call(frameCredit, 1, 5),
+		call(frameCloseSend, 1)))
+	f.Add(slices.Concat(call(frameOpen, 4, 0x90, 0x4e, 1, 1, 0), call(frameCancel, 4), call(frameSend, 4, 'x')))
+	f.Add(slices.Concat(call(frameMessage, 9, 'm'), call(frameHeader, 9, 0), call(frameEnd, 9, 0, 0), call(frameCreditUp, 9, 1)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		ca, cb := net.Pipe()
 		defer cb.Close()
 		l := NewLink(ca)
-		l.Start(echo(true))
+		l.Start(fuzzServer{})
 		go io.Copy(io.Discard, cb) // the replies
 		cb.Write(in)
 		cb.Close()
@@ -296,6 +305,20 @@ func FuzzLinkFrames(f *testing.F) {
 			t.Fatal("the link did not end when its peer closed")
 		}
 	})
+}
+
+// fuzzServer serves Dubbo and unary protobuf calls inline and streams as
+// echoStream does.
+type fuzzServer struct{}
+
+func (fuzzServer) Prepare(call []byte) (Runner, bool) { return echo(true).Prepare(call) }
+
+func (fuzzServer) PrepareProto(call []byte) (Runner, bool) {
+	return protoEcho{inline: true}.PrepareProto(call)
+}
+
+func (fuzzServer) ServeStream(ctx context.Context, head []byte, s *Stream) (*Status, Metadata) {
+	return echoStream(ctx, head, s)
 }
 
 // Under concurrency an inline server holds replies back while more calls

@@ -1,8 +1,10 @@
 // Package wire is the contract between the node (plugins) and the handler
 // plugins it launches (plugins/sdk): the go-plugin handshake and a gRPC
 // service for the plugin's life cycle, written by hand over protobuf
-// well-known types; the link that carries calls both ways (link.go); and
-// the hessian2 encoding of calls and replies.
+// well-known types; the description of what a plugin serves (describe.go);
+// the link that carries calls both ways (link.go); the hessian2 encoding
+// of Dubbo calls and replies (codec.go); and the framing of protobuf calls
+// (proto.go), whose messages it carries as the caller's bytes.
 //
 // Handler (served by the plugin over go-plugin's gRPC, mutual TLS on):
 //
@@ -20,9 +22,10 @@
 // call each other over it: the node its handlers, the handlers other
 // services through the node. Only the two processes hold the pair.
 //
-// Hessian is used inside the messages, not protobuf, so that the Java types
-// the node decoded from a Dubbo request (int vs long, typed lists, POJO class
-// names) reach the handler and come back unchanged.
+// Dubbo calls carry hessian, not protobuf, so that the Java types the node
+// decoded from a Dubbo request (int vs long, typed lists, POJO class names)
+// reach the handler and come back unchanged. Protobuf calls carry their
+// messages as they came: neither the link nor the node decodes them.
 package wire
 
 import (
@@ -41,7 +44,7 @@ import (
 // refused by go-plugin before it can serve. Bump ProtocolVersion on any
 // incompatible change to this package.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  5,
+	ProtocolVersion:  6,
 	MagicCookieKey:   "DUBBO_HANDLER_PLUGIN",
 	MagicCookieValue: "7c1d52e8-dubbo-handler-plugin",
 }
@@ -65,6 +68,15 @@ const maxMessage = 4 << 20
 // starts another reader before it waits.
 type Invoker interface {
 	Prepare(call []byte) (run Runner, inline bool)
+}
+
+// A ProtoInvoker is an Invoker that serves protobuf calls too; a side whose
+// Invoker is not one answers them Unimplemented. PrepareProto is Prepare
+// for a unary protobuf call (ParseProtoCall), whose run answers as
+// AppendProtoOK or AppendProtoError write.
+type ProtoInvoker interface {
+	Invoker
+	PrepareProto(call []byte) (run Runner, inline bool)
 }
 
 // Runner serves one call Prepare decoded. An interface rather than a
