@@ -86,7 +86,7 @@ bench:
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkRegistry|BenchmarkWatchLatency|BenchmarkStartup|BenchmarkMemory100k' \
 		-benchtime $(BENCHTIME) ./embeddedzk/ | tee $(BENCH_OUT)/registry.txt
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkSayHello' -benchtime $(BENCHTIME) ./test/interop/ | tee $(BENCH_OUT)/rpc.txt
-	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkProviderPath' -benchtime $(BENCHTIME) ./plugins/benchtest/ | tee $(BENCH_OUT)/plugin.txt
+	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkProviderPath|BenchmarkProtoPath' -benchtime $(BENCHTIME) ./plugins/benchtest/ | tee $(BENCH_OUT)/plugin.txt
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkFault' -benchtime $(FAULT_BENCHTIME) ./test/fault/ | tee $(BENCH_OUT)/fault.txt
 	$(if $(SCALE_PKGS),$(GO) test $(BENCHFLAGS) -bench 'BenchmarkScale' -benchtime $(SCALE_BENCHTIME) $(SCALE_PKGS) | tee $(BENCH_OUT)/scale.txt)
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkStoreDay' -benchtime $(STORE_BENCHTIME) ./monitor/store/ | tee $(BENCH_OUT)/store.txt
