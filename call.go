@@ -56,7 +56,7 @@ config file), before any call.`
 func (f *callFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.registry, "registry", "", "registry URL (default: registry.address of the config)")
-	fl.StringVar(&f.direct, "url", "", "call one provider directly, e.g. dubbo://127.0.0.1:20880, bypassing the registry")
+	fl.StringVar(&f.direct, "url", "", "call one provider directly, e.g. dubbo://127.0.0.1:20880 or tri://127.0.0.1:50051, bypassing the registry")
 	fl.StringVar(&f.version, "version", "", "service version (default: the config's reference to the interface, if it has one)")
 	fl.StringVar(&f.group, "group", "", "service group (default: as --version)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "timeout of one attempt, as Dubbo's timeout attachment (default: the config's method, reference or consumer.defaults timeout, else the provider's, else 1s)")
@@ -80,7 +80,7 @@ func (f *callFlags) settings(fl *pflag.FlagSet) (jsoncall.Settings, error) {
 		s.Group = &f.group
 	}
 	if fl.Changed("url") {
-		if err := checkDirectURL(f.direct); err != nil {
+		if _, err := consumer.CheckDirectURL(f.direct); err != nil {
 			return s, usage(fmt.Errorf("--url: %w", err))
 		}
 		s.URL = &f.direct
@@ -117,18 +117,6 @@ func (f *callFlags) settings(fl *pflag.FlagSet) (jsoncall.Settings, error) {
 		s.Connections = &f.connections
 	}
 	return s, nil
-}
-
-// checkDirectURL refuses what a reference's direct url cannot be.
-func checkDirectURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if u.Protocol() != "dubbo" || u.Port() == 0 {
-		return fmt.Errorf("%q: want dubbo://host:port", s)
-	}
-	return nil
 }
 
 // call is the call of method on iface with the JSON arguments as the flags
@@ -180,7 +168,7 @@ func (f *callFlags) consumerConfig(fl *pflag.FlagSet, cfg *config.File, rc consu
 		cc.Registry = ""
 	}
 	if cc.Registry == "" && rc.URL == "" {
-		return cc, usage(errors.New("no registry and no --url: give --registry zookeeper://HOST:PORT or --url dubbo://HOST:PORT"))
+		return cc, usage(errors.New("no registry and no --url: give --registry zookeeper://HOST:PORT or --url dubbo://HOST:PORT (or tri://HOST:PORT)"))
 	}
 	if cc.Registry != "" {
 		if _, err := zookeeper.ParseAddress(cc.Registry); err != nil {

@@ -16,14 +16,16 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/transport"
 )
 
-// Defaults, the dubbo transport's where it has one.
+// Defaults: the dubbo transport's, as a Dubbo consumer has them whatever
+// the protocol.
 const (
-	DefaultTimeout        = time.Second
-	DefaultConnectTimeout = 3 * time.Second
-	DefaultReconnectMin   = 100 * time.Millisecond
-	DefaultReconnectMax   = 2 * time.Second
+	DefaultTimeout        = transport.DefaultTimeout
+	DefaultConnectTimeout = transport.DefaultConnectTimeout
+	DefaultReconnectMin   = transport.DefaultReconnectMin
+	DefaultReconnectMax   = transport.DefaultReconnectMax
 )
 
 // Config configures a Client. The zero value uses the defaults.
