@@ -70,6 +70,8 @@ type Reference struct {
 	// them. nil when no rule is watched (direct url, no config center).
 	tagRead     chan struct{}
 	tagReadOnce sync.Once
+
+	schema protoSchema // the service's protobuf descriptor (schema.go)
 }
 
 // tagRuleRead reports whether the first calls can be routed with the tag
@@ -568,17 +570,7 @@ func (r *Reference) Stream(ctx context.Context, inv *rpc.Invocation) (rpc.Stream
 	}
 	// The directory hands out its view of the provider; the stream is
 	// opened by the provider's own invoker.
-	for {
-		if s, ok := p.(rpc.Streamer); ok {
-			return s.Stream(ctx, inv)
-		}
-		u, ok := p.(unwrapper)
-		if !ok {
-			return nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Service: inv.Service, Method: inv.Method,
-				Address: p.URL().Address(), Detail: "this provider's protocol does not stream"}
-		}
-		p = u.Unwrap()
-	}
+	return providerOf(p).Stream(ctx, inv)
 }
 
 // unwrapper is a view of a provider's invoker (the directory's).
