@@ -393,6 +393,9 @@ stream.` + exitCodesHelp,
 // bench report it.
 func describeCallError(err error) error {
 	if ex, ok := err.(*rpc.Exception); ok {
+		if ex.Class == "" { // Triple's status 17 names no class
+			return fmt.Errorf("exception: %s", ex.Message)
+		}
 		return fmt.Errorf("exception %s: %s", ex.Class, ex.Message)
 	}
 	return fmt.Errorf("%s: %w", rpc.ErrorKind(err), err)

@@ -56,7 +56,7 @@ func TestCallProtobufService(t *testing.T) {
 		{"argument to a client stream: usage", "", []string{"greet.GreetService", "GreetClientStream", `{}`}, 2, "give no argument"},
 		{"unknown method", "", []string{"greet.GreetService", "Nope", `{}`}, 1, "has no method Nope; it has Greet"},
 		{"provider error", "", []string{"greet.GreetService", "Greet", `{"name":"fail:9:not now"}`}, 1, "provider: "},
-		{"business exception", "", []string{"greet.GreetService", "Greet", `{"name":"fail:17:the business failed"}`}, 1, "the business failed"},
+		{"business exception", "", []string{"greet.GreetService", "Greet", `{"name":"fail:17:the business failed"}`}, 1, "exception: the business failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
