@@ -21,7 +21,9 @@
 // across references, and a client whose connection closes leaves the
 // candidate list at once, before the registry notices. Streams of
 // protobuf methods (Stream) go to one provider, picked as a call's first
-// attempt is.
+// attempt is; ProtoService gives a service's protobuf descriptor, asked of
+// a tri:// provider with gRPC server reflection and kept by the reference
+// (schema.go), for calls given in JSON (package jsoncall).
 //
 // [Consumer] holds the references: those of the config are created by
 // Start and those asked for with Reference stay until Close; calls to other

@@ -62,11 +62,20 @@ func (c *Consumer) ProtoService(ctx context.Context, iface, version, group strin
 	return r.ProtoService(ctx)
 }
 
-// ProtoService is Consumer.ProtoService for this reference's service.
+// ProtoService is Consumer.ProtoService for this reference's service. A
+// service without tri:// providers costs no lock and no wait, so calls of
+// dubbo:// services given in JSON pay next to nothing for the question.
 func (r *Reference) ProtoService(ctx context.Context) (protoreflect.ServiceDescriptor, error) {
 	s := &r.schema
 	if svc := s.svc.Load(); svc != nil {
 		return *svc, nil
+	}
+	// Providers listed but still connecting (a reference just made) get
+	// the time a dial takes; a reference without providers waits not.
+	r.WaitAvailable(ctx, 0)
+	conn := r.reflectionConn()
+	if conn == nil {
+		return nil, fmt.Errorf("%s: %w: no tri:// provider is available to ask", r.key, idl.ErrNoDescriptor)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -75,21 +84,6 @@ func (r *Reference) ProtoService(ctx context.Context) (protoreflect.ServiceDescr
 	}
 	if s.notFound != nil && time.Since(s.notFoundAt) < notDescribedFor {
 		return nil, s.notFound
-	}
-	if len(r.Providers()) == 0 {
-		r.WaitAvailable(ctx, checkWait) // a reference just made connects in the background
-	}
-	var conn grpc.ClientConnInterface
-	for _, p := range r.Providers() {
-		if rf, ok := providerOf(p).client.(reflector); ok {
-			if cc, err := rf.Conn(); err == nil {
-				conn = cc
-				break
-			}
-		}
-	}
-	if conn == nil {
-		return nil, fmt.Errorf("%s: %w: no tri:// provider is available to ask", r.key, idl.ErrNoDescriptor)
 	}
 	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
@@ -101,6 +95,19 @@ func (r *Reference) ProtoService(ctx context.Context) (protoreflect.ServiceDescr
 		s.notFound, s.notFoundAt = err, time.Now()
 	}
 	return svc, err
+}
+
+// reflectionConn is a connection to one of the available tri:// providers;
+// nil when there is none.
+func (r *Reference) reflectionConn() grpc.ClientConnInterface {
+	for _, p := range r.Providers() {
+		if rf, ok := providerOf(p).client.(reflector); ok {
+			if cc, err := rf.Conn(); err == nil {
+				return cc
+			}
+		}
+	}
+	return nil
 }
 
 // providerOf is the consumer's own invoker of a provider the directory

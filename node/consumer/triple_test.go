@@ -16,6 +16,7 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 	"github.com/dubbo-lab/dubbo/node/cluster/router"
 	"github.com/dubbo-lab/dubbo/node/consumer"
+	"github.com/dubbo-lab/dubbo/node/idl"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
@@ -314,5 +315,53 @@ func TestTripleStreamThroughConsumer(t *testing.T) {
 	_, err = c.Stream(ctx, &rpc.Invocation{Service: providertest.GreeterInterface, Version: providertest.GreeterVersion, Method: "sayHello"})
 	if !errors.Is(err, rpc.ErrBadRequest) || !strings.Contains(err.Error(), "tri") {
 		t.Errorf("stream to a dubbo provider: %v", err)
+	}
+}
+
+// The descriptor of a service comes from its tri:// providers' reflection
+// and stays with the reference; a service with no tri:// provider, or
+// none at all, is answered at once.
+func TestProtoService(t *testing.T) {
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	s := greetgrpc.Start(t, greetgrpc.Options{})
+	reg := registrar(t, zkAddr)
+	ctx := testCtx(t)
+	if err := reg.Register(ctx, triURL(s.Addr(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	// A Java-interface service served over Triple at the same address:
+	// the provider's reflection does not describe it.
+	javaOverTri := url.MustParse("tri://" + s.Addr() + "/org.example.Wrapped?interface=org.example.Wrapped&side=provider")
+	if err := reg.Register(ctx, javaOverTri); err != nil {
+		t.Fatal(err)
+	}
+	startProvider(t, zkAddr, provider.Config{}, nil) // org.example.Greeter over dubbo://
+	c := newConsumer(t, zkAddr)
+
+	svc, err := c.ProtoService(ctx, greetgrpc.Service, "", "")
+	if err != nil || svc.FullName() != greetgrpc.Service || svc.Methods().Len() != 4 {
+		t.Fatalf("greet.GreetService: %v, %v", svc, err)
+	}
+	for _, iface := range []string{"org.example.Wrapped", providertest.GreeterInterface, "org.example.Nobody"} {
+		start := time.Now()
+		version := ""
+		if iface == providertest.GreeterInterface {
+			version = providertest.GreeterVersion
+		}
+		_, err := c.ProtoService(ctx, iface, version, "")
+		switch {
+		case iface == "org.example.Nobody" && errors.Is(err, rpc.ErrNoProvider):
+		case iface != "org.example.Nobody" && errors.Is(err, idl.ErrNoDescriptor):
+		default:
+			t.Errorf("%s: %v", iface, err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s: answered after %v", iface, took)
+		}
+	}
+	// Kept by the reference: no provider needs to be asked again.
+	s.Stop()
+	if svc, err := c.ProtoService(ctx, greetgrpc.Service, "", ""); err != nil || svc.FullName() != greetgrpc.Service {
+		t.Errorf("greet.GreetService again, its provider gone: %v, %v", svc, err)
 	}
 }
