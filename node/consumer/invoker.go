@@ -84,7 +84,8 @@ func (p *clientPool) closeAll() {
 
 // providerInvoker is one provider of one reference: its URL and the shared
 // client of its address and protocol. It implements
-// cluster.ProviderInvoker, and rpc.Streamer when its protocol streams.
+// cluster.ProviderInvoker, and rpc.Streamer (only a tri:// provider
+// streams).
 type providerInvoker struct {
 	url    *url.URL
 	addr   string // url's host:port, the statistics' peer
