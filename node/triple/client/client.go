@@ -55,7 +55,7 @@ type Client struct {
 	addr  string
 	cfg   Config
 	log   *slog.Logger
-	conns []*grpc.ClientConn
+	conns []*conn
 	rr    atomic.Uint32
 
 	cancel context.CancelFunc
@@ -66,6 +66,15 @@ var (
 	_ rpc.Invoker  = (*Client)(nil)
 	_ rpc.Streamer = (*Client)(nil)
 )
+
+// conn is one connection and its state as keepConnected last saw it, read
+// without grpc-go's lock on every call and every Available.
+type conn struct {
+	cc    *grpc.ClientConn
+	state atomic.Int32 // connectivity.State
+}
+
+func (cn *conn) ready() bool { return connectivity.State(cn.state.Load()) == connectivity.Ready }
 
 // New starts connecting to addr (host:port) in the background and keeps
 // reconnecting until Close. Calls fail with rpc.ErrConnection while no
@@ -114,9 +123,11 @@ func New(addr string, cfg Config) *Client {
 			// Only a bad option fails here, and ours are fixed.
 			panic(fmt.Sprintf("triple client: dial %s: %v", addr, err))
 		}
-		c.conns = append(c.conns, cc)
+		cn := &conn{cc: cc}
+		cn.state.Store(int32(cc.GetState()))
+		c.conns = append(c.conns, cn)
 		c.wg.Add(1)
-		go c.keepConnected(ctx, cc)
+		go c.keepConnected(ctx, cn)
 	}
 	return c
 }
@@ -124,17 +135,19 @@ func New(addr string, cfg Config) *Client {
 // keepConnected connects cc now and again whenever it goes idle: grpc-go
 // leaves a connection that broke idle until the next call, and a client
 // that is not Available gets no call, so it would never come back.
-func (c *Client) keepConnected(ctx context.Context, cc *grpc.ClientConn) {
+func (c *Client) keepConnected(ctx context.Context, cn *conn) {
 	defer c.wg.Done()
-	state := cc.GetState()
+	defer cn.state.Store(int32(connectivity.Shutdown))
+	state := cn.cc.GetState()
 	for {
+		cn.state.Store(int32(state))
 		if state == connectivity.Idle {
-			cc.Connect()
+			cn.cc.Connect()
 		}
-		if !cc.WaitForStateChange(ctx, state) {
+		if !cn.cc.WaitForStateChange(ctx, state) {
 			return // closed
 		}
-		next := cc.GetState()
+		next := cn.cc.GetState()
 		if next == connectivity.Ready || state == connectivity.Ready {
 			c.log.Debug("triple connection state", "from", state.String(), "to", next.String())
 		}
@@ -147,8 +160,8 @@ func (c *Client) Address() string { return c.addr }
 
 // Available reports whether a call can be sent now: some connection is up.
 func (c *Client) Available() bool {
-	for _, cc := range c.conns {
-		if cc.GetState() == connectivity.Ready {
+	for _, cn := range c.conns {
+		if cn.ready() {
 			return true
 		}
 	}
@@ -161,9 +174,9 @@ func (c *Client) pick() (*grpc.ClientConn, error) {
 	start := c.rr.Add(1)
 	var state connectivity.State
 	for i := range n {
-		cc := c.conns[(start+i)%n]
-		if state = cc.GetState(); state == connectivity.Ready {
-			return cc, nil
+		cn := c.conns[(start+i)%n]
+		if state = connectivity.State(cn.state.Load()); state == connectivity.Ready {
+			return cn.cc, nil
 		}
 	}
 	if state == connectivity.Shutdown {
@@ -186,8 +199,8 @@ func (c *Client) Conn() (grpc.ClientConnInterface, error) {
 func (c *Client) Close() error {
 	c.cancel()
 	var errs []error
-	for _, cc := range c.conns {
-		errs = append(errs, cc.Close())
+	for _, cn := range c.conns {
+		errs = append(errs, cn.cc.Close())
 	}
 	c.wg.Wait()
 	return errors.Join(errs...)
