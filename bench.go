@@ -22,21 +22,23 @@ func newBenchCommand(g *globalFlags) *cobra.Command {
 		rps         float64
 	)
 	cmd := &cobra.Command{
-		Use:   "bench [--registry URL | --url dubbo://HOST:PORT] [-c N] [-n CALLS | -d DURATION] [--rps N] INTERFACE METHOD [ARG-JSON ...]",
+		Use:   "bench [--registry URL | --url dubbo://HOST:PORT | --url tri://HOST:PORT] [-c N] [-n CALLS | -d DURATION] [--rps N] INTERFACE METHOD [ARG-JSON ...]",
 		Short: "Load-test one method of any Dubbo service; prints one JSON summary line",
 		Long: `Load-test one method of any Dubbo service; prints one JSON summary line:
 {"calls","errors","qps","p50_us","p90_us","p99_us","p999_us","min_us","mean_us","max_us","errors_by_kind","by_provider"}
 
 The calls go through a consumer with the config file's consumer settings, as
-dubbo call's do, and the flags over them. By default -c callers call in a
-loop, each as soon as its last call returned. With --rps the calls are due
+dubbo call's do, and the flags over them; a protobuf service's unary method
+takes its request message as JSON, as with dubbo call. By default -c
+callers call in a loop, each as soon as its last call returned. With --rps the calls are due
 at a fixed rate and the -c callers take them in turn; a call's latency then
 runs from the time it was due, so a call that waited for a free caller
 (the service slower than the rate) counts that wait. Give enough callers:
 at least the rate times the expected latency.` + exitCodesHelp,
 		Example: `  dubbo bench -c 32 -d 10s --version 1.0.0 org.example.Greeter sayHello '"world"'
   dubbo bench --set consumer.defaults.loadbalance=roundrobin -n 1000 --version 1.0.0 org.example.Greeter sayHello '"world"'
-  dubbo bench --rps 2000 -c 64 -d 30s --version 1.0.0 org.example.Greeter sayHello '"world"'`,
+  dubbo bench --rps 2000 -c 64 -d 30s --version 1.0.0 org.example.Greeter sayHello '"world"'
+  dubbo bench -c 32 -d 10s greet.GreetService Greet '{"name":"x"}'`,
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -56,6 +58,9 @@ at least the rate times the expected latency.` + exitCodesHelp,
 				return err
 			}
 			defer c.close() // after the summary: the last statistics go to the monitor
+			if c.prep.Streaming() {
+				return usage(fmt.Errorf("%s.%s is a %s method; bench calls unary methods", args[0], args[1], c.prep.Proto.Kind()))
+			}
 			opts := loadgen.Options{Concurrency: concurrency, Calls: calls, Duration: duration, Rate: rps}
 			if isTerminal(os.Stderr) {
 				opts.Progress = cmd.ErrOrStderr()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +24,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/jsoncall"
+	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/report"
@@ -56,7 +59,7 @@ config file), before any call.`
 func (f *callFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.registry, "registry", "", "registry URL (default: registry.address of the config)")
-	fl.StringVar(&f.direct, "url", "", "call one provider directly, e.g. dubbo://127.0.0.1:20880, bypassing the registry")
+	fl.StringVar(&f.direct, "url", "", "call one provider directly, e.g. dubbo://127.0.0.1:20880 or tri://127.0.0.1:50051, bypassing the registry")
 	fl.StringVar(&f.version, "version", "", "service version (default: the config's reference to the interface, if it has one)")
 	fl.StringVar(&f.group, "group", "", "service group (default: as --version)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "timeout of one attempt, as Dubbo's timeout attachment (default: the config's method, reference or consumer.defaults timeout, else the provider's, else 1s)")
@@ -80,7 +83,7 @@ func (f *callFlags) settings(fl *pflag.FlagSet) (jsoncall.Settings, error) {
 		s.Group = &f.group
 	}
 	if fl.Changed("url") {
-		if err := checkDirectURL(f.direct); err != nil {
+		if _, err := consumer.CheckDirectURL(f.direct); err != nil {
 			return s, usage(fmt.Errorf("--url: %w", err))
 		}
 		s.URL = &f.direct
@@ -117,18 +120,6 @@ func (f *callFlags) settings(fl *pflag.FlagSet) (jsoncall.Settings, error) {
 		s.Connections = &f.connections
 	}
 	return s, nil
-}
-
-// checkDirectURL refuses what a reference's direct url cannot be.
-func checkDirectURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if u.Protocol() != "dubbo" || u.Port() == 0 {
-		return fmt.Errorf("%q: want dubbo://host:port", s)
-	}
-	return nil
 }
 
 // call is the call of method on iface with the JSON arguments as the flags
@@ -180,7 +171,7 @@ func (f *callFlags) consumerConfig(fl *pflag.FlagSet, cfg *config.File, rc consu
 		cc.Registry = ""
 	}
 	if cc.Registry == "" && rc.URL == "" {
-		return cc, usage(errors.New("no registry and no --url: give --registry zookeeper://HOST:PORT or --url dubbo://HOST:PORT"))
+		return cc, usage(errors.New("no registry and no --url: give --registry zookeeper://HOST:PORT or --url dubbo://HOST:PORT (or tri://HOST:PORT)"))
 	}
 	if cc.Registry != "" {
 		if _, err := zookeeper.ParseAddress(cc.Registry); err != nil {
@@ -196,7 +187,7 @@ type caller struct {
 	cons *consumer.Consumer
 	rep  *report.Reporter // nil: not reported
 	log  *slog.Logger
-	inv  *rpc.Invocation
+	prep *jsoncall.Prepared
 }
 
 // close sends the last statistics (a monitor that is not there is not
@@ -214,10 +205,11 @@ func (c *caller) close() {
 
 // newCaller connects a consumer with the config file's consumer settings
 // (consumer.defaults, the reference to iface and its methods, migration,
-// cache file) and the flags over them, and prepares the invocation of
-// method with the JSON arguments, resolving their Java types (package
-// jsoncall). Mistakes of the command line or the config are usage errors;
-// failing to reach the registry is not.
+// cache file) and the flags over them, and prepares the call of method
+// with the JSON arguments: of a protobuf service when its tri:// providers
+// describe it, else of a Java interface with the arguments' Java types
+// resolved (package jsoncall). Mistakes of the command line, the config or
+// the arguments are usage errors; failing to reach the registry is not.
 func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callFlags, iface, method string, rawArgs []string) (*caller, error) {
 	cfg, logger, err := g.load(cmd)
 	if err != nil {
@@ -264,12 +256,12 @@ func newCaller(ctx context.Context, g *globalFlags, cmd *cobra.Command, f *callF
 	if rc.URL == "" { // a provider called directly has no metadata to read
 		metadata = c.cons
 	}
-	types, err := jsoncall.ParamTypes(ctx, metadata, call, logger)
+	c.prep, err = jsoncall.Prepare(ctx, jsoncall.Resolvers{Services: c.cons, Types: metadata}, call, logger)
+	if errors.Is(err, rpc.ErrBadRequest) {
+		return nil, usage(err) // the arguments as given do not fit
+	}
 	if err != nil {
 		return nil, err
-	}
-	if c.inv, err = jsoncall.Invocation(call, types); err != nil {
-		return nil, usage(err)
 	}
 	ok = true
 	if c.rep != nil {
@@ -307,23 +299,66 @@ func connect(ctx context.Context, cc consumer.Config, mon monitor.Config, rc con
 
 // call makes one invocation; a business exception is returned as an error.
 func (c *caller) call(ctx context.Context) (*rpc.Result, error) {
-	return jsoncall.Invoke(ctx, c.cons, c.inv)
+	return jsoncall.Invoke(ctx, c.cons, c.prep.Invocation)
+}
+
+// stream makes the call of a streaming protobuf method: its requests are
+// in's JSON lines (blank ones skipped; a server stream's is its argument),
+// and each response is printed to out as one JSON line as it arrives. A
+// line that is not a request message is a usage error.
+func (c *caller) stream(ctx context.Context, in io.Reader, out io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, protocol.DefaultPayload)
+	next := func() (json.RawMessage, error) {
+		for sc.Scan() {
+			if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+				return json.RawMessage(bytes.Clone(line)), nil
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("read the requests from stdin: %w", err)
+		}
+		return nil, io.EOF
+	}
+	err := c.prep.Stream(ctx, c.cons, next, func(js json.RawMessage) error {
+		_, err := fmt.Fprintln(out, string(js))
+		return err
+	})
+	var input *jsoncall.InputError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &input):
+		return usage(err)
+	}
+	return describeCallError(err)
 }
 
 func newCallCommand(g *globalFlags) *cobra.Command {
 	var f callFlags
 	cmd := &cobra.Command{
-		Use:   "call [--registry URL | --url dubbo://HOST:PORT] INTERFACE METHOD [ARG-JSON ...]",
+		Use:   "call [--registry URL | --url dubbo://HOST:PORT | --url tri://HOST:PORT] INTERFACE METHOD [ARG-JSON ...]",
 		Short: "Call one method of any Dubbo service and print the result as JSON",
 		Long: `Call one method of any Dubbo service and print the result as JSON.
 
 The call goes through a consumer with the config file's consumer settings:
 consumer.defaults, the [[consumer.references]] entry of the interface and
 its methods, consumer.migration and consumer.cache-file. The call settings
-given as flags override them.` + exitCodesHelp,
+given as flags override them.
+
+A protobuf service (served over tri://, its descriptor from the provider's
+gRPC server reflection) takes one argument, the request message as
+protobuf JSON, and prints the response message. A server-streaming method
+prints one JSON line per message; a client- or bidi-streaming method takes
+no argument and reads its requests from stdin, one JSON message per line,
+until EOF (which half-closes the call). --timeout then bounds the whole
+stream.` + exitCodesHelp,
 		Example: `  dubbo call org.example.Greeter sayHello '"world"' --version 1.0.0
   dubbo call --url dubbo://127.0.0.1:20880 --types int,int org.example.Greeter add 2 3 --version 1.0.0
-  dubbo call --tag gray --attachment dubbo.force.tag=true org.example.Greeter sayHello '"gray"' --version 1.0.0`,
+  dubbo call --tag gray --attachment dubbo.force.tag=true org.example.Greeter sayHello '"gray"' --version 1.0.0
+  dubbo call greet.GreetService Greet '{"name":"x"}'
+  dubbo call greet.GreetService GreetServerStream '{"name":"x","count":3}'
+  printf '{"name":"a"}\n{"name":"b"}\n' | dubbo call greet.GreetService GreetStream`,
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -332,6 +367,9 @@ given as flags override them.` + exitCodesHelp,
 				return err
 			}
 			defer c.close()
+			if c.prep.Streaming() {
+				return c.stream(ctx, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
 			start := time.Now()
 			res, err := c.call(ctx)
 			if res != nil {
@@ -340,7 +378,11 @@ given as flags override them.` + exitCodesHelp,
 			if err != nil {
 				return describeCallError(err)
 			}
-			return printJSON(cmd.OutOrStdout(), generic.ToJSON(res.Value))
+			v, err := c.prep.Result(res)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), v)
 		},
 	}
 	f.register(cmd)
@@ -351,6 +393,9 @@ given as flags override them.` + exitCodesHelp,
 // bench report it.
 func describeCallError(err error) error {
 	if ex, ok := err.(*rpc.Exception); ok {
+		if ex.Class == "" { // Triple's status 17 names no class
+			return fmt.Errorf("exception: %s", ex.Message)
+		}
 		return fmt.Errorf("exception %s: %s", ex.Class, ex.Message)
 	}
 	return fmt.Errorf("%s: %w", rpc.ErrorKind(err), err)

@@ -471,3 +471,25 @@ func TestWeight(t *testing.T) {
 		}
 	}
 }
+
+// Select picks as a first attempt would, without calling: by the load
+// balancer over the available providers, ErrNoProvider when none is.
+func TestSelect(t *testing.T) {
+	if _, err := join(t, "failover", cluster.Options{}).Select(hello()); !errors.Is(err, rpc.ErrNoProvider) {
+		t.Errorf("no providers: %v", err)
+	}
+	a, b, down := newFake("10.0.0.1", "loadbalance=roundrobin"), newFake("10.0.0.2", "loadbalance=roundrobin"), newFake("10.0.0.3", "loadbalance=roundrobin")
+	down.down.Store(true)
+	c := join(t, "failover", cluster.Options{}, a, b, down)
+	picked := map[string]int{}
+	for range 4 {
+		p, err := c.Select(hello())
+		if err != nil {
+			t.Fatal(err)
+		}
+		picked[p.URL().Host()]++
+	}
+	if picked["10.0.0.1"] != 2 || picked["10.0.0.2"] != 2 || totalCalls(a, b, down) != 0 {
+		t.Errorf("picked %v with %d calls, want 2 each of the available ones and no call", picked, totalCalls(a, b, down))
+	}
+}

@@ -194,23 +194,39 @@ func reselect(lb LoadBalancer, ps []ProviderInvoker, inv *rpc.Invocation, tried 
 	return p
 }
 
+// Select picks the provider a call of inv would go to first, by the
+// routers, the load balancer and stickiness, without calling it: for what
+// goes to one provider and is not retried, a stream. ErrNoProvider when
+// the directory lists none.
+func (c *Invoker) Select(inv *rpc.Invocation) (ProviderInvoker, error) {
+	return c.selectAvoiding(inv, nil)
+}
+
+// selectAvoiding is Select preferring providers not in tried (addresses).
+func (c *Invoker) selectAvoiding(inv *rpc.Invocation, tried map[string]bool) (ProviderInvoker, error) {
+	ps, err := c.list(inv)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := c.balancer(ps, inv)
+	if err != nil {
+		return nil, err
+	}
+	return c.pick(lb, ps, inv, tried), nil
+}
+
 // once makes one attempt on a provider other than avoid (an address) when
 // another is listed; it returns the address it tried ("" when none was
 // listed).
 func (c *Invoker) once(ctx context.Context, inv *rpc.Invocation, avoid string) (string, *rpc.Result, error) {
-	ps, err := c.list(inv)
-	if err != nil {
-		return "", nil, err
-	}
-	lb, err := c.balancer(ps, inv)
-	if err != nil {
-		return "", nil, err
-	}
 	var tried map[string]bool
 	if avoid != "" {
 		tried = map[string]bool{avoid: true}
 	}
-	p := c.pick(lb, ps, inv, tried)
+	p, err := c.selectAvoiding(inv, tried)
+	if err != nil {
+		return "", nil, err
+	}
 	res, err := c.call(ctx, p, inv)
 	return p.URL().Address(), res, err
 }

@@ -12,9 +12,18 @@
 // named in /dubbo/mapping/<interface>, their instances under /services and
 // each instance's MetadataInfo, so that providers registered only at
 // application level (dubbo-go's default) are found too (discovery.go).
-// With a direct url the directory is that one provider. Provider invokers share one transport.Client per
-// provider address across references, and a client whose connection closes
-// leaves the candidate list at once, before the registry notices.
+// With a direct url the directory is that one provider.
+//
+// Providers are called over their URL's protocol (protocols.go): dubbo://
+// through transport.Client, tri:// (Triple) through node/triple/client; a
+// reference may be limited to one protocol (ReferenceConfig.Protocol).
+// Provider invokers share one client per provider address and protocol
+// across references, and a client whose connection closes leaves the
+// candidate list at once, before the registry notices. Streams of
+// protobuf methods (Stream) go to one provider, picked as a call's first
+// attempt is; ProtoService gives a service's protobuf descriptor, asked of
+// a tri:// provider with gRPC server reflection and kept by the reference
+// (schema.go), for calls given in JSON (package jsoncall).
 //
 // [Consumer] holds the references: those of the config are created by
 // Start and those asked for with Reference stay until Close; calls to other
@@ -137,10 +146,15 @@ type ReferenceConfig struct {
 	// Version and Group select the providers. Default none.
 	Version string `koanf:"version"`
 	Group   string `koanf:"group"`
-	// URL bypasses the registry: one direct dubbo://host:port, or several
-	// separated by ";" as in Java ("dubbo://a:20880;dubbo://b:20880"),
-	// which are then all the reference's providers, balanced and failed
-	// over like registered ones. Default "".
+	// Protocol limits the reference to providers of this protocol, dubbo
+	// or tri, as Dubbo's reference protocol does. Default "": providers of
+	// either.
+	Protocol string `koanf:"protocol"`
+	// URL bypasses the registry: one direct dubbo://host:port or
+	// tri://host:port, or several separated by ";" as in Java
+	// ("dubbo://a:20880;tri://b:50051"), which are then all the
+	// reference's providers, balanced and failed over like registered
+	// ones. Default "".
 	URL      string `koanf:"url"`
 	Settings `koanf:",squash"`
 	// Methods override the settings per method.
@@ -430,28 +444,58 @@ func (s *refSlot) wait(ctx context.Context, key string) (*Reference, error) {
 // on-demand one (ondemand.go). Business exceptions come back in the
 // result, as from any rpc.Invoker.
 func (c *Consumer) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	r, od, err := c.referenceOf(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	if od != nil {
+		defer od.done()
+	}
+	return r.Invoke(ctx, inv)
+}
+
+// Stream opens a stream of a protobuf method of inv.Service through its
+// reference, as Invoke calls (see Reference.Stream). An on-demand
+// reference stays while the stream lasts.
+func (c *Consumer) Stream(ctx context.Context, inv *rpc.Invocation) (rpc.Stream, error) {
+	r, od, err := c.referenceOf(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.Stream(ctx, inv)
+	if od == nil {
+		return s, err
+	}
+	if err != nil {
+		od.done()
+		return nil, err
+	}
+	return watchStream(ctx, s, func(error, int64, int64) { od.done() }), nil
+}
+
+// referenceOf finds the reference of inv's service (see Invoke). With an
+// on-demand one comes its onDemandRef, in use: call done once the call is
+// over.
+func (c *Consumer) referenceOf(ctx context.Context, inv *rpc.Invocation) (*Reference, *onDemandRef, error) {
 	key := url.ServiceKey(inv.Service, inv.Version, inv.Group)
 	c.mu.RLock()
 	if slot := c.refs[key]; slot != nil {
 		c.mu.RUnlock()
 		r, err := slot.wait(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		return r.Invoke(ctx, inv)
+		return r, nil, err
 	}
 	if od := c.onDemand[key]; od != nil {
 		od.use() // under the lock, so that it is not released meanwhile
 		c.mu.RUnlock()
-		defer od.done()
 		r, err := od.slot.wait(ctx, key)
 		if err != nil {
-			return nil, err
+			od.done()
+			return nil, nil, err
 		}
-		return r.Invoke(ctx, inv)
+		return r, od, nil
 	}
 	c.mu.RUnlock()
-	return c.invokeOnDemand(ctx, key, inv)
+	return c.onDemandReference(ctx, key, inv)
 }
 
 // ServiceState is one referenced service as the QoS port shows it.

@@ -17,7 +17,6 @@ import (
 	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/rpc"
-	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -450,9 +449,9 @@ func (d *appDiscovery) publish() {
 				continue
 			}
 			settled = false
-			addr := net.JoinHostPort(in.Address, strconv.Itoa(instancePort(in)))
+			addrs := instanceAddresses(in)
 			for _, u := range d.cached[app] {
-				if u.Address() == addr {
+				if addrs[u.Address()] {
 					urls = append(urls, u)
 					fromCache = true
 				}
@@ -479,10 +478,15 @@ func (d *appDiscovery) publish() {
 	}
 }
 
-// instancePort is the port of the instance's dubbo endpoint.
-func instancePort(in *metadata.Instance) int {
+// instanceAddresses are the host:port of each of the instance's endpoints
+// (one per protocol) and of the instance itself.
+func instanceAddresses(in *metadata.Instance) map[string]bool {
 	eps, _ := in.Endpoints()
-	return cmp.Or(endpointPort(eps, "dubbo"), in.Port)
+	addrs := map[string]bool{net.JoinHostPort(in.Address, strconv.Itoa(in.Port)): true}
+	for _, ep := range eps {
+		addrs[net.JoinHostPort(in.Address, strconv.Itoa(ep.Port))] = true
+	}
+	return addrs
 }
 
 // close stops the work and the watches.
@@ -507,8 +511,9 @@ func (d *appDiscovery) close() {
 }
 
 // instanceURLs are the providers of the reference's service that info
-// lists for instance in, at the instance's endpoint of their protocol.
-// Only the dubbo protocol is kept: it is the one we speak.
+// lists for instance in, at the instance's endpoint of their protocol
+// (MetadataInfo keys a service with its protocol; dubbo.endpoints gives
+// each protocol's port). Only the protocols the reference calls are kept.
 func (r *Reference) instanceURLs(in *metadata.Instance, info *metadata.Info) []*url.URL {
 	eps, err := in.Endpoints()
 	if err != nil {
@@ -520,8 +525,8 @@ func (r *Reference) instanceURLs(in *metadata.Instance, info *metadata.Info) []*
 		if !s.Serves(r.rc.Interface, r.rc.Group, r.rc.Version) {
 			continue
 		}
-		protocol := cmp.Or(s.Protocol, "dubbo")
-		if protocol != "dubbo" {
+		protocol := cmp.Or(s.Protocol, ProtocolDubbo)
+		if !callableProtocol(r.rc.Protocol, protocol) {
 			continue
 		}
 		port := endpointPort(eps, protocol)
@@ -578,13 +583,13 @@ func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instanc
 	if err != nil {
 		return nil, nil, err
 	}
-	if p := cmp.Or(params["protocol"], "dubbo"); p != "dubbo" {
+	if p := cmp.Or(params["protocol"], ProtocolDubbo); p != ProtocolDubbo {
 		return nil, nil, fmt.Errorf("MetadataService of %s is served over %q; only dubbo is supported (configure the provider's metadata-service protocol as dubbo, or remote metadata)", in.ID, p)
 	}
 	port, _ := strconv.Atoi(params["port"])
 	if port == 0 {
 		eps, _ := in.Endpoints()
-		port = cmp.Or(endpointPort(eps, "dubbo"), in.Port)
+		port = cmp.Or(endpointPort(eps, ProtocolDubbo), in.Port)
 	}
 	addr := net.JoinHostPort(in.Address, strconv.Itoa(port))
 	if ms, _ := strconv.Atoi(params[keyHeartbeat]); heartbeat <= 0 && ms > 0 {
@@ -592,8 +597,8 @@ func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instanc
 		// it pings at the provider's heartbeat too.
 		heartbeat = time.Duration(ms) * time.Millisecond
 	}
-	client := c.clients.acquire(addr, connections, heartbeat)
-	release := func() { c.clients.release(addr) }
+	client := c.clients.acquire(ProtocolDubbo, addr, clientOptions{connections: connections, heartbeat: heartbeat})
+	release := func() { c.clients.release(ProtocolDubbo, addr) }
 	if err := waitClient(ctx, client); err != nil {
 		return nil, release, &rpc.CallError{Kind: rpc.ErrConnection, Service: metadataServiceInterface,
 			Method: "getMetadataInfo", Address: addr, Detail: "not connected: " + err.Error()}
@@ -627,7 +632,7 @@ func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instanc
 }
 
 // waitClient waits until client has a connection up.
-func waitClient(ctx context.Context, client *transport.Client) error {
+func waitClient(ctx context.Context, client client) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !client.Available() {

@@ -2,30 +2,31 @@ package consumer
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"maps"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/report"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
-	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
-// clientPool shares one transport.Client per provider address among the
-// references, as Dubbo shares connections, counting its users.
+// clientPool shares one client per provider address and protocol among
+// the references, as Dubbo shares connections, counting its users.
 type clientPool struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	clients map[string]*pooledClient
+	clients map[string]*pooledClient // by protocol://host:port
 }
 
 type pooledClient struct {
-	client *transport.Client
+	client client
 	refs   int
 }
 
@@ -33,28 +34,30 @@ func newClientPool(log *slog.Logger) *clientPool {
 	return &clientPool{log: log, clients: make(map[string]*pooledClient)}
 }
 
-// acquire returns the client of addr, connecting in the background when
-// it is new.
-func (p *clientPool) acquire(addr string, connections int, heartbeat time.Duration) *transport.Client {
+func poolKey(protocol, addr string) string { return protocol + "://" + addr }
+
+// acquire returns the client of addr over protocol (one of protocols),
+// connecting in the background when it is new.
+func (p *clientPool) acquire(protocol, addr string, o clientOptions) client {
+	key := poolKey(protocol, addr)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pc := p.clients[addr]
+	pc := p.clients[key]
 	if pc == nil {
-		pc = &pooledClient{client: transport.NewClient(addr, transport.ClientConfig{
-			Connections: connections,
-			Heartbeat:   heartbeat,
-			Logger:      p.log,
-		})}
-		p.clients[addr] = pc
+		o.log = p.log
+		pc = &pooledClient{client: protocols[protocol](addr, o)}
+		p.clients[key] = pc
 	}
 	pc.refs++
 	return pc.client
 }
 
-// release closes the client of addr when its last user is gone.
-func (p *clientPool) release(addr string) {
+// release closes the client of addr over protocol when its last user is
+// gone.
+func (p *clientPool) release(protocol, addr string) {
+	key := poolKey(protocol, addr)
 	p.mu.Lock()
-	pc := p.clients[addr]
+	pc := p.clients[key]
 	if pc == nil {
 		p.mu.Unlock()
 		return
@@ -64,7 +67,7 @@ func (p *clientPool) release(addr string) {
 		p.mu.Unlock()
 		return
 	}
-	delete(p.clients, addr)
+	delete(p.clients, key)
 	p.mu.Unlock()
 	pc.client.Close()
 }
@@ -80,15 +83,17 @@ func (p *clientPool) closeAll() {
 }
 
 // providerInvoker is one provider of one reference: its URL and the shared
-// client of its address. It implements cluster.ProviderInvoker.
+// client of its address and protocol. It implements
+// cluster.ProviderInvoker, and rpc.Streamer (only a tri:// provider
+// streams).
 type providerInvoker struct {
 	url    *url.URL
 	addr   string // url's host:port, the statistics' peer
-	client *transport.Client
+	client client
 	rec    *stats.Recorder // nil: not counted
 }
 
-func (c *Consumer) newProviderInvoker(u *url.URL, client *transport.Client) *providerInvoker {
+func (c *Consumer) newProviderInvoker(u *url.URL, client client) *providerInvoker {
 	return &providerInvoker{url: u, addr: u.Address(), client: client, rec: c.rec}
 }
 
@@ -98,16 +103,9 @@ func (p *providerInvoker) URL() *url.URL { return p.url }
 // the provider announced read-only.
 func (p *providerInvoker) Available() bool { return p.client.Available() }
 
-// Invoke sends inv to the provider, adding the token its URL publishes, as
-// Java's consumer does. inv is shared by the cluster's attempts, so the
-// token goes into a copy.
+// Invoke sends inv to the provider, with the token its URL publishes.
 func (p *providerInvoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	if token := p.url.Param("token"); token != "" {
-		cp := *inv
-		cp.Attachments = maps.Clone(inv.Attachments)
-		cp.SetAttachment("token", token)
-		inv = &cp
-	}
+	inv = p.withToken(inv)
 	if p.rec == nil || isMonitor(inv.Service) {
 		res, err := p.client.Invoke(ctx, inv)
 		if res != nil {
@@ -132,6 +130,92 @@ func (p *providerInvoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc
 	}
 	c.End(start, o, in, out)
 	return res, err
+}
+
+// Stream opens a stream on the provider (a Triple one), with the token its
+// URL publishes. The statistics count the stream as one call of the
+// method, from its opening until it ends.
+func (p *providerInvoker) Stream(ctx context.Context, inv *rpc.Invocation) (rpc.Stream, error) {
+	s, ok := p.client.(rpc.Streamer)
+	if !ok {
+		return nil, &rpc.CallError{Kind: rpc.ErrBadRequest, Service: inv.Service, Method: inv.Method, Address: p.addr,
+			Detail: "streams need a tri:// provider; this one is " + p.url.Protocol() + ":// (limit the reference to protocol = \"tri\")"}
+	}
+	inv = p.withToken(inv)
+	if p.rec == nil {
+		return s.Stream(ctx, inv)
+	}
+	c := p.rec.Counter(stats.Key{Interface: inv.Service, Group: inv.Group, Version: inv.Version,
+		Method: inv.Method, Peer: p.addr})
+	start := c.Begin()
+	st, err := s.Stream(ctx, inv)
+	if err != nil {
+		c.End(start, stats.OutcomeOf(err), 0, 0)
+		return nil, err
+	}
+	return watchStream(ctx, st, func(err error, sent, received int64) {
+		c.End(start, stats.OutcomeOf(err), int(sent), int(received))
+	}), nil
+}
+
+// watchedStream calls end once, when the stream is over: when Recv
+// reports its end (err nil at a clean end) or its context is done (the
+// context's error), with the bytes of the messages sent and received.
+type watchedStream struct {
+	rpc.Stream
+	end  func(err error, sent, received int64)
+	once sync.Once
+	stop func() bool
+	// Send and Recv may run on two goroutines.
+	sent, received atomic.Int64
+}
+
+func watchStream(ctx context.Context, s rpc.Stream, end func(err error, sent, received int64)) rpc.Stream {
+	w := &watchedStream{Stream: s, end: end}
+	// A stream abandoned by cancelling its context ends there.
+	w.stop = context.AfterFunc(ctx, func() { w.over(ctx.Err()) })
+	return w
+}
+
+func (w *watchedStream) Send(m rpc.Message) error {
+	err := w.Stream.Send(m)
+	if err == nil {
+		w.sent.Add(int64(len(m.Bytes)))
+	}
+	return err
+}
+
+func (w *watchedStream) Recv() (rpc.Message, error) {
+	m, err := w.Stream.Recv()
+	if err == nil {
+		w.received.Add(int64(len(m.Bytes)))
+		return m, nil
+	}
+	w.stop()
+	if errors.Is(err, io.EOF) {
+		w.over(nil)
+	} else {
+		w.over(err)
+	}
+	return m, err
+}
+
+func (w *watchedStream) over(err error) {
+	w.once.Do(func() { w.end(err, w.sent.Load(), w.received.Load()) })
+}
+
+// withToken is inv with the token the provider's URL publishes, as Java's
+// consumer sends it. inv is shared by the cluster's attempts, so the token
+// goes into a copy.
+func (p *providerInvoker) withToken(inv *rpc.Invocation) *rpc.Invocation {
+	token := p.url.Param("token")
+	if token == "" {
+		return inv
+	}
+	cp := *inv
+	cp.Attachments = maps.Clone(inv.Attachments)
+	cp.SetAttachment("token", token)
+	return &cp
 }
 
 // isMonitor reports whether service is Dubbo's MonitorService, whose calls

@@ -72,35 +72,34 @@ type mappingReader interface {
 	Mapping(ctx context.Context, iface string) ([]string, error)
 }
 
-// invokeOnDemand makes the on-demand reference of key and calls through it.
-func (c *Consumer) invokeOnDemand(ctx context.Context, key string, inv *rpc.Invocation) (*rpc.Result, error) {
+// onDemandReference makes the on-demand reference of key for inv. The
+// reference returned with an onDemandRef is in use (see use): the caller
+// calls done when its call or stream is over.
+func (c *Consumer) onDemandReference(ctx context.Context, key string, inv *rpc.Invocation) (*Reference, *onDemandRef, error) {
 	if err := CheckService(inv.Service, inv.Version, inv.Group, inv.Method); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rc := ReferenceConfig{Interface: inv.Service, Version: inv.Version, Group: inv.Group}
 	if err := c.offered(ctx, rc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("reference %s: %w", key, ErrClosed)
+		return nil, nil, fmt.Errorf("reference %s: %w", key, ErrClosed)
 	}
 	// Another call may have made it meanwhile.
 	if slot := c.refs[key]; slot != nil {
 		c.mu.Unlock()
 		r, err := slot.wait(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		return r.Invoke(ctx, inv)
+		return r, nil, err
 	}
 	od := c.onDemand[key]
 	created := od == nil
 	if created {
 		if len(c.onDemand) >= c.cfg.OnDemand.Max && !c.evictLocked() {
 			c.mu.Unlock()
-			return nil, &rpc.CallError{Kind: rpc.ErrPoolExhausted, Service: inv.Service, Method: inv.Method,
+			return nil, nil, &rpc.CallError{Kind: rpc.ErrPoolExhausted, Service: inv.Service, Method: inv.Method,
 				Detail: fmt.Sprintf("all %d on-demand references have calls in flight (consumer.on-demand.max); list the service in consumer.references or raise the limit", c.cfg.OnDemand.Max)}
 		}
 		od = &onDemandRef{slot: &refSlot{ready: make(chan struct{})}}
@@ -108,7 +107,6 @@ func (c *Consumer) invokeOnDemand(ctx context.Context, key string, inv *rpc.Invo
 	}
 	od.use()
 	c.mu.Unlock()
-	defer od.done()
 
 	if created {
 		od.slot.ref, od.slot.err = c.newReference(ctx, key, rc)
@@ -128,9 +126,10 @@ func (c *Consumer) invokeOnDemand(ctx context.Context, key string, inv *rpc.Invo
 	}
 	r, err := od.slot.wait(ctx, key)
 	if err != nil {
-		return nil, err
+		od.done()
+		return nil, nil, err
 	}
-	return r.Invoke(ctx, inv)
+	return r, od, nil
 }
 
 // offered answers rpc.ErrNoProvider when the registry says no provider
@@ -158,7 +157,7 @@ func (c *Consumer) offered(ctx context.Context, rc ReferenceConfig) error {
 		}
 		want := c.consumerURL(rc)
 		for _, u := range urls {
-			if u.Protocol() != "dubbo" {
+			if !rc.callable(u) {
 				continue
 			}
 			if registry.MatchService(want, u) {

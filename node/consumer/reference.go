@@ -70,6 +70,8 @@ type Reference struct {
 	// them. nil when no rule is watched (direct url, no config center).
 	tagRead     chan struct{}
 	tagReadOnce sync.Once
+
+	schema protoSchema // the service's protobuf descriptor (schema.go)
 }
 
 // tagRuleRead reports whether the first calls can be routed with the tag
@@ -207,11 +209,18 @@ func (c *Consumer) consumerURL(rc ReferenceConfig) *url.URL {
 	if rc.Group != "" {
 		params[url.KeyGroup] = rc.Group
 	}
+	if rc.Protocol != "" {
+		params[keyProtocol] = rc.Protocol
+	}
 	return url.New("consumer", c.host, 0, rc.Interface, params)
 }
 
-// keyConnections is the consumer URL's connections per provider.
-const keyConnections = "connections"
+// Keys of the consumer URL: connections per provider, and the protocol a
+// reference is limited to (as Java writes it).
+const (
+	keyConnections = "connections"
+	keyProtocol    = "protocol"
+)
 
 func setSettings(params map[string]string, prefix string, timeout time.Duration, retries *int, lb string) {
 	if timeout > 0 {
@@ -278,7 +287,7 @@ func (r *Reference) direct() error {
 		return fmt.Errorf("reference %s: url: %w", r.key, err)
 	}
 	var providers []cluster.ProviderInvoker
-	var addrs []string
+	var pus []*url.URL
 	for _, du := range dus {
 		params := du.Params()
 		params[url.KeyInterface] = r.rc.Interface
@@ -290,18 +299,16 @@ func (r *Reference) direct() error {
 		if r.rc.Group != "" {
 			params[url.KeyGroup] = r.rc.Group
 		}
-		pu := url.New("dubbo", du.Host(), du.Port(), r.rc.Interface, params)
-		addr := pu.Address()
-		if slices.Contains(addrs, addr) {
+		pu := url.New(du.Protocol(), du.Host(), du.Port(), r.rc.Interface, params)
+		if slices.ContainsFunc(pus, func(u *url.URL) bool { return u.Protocol() == pu.Protocol() && u.Address() == pu.Address() }) {
 			continue // named twice: one provider
 		}
-		addrs = append(addrs, addr)
-		client := r.c.clients.acquire(addr, r.connections(), r.heartbeatFor(pu))
-		providers = append(providers, r.c.newProviderInvoker(pu, client))
+		pus = append(pus, pu)
+		providers = append(providers, r.c.newProviderInvoker(pu, r.acquire(pu, r.connections())))
 	}
 	r.release = func() {
-		for _, addr := range addrs {
-			r.c.clients.release(addr)
+		for _, pu := range pus {
+			r.c.clients.release(pu.Protocol(), pu.Address())
 		}
 	}
 	r.dir = directory.NewStatic(r.consumerURL, nil, providers...)
@@ -314,11 +321,16 @@ func (r *Reference) connect(u *url.URL) (cluster.ProviderInvoker, error) {
 	if conns == 0 {
 		conns = u.IntParam("connections", 0)
 	}
-	return r.c.newProviderInvoker(u, r.c.clients.acquire(u.Address(), conns, r.heartbeatFor(u))), nil
+	return r.c.newProviderInvoker(u, r.acquire(u, conns)), nil
+}
+
+// acquire takes the shared client of provider u's address and protocol.
+func (r *Reference) acquire(u *url.URL, connections int) client {
+	return r.c.clients.acquire(u.Protocol(), u.Address(), clientOptions{connections: connections, heartbeat: r.heartbeatFor(u)})
 }
 
 func (r *Reference) releaseInvoker(p cluster.ProviderInvoker) {
-	r.c.clients.release(p.URL().Address())
+	r.c.clients.release(p.URL().Protocol(), p.URL().Address())
 }
 
 // consumerMetadataReport publishes a reference's parameters where Java
@@ -402,7 +414,7 @@ func (r *Reference) notify(n registry.Notification) {
 	case registry.CategoryProviders:
 		var ps []*url.URL
 		for _, u := range n.URLs {
-			if u.Protocol() == "dubbo" {
+			if r.rc.callable(u) {
 				ps = append(ps, u)
 			}
 		}
@@ -541,6 +553,34 @@ func (r *Reference) watchTags(ps []*url.URL) {
 // Invoke calls the service; the invocation's service, version and group
 // are the reference's.
 func (r *Reference) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	return r.invoker.Invoke(ctx, r.own(inv))
+}
+
+// Stream opens a stream of a protobuf method on one provider, picked by
+// the routers and the load balancer as a call's first attempt is (a
+// tri:// one: the reference's protocol should be tri when it has dubbo
+// providers too). It is not retried: a failure to open it is returned.
+// ctx bounds the whole stream (see rpc.Stream); the reference's timeouts
+// do not apply.
+func (r *Reference) Stream(ctx context.Context, inv *rpc.Invocation) (rpc.Stream, error) {
+	inv = r.own(inv)
+	p, err := r.invoker.Select(inv)
+	if err != nil {
+		return nil, err
+	}
+	// The directory hands out its view of the provider; the stream is
+	// opened by the provider's own invoker.
+	return providerOf(p).Stream(ctx, inv)
+}
+
+// unwrapper is a view of a provider's invoker (the directory's).
+type unwrapper interface {
+	Unwrap() cluster.ProviderInvoker
+}
+
+// own is inv as the reference makes it: its service, version and group,
+// and the consumer's application.
+func (r *Reference) own(inv *rpc.Invocation) *rpc.Invocation {
 	if inv.Service != r.rc.Interface || inv.Version != r.rc.Version || inv.Group != r.rc.Group {
 		cp := *inv
 		cp.Service, cp.Version, cp.Group = r.rc.Interface, r.rc.Version, r.rc.Group
@@ -552,7 +592,7 @@ func (r *Reference) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Resul
 		cp.Attachments["remote.application"] = r.c.cfg.Application
 		inv = &cp
 	}
-	return r.invoker.Invoke(ctx, inv)
+	return inv
 }
 
 func cloneAttachments(m map[string]any) map[string]any {

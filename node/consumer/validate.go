@@ -37,9 +37,18 @@ func (rc ReferenceConfig) validate(key string) error {
 	if rc.Interface == "" {
 		return fmt.Errorf("%s.interface: a reference needs the Java interface it calls, e.g. org.example.Greeter", key)
 	}
+	if rc.Protocol != "" && !callableProtocol(rc.Protocol, rc.Protocol) {
+		return fmt.Errorf("%s.protocol: %q: use %s, or leave it out for any", key, rc.Protocol, strings.Join(Protocols(), " or "))
+	}
 	if rc.URL != "" {
-		if _, err := directURLs(rc.URL); err != nil {
+		dus, err := directURLs(rc.URL)
+		if err != nil {
 			return fmt.Errorf("%s.url: %w", key, err)
+		}
+		for _, du := range dus {
+			if !rc.callable(du) {
+				return fmt.Errorf("%s.url: %s is not of the reference's protocol %s", key, du.Address(), rc.Protocol)
+			}
 		}
 	}
 	if err := rc.Settings.validate(key); err != nil {
@@ -137,8 +146,9 @@ func argumentIndexes(v string) error {
 	return nil
 }
 
-// directURLs parses a reference's url: one dubbo://host:port or several
-// separated by ";", as Java's ReferenceConfig splits it.
+// directURLs parses a reference's url: one dubbo://host:port or
+// tri://host:port, or several separated by ";", as Java's ReferenceConfig
+// splits it.
 func directURLs(s string) ([]*url.URL, error) {
 	var out []*url.URL
 	for _, part := range strings.Split(s, ";") {
@@ -146,17 +156,24 @@ func directURLs(s string) ([]*url.URL, error) {
 		if part == "" {
 			continue
 		}
-		u, err := url.Parse(part)
+		u, err := CheckDirectURL(part)
 		if err != nil {
-			return nil, fmt.Errorf("%w (want dubbo://host:port, several separated by ;)", err)
-		}
-		if u.Protocol() != "dubbo" || u.Port() == 0 {
-			return nil, fmt.Errorf("%q: want dubbo://host:port (several separated by ;)", part)
+			return nil, fmt.Errorf("%w (several separated by ;)", err)
 		}
 		out = append(out, u)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%q names no dubbo://host:port", s)
+		return nil, fmt.Errorf("%q names no dubbo://host:port or tri://host:port", s)
 	}
 	return out, nil
+}
+
+// CheckDirectURL parses one provider address given directly:
+// dubbo://host:port or tri://host:port.
+func CheckDirectURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err == nil && (!callableProtocol("", u.Protocol()) || u.Port() == 0) {
+		err = fmt.Errorf("%q: want dubbo://host:port or tri://host:port", s)
+	}
+	return u, err
 }

@@ -5,24 +5,31 @@
 //
 //	["world", 42]
 //
-// into a generic invocation ($invoke, PROTOCOLS.md B.8) made through an
-// rpc.Invoker (the consumer) by package jsoncall's steps, as dubbo call
-// makes its calls, and the answer into JSON:
+// into a call made through an rpc.Invoker (the consumer) by package
+// jsoncall's steps, as dubbo call makes its calls, and the answer into
+// JSON:
 //
 //	200 {"result": <value>}
 //	4xx/5xx {"error": {"kind": "timeout", "message": "..."}}
 //	500 {"error": {"kind": "exception", "class": "java.lang.RuntimeException", "message": "boom"}}
 //
 // The body is a JSON array with one element per argument (empty body: no
-// arguments). Argument Java types come from ?types=java.lang.String,int,
-// else from Options.Types (registry metadata), else they are inferred
-// from the JSON (generic.InferTypes); the types used are echoed in the
-// Dubbo-Param-Types response header. ?timeout= (a Go duration such as 3s,
-// or milliseconds) is the timeout of each attempt, as Dubbo's timeout
-// attachment: it overrides the reference's and the method's, and failover
-// retries a timed-out attempt on another provider. An X-Dubbo-Tag header
-// is the request tag (Dubbo's dubbo.tag attachment): the call goes to the
-// providers of that tag, else to untagged ones (tag routing).
+// arguments). A service of a Java interface is called with a generic
+// invocation ($invoke, PROTOCOLS.md B.8): argument Java types come from
+// ?types=java.lang.String,int, else from Options.Types (registry
+// metadata), else they are inferred from the JSON (generic.InferTypes). A
+// protobuf service (one its tri:// providers describe with gRPC server
+// reflection, Options.Services) takes one argument, the request message as
+// protobuf JSON, and the result is the response message
+// (POST /invoke/greet.GreetService/Greet with [{"name":"x"}] answers
+// {"result":{"greeting":"Hello, x"}}); its streaming methods are refused
+// with 400. The types used are echoed in the Dubbo-Param-Types response
+// header (a protobuf request's message name). ?timeout= (a Go duration
+// such as 3s, or milliseconds) is the timeout of each attempt, as Dubbo's
+// timeout attachment: it overrides the reference's and the method's, and
+// failover retries a timed-out attempt on another provider. An X-Dubbo-Tag
+// header is the request tag (Dubbo's dubbo.tag attachment): the call goes
+// to the providers of that tag, else to untagged ones (tag routing).
 //
 // The interface must be a Java interface name and the method a Java
 // identifier (consumer.CheckService). Calls to services outside the
@@ -93,6 +100,11 @@ type Options struct {
 	// request has none (the consumer). Optional: nil means infer them from
 	// the JSON.
 	Types jsoncall.TypeResolver
+	// Services finds the descriptors of protobuf services (the consumer,
+	// by its tri:// providers' reflection). Default: Invoker when it
+	// implements jsoncall.ServiceResolver; nil means every service is a
+	// Java interface.
+	Services jsoncall.ServiceResolver
 	// Logger receives one debug line per call and errors. Default slog.Default().
 	Logger *slog.Logger
 	// MaxBody limits the request body in bytes. Default DefaultMaxBody.
@@ -123,6 +135,9 @@ func New(opts Options) *Server {
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Services == nil {
+		opts.Services, _ = opts.Invoker.(jsoncall.ServiceResolver)
 	}
 	s := &Server{opts: opts, log: opts.Logger.With("component", "gateway"), hosts: newHostPolicy(opts.Listen, opts.Hosts)}
 	e := echo.New()
@@ -256,24 +271,28 @@ func (s *Server) invoke(c echo.Context) error {
 		}
 	}
 	ctx := req.Context()
-	types, err := jsoncall.ParamTypes(ctx, s.opts.Types, call, s.log)
+	prep, err := jsoncall.Prepare(ctx, jsoncall.Resolvers{Services: s.opts.Services, Types: s.opts.Types}, call, s.log)
 	if err != nil {
 		return writeError(c, err)
 	}
-	inv, err := jsoncall.Invocation(call, types)
-	if err != nil {
-		return writeError(c, err)
+	if prep.Streaming() {
+		return badRequest(c, fmt.Sprintf("%s.%s is a %s protobuf method; the gateway calls unary methods (dubbo call streams)",
+			call.Interface, call.Method, prep.Proto.Kind()))
 	}
-	c.Response().Header().Set("Dubbo-Param-Types", strings.Join(types, ","))
+	c.Response().Header().Set("Dubbo-Param-Types", strings.Join(prep.Types, ","))
 
 	start := time.Now()
-	res, err := jsoncall.Invoke(ctx, s.opts.Invoker, inv)
+	res, err := jsoncall.Invoke(ctx, s.opts.Invoker, prep.Invocation)
 	s.log.Debug("gateway call", "interface", call.Interface, "method", call.Method, "version", call.Version, "group", call.Group,
 		"elapsed", time.Since(start), "err", err)
 	if err != nil {
 		return writeError(c, err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"result": generic.ToJSON(res.Value)})
+	v, err := prep.Result(res)
+	if err != nil {
+		return writeError(c, &rpc.CallError{Kind: rpc.ErrProvider, Service: call.Interface, Method: call.Method, Address: res.Provider, Detail: err.Error()})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"result": v})
 }
 
 // readArgs reads the body: a JSON array of arguments, or nothing.

@@ -1,22 +1,28 @@
 // Package jsoncall makes calls given in JSON: a service, a method and its
-// arguments as JSON values, with or without their Java types, made through
-// a consumer. The command line (dubbo call, dubbo bench) and the HTTP
-// gateway (node/gateway) go through its steps:
+// arguments as JSON values, made through a consumer. The command line
+// (dubbo call, dubbo bench) and the HTTP gateway (node/gateway) go through
+// its steps:
 //
 //   - Reference picks the reference a call goes through: the config's
 //     reference to the interface, or a new one, with the settings given for
 //     the call (Settings) laid over it and over the method's own.
-//   - ParamTypes resolves the arguments' Java types: the ones given, else
-//     the registry's metadata (a TypeResolver: the consumer), else types
-//     inferred from the JSON.
-//   - Invocation converts the arguments to those types and builds the
-//     invocation, with the call's timeout and attachments.
-//   - Invoke makes it through an rpc.Invoker (the consumer); a business
-//     exception comes back as the error.
+//   - Prepare resolves the call. A service whose tri:// providers describe
+//     it with gRPC server reflection (a ServiceResolver: the consumer) is a
+//     protobuf one: its argument is the request message as protobuf JSON
+//     (package idl), and the invocation carries it encoded, as an
+//     rpc.Message. Any other is a Java interface: ParamTypes resolves the
+//     arguments' Java types (the ones given, else the registry's metadata,
+//     a TypeResolver, else inferred from the JSON) and Invocation converts
+//     the arguments to them, with the call's timeout and attachments.
+//   - Invoke makes a call through an rpc.Invoker (the consumer); a
+//     business exception comes back as the error; Prepared.Result renders
+//     its value as JSON. A streaming protobuf method is called with
+//     Prepared.Stream instead, through an rpc.Streamer (the consumer).
 //
-// A mistake in the call as given (arguments that do not fit their types, a
-// bad type name) is an error that matches rpc.ErrBadRequest: the command
-// line reports it as a usage error, the gateway as 400.
+// A mistake in the call as given (arguments that do not fit their types,
+// a bad type name, JSON that is not the request message) is an error that
+// matches rpc.ErrBadRequest: the command line reports it as a usage error,
+// the gateway as 400.
 package jsoncall
 
 import (
@@ -24,11 +30,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
@@ -97,12 +101,7 @@ func Invocation(c Call, types []string) (*rpc.Invocation, error) {
 	} else {
 		inv = &rpc.Invocation{Service: c.Interface, Version: c.Version, Group: c.Group, Method: c.Method, ParamTypes: types, Args: args}
 	}
-	for k, v := range c.Attachments {
-		inv.SetAttachment(k, v)
-	}
-	if c.Timeout > 0 {
-		inv.SetAttachment(cluster.KeyTimeout, strconv.FormatInt(c.Timeout.Milliseconds(), 10))
-	}
+	attach(inv, c)
 	return inv, nil
 }
 

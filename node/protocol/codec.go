@@ -394,7 +394,7 @@ func (b *BodyDecoder) DecodeResponse(f Frame) (*Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp.Exception = exceptionFrom(v, b.scan.classAt(valueAt))
+		resp.Exception = ExceptionOf(v, b.scan.classAt(valueAt))
 	}
 	if !resp.Legacy {
 		if resp.Attachments, err = b.attachments(f); err != nil {

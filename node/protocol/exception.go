@@ -51,12 +51,13 @@ func (e *Exception) javaThrowable() java_exception.Throwabler {
 	return java_exception.NewRuntimeException(e.Class + ": " + e.Message)
 }
 
-// exceptionFrom interprets a decoded exception result; wireClass is the
-// class name read from the wire ("" if unknown). Any Throwable class is
-// accepted: known ones decode to java_exception types, unknown ones to types
-// the hessian library registers on the fly (which forget their class name),
-// or to a map when the class lacks Throwable's fields.
-func exceptionFrom(v any, wireClass string) *Exception {
+// ExceptionOf interprets a decoded exception result; wireClass is the
+// class name read from the wire ("" if unknown): a dubbo response's, or
+// the type of a Triple wrapper that carries an exception. Any Throwable
+// class is accepted: known ones decode to java_exception types, unknown
+// ones to types the hessian library registers on the fly (which forget
+// their class name), or to a map when the class lacks Throwable's fields.
+func ExceptionOf(v any, wireClass string) *Exception {
 	e := exceptionValue(v)
 	if wireClass != "" {
 		if e.Message == e.Class {

@@ -3,6 +3,9 @@
 // one into the other, and the error categories users test with errors.Is
 // with the kinds they are reported under (errors.go).
 //
+// A protobuf (IDL) service is called with an encoded Message as the one
+// argument, and streams with a Streamer (message.go).
+//
 // The call path is a chain of Invokers: the consumer's cluster invoker wraps
 // the directory, routers and load balancer and finally calls a protocol
 // invoker that talks to one provider; on the provider side the exporter looks

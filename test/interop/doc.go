@@ -22,6 +22,12 @@
 // allocs/op and B/op are those of our client in the test process, not of
 // the providers.
 //
+// Triple, consumer side (triple_test.go): our consumer, its JSON layer
+// (jsoncall, with the descriptor from dubbo-go's reflection) and `dubbo
+// call` against dgprovider -protocol tri: greet.GreetService's four methods
+// and org.example.Greeter in wrapper mode, through both registries, at
+// application level and by url = "tri://...".
+//
 // Missing peers (dubbo-go's modules, Apache ZooKeeper) skip a test, or fail
 // it when CI=true.
 package interop

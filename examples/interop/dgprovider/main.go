@@ -1,5 +1,9 @@
 // Command dgprovider is a stock dubbo-go v3.3.0 provider of the example
-// service org.example.Greeter:1.0.0 over the dubbo protocol with hessian2.
+// service org.example.Greeter:1.0.0 over the dubbo protocol with hessian2,
+// or with -protocol tri over Triple: org.example.Greeter in wrapper mode
+// (hessian2, as dubbo-go serves a Java-interface service) and the
+// protobuf service greet.GreetService (all four of its methods, with
+// dubbo-go's gRPC server reflection).
 // It is a test peer: it prints "READY host:port" on stdout once it serves
 // (and, with a registry, once its registration nodes are in ZooKeeper), logs
 // to stderr, and shuts down gracefully on SIGTERM, which removes its nodes.
@@ -12,6 +16,7 @@
 //	dgprovider -registry zookeeper://127.0.0.1:2181 -ip 127.0.0.1 -port 20880
 //	dgprovider -registry zookeeper://127.0.0.1:2181 -register-mode instance
 //	dgprovider -registry "" -port 20880      # no registry, direct URLs only
+//	dgprovider -registry "" -protocol tri -port 50051
 package main
 
 import (
@@ -32,6 +37,7 @@ import (
 	"github.com/dubbogo/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/examples/interop/dgrun"
+	"github.com/dubbo-lab/dubbo/examples/interop/greet"
 	"github.com/dubbo-lab/dubbo/examples/interop/greeter"
 )
 
@@ -40,8 +46,9 @@ func main() {
 	var (
 		registryAddr   = flag.String("registry", "", `registry URL, zookeeper://host:port; "" = no registry`)
 		registerMode   = flag.String("register-mode", dgrun.ModeInterface, "what to register: interface (/dubbo/<iface>/providers), instance (/services/<app>, dubbo-go's default) or all")
+		proto          = flag.String("protocol", dgrun.ProtocolDubbo, "dubbo (org.example.Greeter, hessian2) or tri (org.example.Greeter in wrapper mode and greet.GreetService)")
 		ip             = flag.String("ip", "127.0.0.1", "IP to bind and to register")
-		port           = flag.Int("port", 20880, "dubbo protocol port")
+		port           = flag.Int("port", 20880, "the protocol's port")
 		app            = flag.String("app", "dgprovider", "application name")
 		version        = flag.String("version", greeter.Version, "service version")
 		group          = flag.String("group", "", "service group")
@@ -51,7 +58,11 @@ func main() {
 		logLevel       = flag.String("log-level", "warn", "dubbo-go log level: debug, info, warn, error")
 	)
 	flag.Parse()
-	if err := run(out, *registryAddr, *registerMode, *ip, *port, *app, *version, *group, *shutdownWait, *sessionTimeout, *readyTimeout, *logLevel); err != nil {
+	if *proto != dgrun.ProtocolDubbo && *proto != dgrun.ProtocolTriple {
+		fmt.Fprintf(os.Stderr, "dgprovider: -protocol %q: want dubbo or tri\n", *proto)
+		os.Exit(2)
+	}
+	if err := run(out, *registryAddr, *registerMode, *proto, *ip, *port, *app, *version, *group, *shutdownWait, *sessionTimeout, *readyTimeout, *logLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "dgprovider:", err)
 		os.Exit(1)
 	}
@@ -60,12 +71,16 @@ func main() {
 	select {}
 }
 
-func run(out *os.File, registryAddr, registerMode, ip string, port int, app, version, group string,
+func run(out *os.File, registryAddr, registerMode, proto, ip string, port int, app, version, group string,
 	shutdownWait, sessionTimeout, readyTimeout time.Duration, logLevel string) error {
+	protocolOpt := protocol.WithDubbo()
+	if proto == dgrun.ProtocolTriple {
+		protocolOpt = protocol.WithTriple()
+	}
 	opts := []dubbo.InstanceOption{
 		dubbo.WithName(app),
 		dubbo.WithProtocol(
-			protocol.WithDubbo(),
+			protocolOpt,
 			// Without an explicit IP dubbo-go binds every interface and
 			// registers the host's address.
 			protocol.WithIp(ip),
@@ -102,8 +117,20 @@ func run(out *os.File, registryAddr, registerMode, ip string, port int, app, ver
 	if group != "" {
 		svcOpts = append(svcOpts, server.WithGroup(group))
 	}
+	if proto == dgrun.ProtocolTriple {
+		// A Java-interface service over Triple: the wrapper with hessian2.
+		svcOpts = append(svcOpts, server.WithSerialization("hessian2"))
+	}
 	if err := srv.Register(h, greeter.ServiceInfo(*h), svcOpts...); err != nil {
 		return fmt.Errorf("register: %w", err)
+	}
+	services := []string{greeter.Interface}
+	if proto == dgrun.ProtocolTriple {
+		g := greet.Handler{}
+		if err := srv.Register(g, greet.ServiceInfo(g), server.WithInterface(greet.Service)); err != nil {
+			return fmt.Errorf("register %s: %w", greet.Service, err)
+		}
+		services = append(services, greet.Service)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }() // blocks forever once serving
@@ -114,7 +141,7 @@ func run(out *os.File, registryAddr, registerMode, ip string, port int, app, ver
 		return err
 	}
 	if len(zkHosts) > 0 {
-		if err := waitRegistered(zkHosts, registerMode, app, addr, deadline, served); err != nil {
+		if err := waitRegistered(zkHosts, registerMode, proto, services, app, addr, deadline, served); err != nil {
 			return err
 		}
 	}
@@ -143,15 +170,14 @@ func waitListening(addr string, deadline time.Time, served <-chan error) error {
 
 // waitRegistered polls ZooKeeper until the nodes of registerMode for addr
 // exist, so that READY means consumers can find us: the interface-level
-// provider URL under /dubbo/<interface>/providers, the instance node
-// /services/<app>/<addr>, or both.
-func waitRegistered(hosts []string, registerMode, app, addr string, deadline time.Time, served <-chan error) error {
+// provider URL of each service under /dubbo/<interface>/providers, the
+// instance node /services/<app>/<addr>, or both.
+func waitRegistered(hosts []string, registerMode, proto string, services []string, app, addr string, deadline time.Time, served <-chan error) error {
 	conn, _, err := zk.Connect(hosts, 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		return fmt.Errorf("check registration: %w", err)
 	}
 	defer conn.Close()
-	providers := "/dubbo/" + greeter.Interface + "/providers"
 	instances := "/services/" + app
 	wantProvider := registerMode != dgrun.ModeInstance
 	wantInstance := registerMode == dgrun.ModeInstance || registerMode == dgrun.ModeAll
@@ -162,8 +188,11 @@ func waitRegistered(hosts []string, registerMode, app, addr string, deadline tim
 		default:
 		}
 		var missing []string
-		if wantProvider && !hasProviderNode(conn, providers, addr) {
-			missing = append(missing, "a provider node under "+providers)
+		for _, svc := range services {
+			providers := "/dubbo/" + svc + "/providers"
+			if wantProvider && !hasProviderNode(conn, providers, proto, addr) {
+				missing = append(missing, "a provider node under "+providers)
+			}
 		}
 		if wantInstance {
 			if ok, _, _ := conn.Exists(instances + "/" + addr); !ok {
@@ -180,11 +209,11 @@ func waitRegistered(hosts []string, registerMode, app, addr string, deadline tim
 	}
 }
 
-func hasProviderNode(conn *zk.Conn, dir, addr string) bool {
+func hasProviderNode(conn *zk.Conn, dir, proto, addr string) bool {
 	children, _, _ := conn.Children(dir)
 	for _, c := range children {
 		u, err := url.QueryUnescape(c)
-		if err == nil && strings.HasPrefix(u, "dubbo://"+addr+"/") {
+		if err == nil && strings.HasPrefix(u, proto+"://"+addr+"/") {
 			return true
 		}
 	}

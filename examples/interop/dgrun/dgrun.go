@@ -38,6 +38,12 @@ func LoggerOptions(level string) []logger.Option {
 	return []logger.Option{logger.WithZap(), logger.WithLevel(level)}
 }
 
+// Protocols, the values of dgprovider's -protocol flag.
+const (
+	ProtocolDubbo  = "dubbo"
+	ProtocolTriple = "tri"
+)
+
 // Registration modes, the values of the -register-mode flag.
 const (
 	// ModeInterface writes the classic /dubbo/<interface>/providers and

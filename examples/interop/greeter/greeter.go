@@ -83,12 +83,15 @@ func (Handler) Sleep(ctx context.Context, ms int32) (string, error) {
 
 // ServiceInfo describes the service for server.Register, which panics on a
 // nil ServiceInfo. The dubbo protocol dispatches by reflection on Handler;
-// MethodFunc is what the triple protocol would use.
+// the triple protocol (wrapper mode, hessian2) calls MethodFunc with the
+// arguments ReqInitFunc's pointers were decoded into.
 func ServiceInfo(h Handler) *common.ServiceInfo {
-	method := func(name string, call func(ctx context.Context, args []any) (any, error)) common.MethodInfo {
+	// params are the Go types each method's arguments decode into.
+	method := func(name string, params func() []any, call func(ctx context.Context, args []any) (any, error)) common.MethodInfo {
 		return common.MethodInfo{
-			Name: name,
-			Type: constant.CallUnary,
+			Name:        name,
+			Type:        constant.CallUnary,
+			ReqInitFunc: func() any { return params() },
 			MethodFunc: func(ctx context.Context, args []any, _ any) (any, error) {
 				return call(ctx, args)
 			},
@@ -104,23 +107,23 @@ func ServiceInfo(h Handler) *common.ServiceInfo {
 		InterfaceName: Interface,
 		ServiceType:   h,
 		Methods: []common.MethodInfo{
-			method("sayHello", func(ctx context.Context, args []any) (any, error) {
+			method("sayHello", func() []any { return []any{new(string)} }, func(ctx context.Context, args []any) (any, error) {
 				name, _ := arg(args, 0).(string)
 				return h.SayHello(ctx, name)
 			}),
-			method("add", func(ctx context.Context, args []any) (any, error) {
+			method("add", func() []any { return []any{new(int32), new(int32)} }, func(ctx context.Context, args []any) (any, error) {
 				a, _ := arg(args, 0).(int32)
 				b, _ := arg(args, 1).(int32)
 				return h.Add(ctx, a, b)
 			}),
-			method("echoMap", func(ctx context.Context, args []any) (any, error) {
+			method("echoMap", func() []any { return []any{new(any)} }, func(ctx context.Context, args []any) (any, error) {
 				return h.EchoMap(ctx, arg(args, 0))
 			}),
-			method("fail", func(ctx context.Context, args []any) (any, error) {
+			method("fail", func() []any { return []any{new(string)} }, func(ctx context.Context, args []any) (any, error) {
 				msg, _ := arg(args, 0).(string)
 				return nil, h.Fail(ctx, msg)
 			}),
-			method("sleep", func(ctx context.Context, args []any) (any, error) {
+			method("sleep", func() []any { return []any{new(int32)} }, func(ctx context.Context, args []any) (any, error) {
 				ms, _ := arg(args, 0).(int32)
 				return h.Sleep(ctx, ms)
 			}),

@@ -1,7 +1,10 @@
 // Package dubbogo runs stock dubbo-go v3.3.0 processes as peers in tests of
 // the main module: dgprovider serves org.example.Greeter:1.0.0, dgconsumer
 // calls it, and dgbench calls sayHello under load (a load generator built on
-// dubbo-go's consumer), all over the dubbo protocol with hessian2.
+// dubbo-go's consumer), all over the dubbo protocol with hessian2; with
+// ProviderOptions.Protocol "tri", dgprovider serves org.example.Greeter over
+// Triple in wrapper mode (hessian2) and the protobuf service
+// greet.GreetService.
 //
 // The programs live in their own Go module, examples/interop, so that
 // dubbo-go never enters this module's dependency graph; this package only
@@ -198,7 +201,9 @@ type ProviderOptions struct {
 	RegisterMode string
 	// IP to bind and register. Default 127.0.0.1.
 	IP string
-	// Port of the dubbo protocol. Default: a free port.
+	// Protocol is "dubbo" (the default) or "tri" (see the package comment).
+	Protocol string
+	// Port of the protocol. Default: a free port.
 	Port int
 	// App is the application name. Default "dgprovider".
 	App string
@@ -221,15 +226,17 @@ type ProviderOptions struct {
 // Process is a running dgprovider.
 type Process struct {
 	// Addr is the host:port it serves on.
-	Addr string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *syncbuf.Buffer
-	stop sync.Once
+	Addr     string
+	protocol string
+	cmd      *exec.Cmd
+	done     chan struct{}
+	log      *syncbuf.Buffer
+	stop     sync.Once
 }
 
-// URL is the provider's direct address, dubbo://host:port.
-func (p *Process) URL() string { return "dubbo://" + p.Addr }
+// URL is the provider's direct address, dubbo://host:port or
+// tri://host:port.
+func (p *Process) URL() string { return p.protocol + "://" + p.Addr }
 
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
@@ -283,6 +290,9 @@ func StartProvider(t testing.TB, opts ProviderOptions) *Process {
 	if opts.IP == "" {
 		opts.IP = "127.0.0.1"
 	}
+	if opts.Protocol == "" {
+		opts.Protocol = "dubbo"
+	}
 	if opts.Port == 0 {
 		port, err := freePort(opts.IP)
 		if err != nil {
@@ -298,6 +308,7 @@ func StartProvider(t testing.TB, opts ProviderOptions) *Process {
 	}
 	args := []string{
 		"-registry", opts.Registry,
+		"-protocol", opts.Protocol,
 		"-ip", opts.IP,
 		"-port", strconv.Itoa(opts.Port),
 		"-shutdown-wait", opts.ShutdownWait.String(),
@@ -330,7 +341,7 @@ func StartProvider(t testing.TB, opts ProviderOptions) *Process {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("dubbogo: start dgprovider: %v", err)
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{}), log: log}
+	p := &Process{protocol: opts.Protocol, cmd: cmd, done: make(chan struct{}), log: log}
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -75,6 +75,10 @@ type configured struct {
 
 func (c *configured) URL() *url.URL { return c.url }
 
+// Unwrap returns the provider's own invoker, for what it does beyond
+// cluster.ProviderInvoker (opening a stream).
+func (c *configured) Unwrap() cluster.ProviderInvoker { return c.ProviderInvoker }
+
 // effective is the consumer's view of one provider, or nil when disabled.
 func effective(inv cluster.ProviderInvoker, raw, consumer *url.URL, cs []Configurator) cluster.ProviderInvoker {
 	u := Merge(raw, consumer)
