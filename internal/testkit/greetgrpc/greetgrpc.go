@@ -1,10 +1,9 @@
 // Package greetgrpc runs a plain grpc-go server of the example protobuf
-// service greet.GreetService (greet.proto here, the proto of examples/greet)
-// in the test process: the anchor every Go gRPC user knows, for tests of
-// our Triple consumer. It needs no generated Go code: the messages are
-// dynamicpb messages of the descriptor set greet.pb (made by the go:generate
-// line below) kept in a registry of its own, so it never collides with
-// generated greet code linked into the same binary.
+// service greet.GreetService (examples/greet's proto) in the test process:
+// the anchor every Go gRPC user knows, for tests of our Triple consumer. Its
+// messages are dynamicpb messages of descriptors built anew from
+// examples/greet/greetpb's file, in a registry of their own, so what a
+// consumer learns by reflection is never the generated code's descriptors.
 //
 // The service answers as the example does: Greet "Hello, <name>";
 // GreetServerStream count messages "Hello, <name> #i"; GreetClientStream
@@ -13,12 +12,9 @@
 // (see Greet), and the server records what each call brought (Calls).
 package greetgrpc
 
-//go:generate protoc --include_imports --descriptor_set_out=greet.pb greet.proto
-
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,10 +41,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
-)
 
-//go:embed greet.pb
-var descriptorSet []byte
+	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
+)
 
 // Service is the service's full name.
 const Service = "greet.GreetService"
@@ -62,13 +57,10 @@ const (
 
 // Files is the registry of greet.proto, built anew on each call.
 func Files() *protoregistry.Files {
-	var set descriptorpb.FileDescriptorSet
-	if err := proto.Unmarshal(descriptorSet, &set); err != nil {
-		panic(fmt.Sprintf("greetgrpc: greet.pb: %v", err))
-	}
-	files, err := protodesc.NewFiles(&set)
+	set := &descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{protodesc.ToFileDescriptorProto(greetpb.File_greet_proto)}}
+	files, err := protodesc.NewFiles(set)
 	if err != nil {
-		panic(fmt.Sprintf("greetgrpc: greet.pb: %v", err))
+		panic(fmt.Sprintf("greetgrpc: greet.proto: %v", err))
 	}
 	return files
 }

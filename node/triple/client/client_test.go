@@ -240,21 +240,26 @@ func TestAvailableAndReconnect(t *testing.T) {
 func TestConnectionsAndPayload(t *testing.T) {
 	srv := greetgrpc.Start(t, greetgrpc.Options{})
 	c := connect(t, srv.Addr(), client.Config{Connections: 3, Payload: 1024})
-	waitFor(t, "three connections up", func() bool {
+	// The connections come up in the background; round robin over the ones
+	// up spreads the calls over all three once they are.
+	peers := func() int {
+		seen := map[string]bool{}
+		for _, call := range srv.Calls() {
+			seen[call.Peer] = true
+		}
+		return len(seen)
+	}
+	waitFor(t, "calls over three connections", func() bool {
 		_, err := c.Invoke(context.Background(), greet(t, "x"))
-		return err == nil
+		return err == nil && peers() == 3
 	})
 	for range 6 {
 		if _, err := c.Invoke(context.Background(), greet(t, "x")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	peers := map[string]bool{}
-	for _, call := range srv.Calls() {
-		peers[call.Peer] = true
-	}
-	if len(peers) != 3 {
-		t.Errorf("calls came over %d connections, want 3", len(peers))
+	if n := peers(); n != 3 {
+		t.Errorf("calls came over %d connections, want 3", n)
 	}
 
 	// Past Payload: a bad request, not an exhausted pool.
