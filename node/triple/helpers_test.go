@@ -95,3 +95,25 @@ func invoke(ctx context.Context, cc *grpc.ClientConn, method string, req []byte,
 var echo = unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, Metadata, *Status) {
 	return append([]byte("echo:"), req...), nil, nil
 })
+
+// streamFunc is a streaming method of a given kind.
+type streamFunc struct {
+	kind Kind
+	f    func(ctx context.Context, c *Call, s Stream) *Status
+}
+
+func (m streamFunc) Kind() Kind { return m.kind }
+func (m streamFunc) Serve(ctx context.Context, c *Call, s Stream) *Status {
+	return m.f(ctx, c, s)
+}
+
+// openStream opens a grpc-go stream of method, of the given kind.
+func openStream(ctx context.Context, t testing.TB, cc *grpc.ClientConn, method string, kind Kind) grpc.ClientStream {
+	t.Helper()
+	desc := &grpc.StreamDesc{ServerStreams: kind == ServerStream || kind == BidiStream, ClientStreams: kind == ClientStream || kind == BidiStream}
+	cs, err := cc.NewStream(ctx, desc, method)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
