@@ -94,6 +94,10 @@ const (
 	maxContinuations = 64
 )
 
+// errIdle ends a connection that sent nothing for IdleTimeout (or no
+// preface for FrameTimeout).
+var errIdle = errors.New("idle connection")
+
 // errHandedOver ends a reader whose handler code ran long: another
 // goroutine reads the connection now.
 var errHandedOver = errors.New("another goroutine reads the connection now")
@@ -107,8 +111,10 @@ type connError struct {
 
 func (e connError) Error() string { return fmt.Sprintf("http2 %v: %s", e.code, e.reason) }
 
-func newConn(s *Server, nc net.Conn, br *bufio.Reader, sock *sockio.Conn) *conn {
-	c := &conn{s: s, nc: nc, br: br, sock: sock, streams: make(map[uint32]*stream),
+// newConn makes the HTTP/2 connection of nc, whose preface was read
+// through br with the read deadline deadline.
+func newConn(s *Server, nc net.Conn, br *bufio.Reader, sock *sockio.Conn, deadline time.Time) *conn {
+	c := &conn{s: s, nc: nc, br: br, sock: sock, deadline: deadline, streams: make(map[uint32]*stream),
 		sendWindow: 65535, initWindow: 65535, large: s.cfg.MaxMessage + 5}
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.peer = ap
@@ -119,7 +125,10 @@ func newConn(s *Server, nc net.Conn, br *bufio.Reader, sock *sockio.Conn) *conn 
 	c.fr.SetMaxReadFrameSize(16384)
 	c.hl.limit = s.cfg.MaxHeaderListSize
 	c.dec = hpack.NewDecoder(4096, c.hl.emit)
-	c.dec.SetMaxStringLength(s.cfg.MaxHeaderListSize)
+	c.hl.dec = c.dec
+	// A string past twice the limit could only come in a block past it
+	// (readBlock ends the connection for those first).
+	c.dec.SetMaxStringLength(2*s.cfg.MaxHeaderListSize + 64)
 	c.w = fastpath.NewWriter(nc, sock, fastpath.WriterConfig{Stall: s.cfg.FrameTimeout, OnFail: c.closeStreams})
 	c.values = fastpath.WithHolder(context.Background(), &c.burst)
 	c.reading = s.inline.NewReader(func() { go c.readAndClose() })
@@ -155,10 +164,15 @@ func (c *conn) readAndClose() {
 		return
 	}
 	var ce connError
-	if errors.As(err, &ce) {
+	switch {
+	case errors.Is(err, errIdle):
+		c.goAway(http2.ErrCodeNo, "")
+		c.w.CloseAfterFlush()
+		err = nil
+	case errors.As(err, &ce):
 		c.goAway(ce.code, ce.reason)
 		c.w.CloseAfterFlush()
-	} else {
+	default:
 		c.w.Fail(err)
 	}
 	c.closeStreams()
@@ -179,7 +193,7 @@ func (c *conn) read() error {
 			runtime.Gosched()
 		}
 		if err := c.awaitFrame(); err != nil {
-			return err
+			return c.readError(err)
 		}
 		f, err := c.fr.ReadFrame()
 		if err != nil {
@@ -228,8 +242,7 @@ func (c *conn) readError(err error) error {
 		if c.br.Buffered() > 0 {
 			return fmt.Errorf("frame from %s incomplete after %v (triple frame timeout): %w", c.peer, c.s.cfg.FrameTimeout, err)
 		}
-		c.goAway(http2.ErrCodeNo, "idle")
-		return fmt.Errorf("connection from %s idle for %v: %w", c.peer, c.s.cfg.IdleTimeout, io.EOF)
+		return errIdle
 	}
 	return err
 }
@@ -490,14 +503,16 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 // resetLocked closes s with RST_STREAM. c.mu is held; the caller ends s
 // (stream.end) once it released it.
 func (c *conn) resetLocked(s *stream, code http2.ErrCode) {
-	c.closeLocked(s)
 	fb := c.s.frames.get()
 	fb.rst(s.id, code)
 	_ = c.w.Write(fastpath.Queue, fb.b)
 	c.s.frames.put(fb)
+	c.closeLocked(s) // after the write: it may close the Writer
 }
 
-// closeLocked removes s from the open streams. c.mu is held.
+// closeLocked removes s from the open streams; after a GOAWAY, the last
+// one closes the connection once the Writer wrote what it has. c.mu is
+// held.
 func (c *conn) closeLocked(s *stream) {
 	if s.closed {
 		return
@@ -539,11 +554,7 @@ func (c *conn) goAway(code http2.ErrCode, reason string) {
 	idle := len(c.streams) == 0 && c.running == 0
 	c.mu.Unlock()
 	fb := c.s.frames.get()
-	var debug []byte
-	if code != http2.ErrCodeNo {
-		debug = []byte(reason)
-	}
-	_ = fb.fr.WriteGoAway(last, code, debug)
+	_ = fb.fr.WriteGoAway(last, code, []byte(reason))
 	_ = c.w.Write(fastpath.Try, fb.b)
 	c.s.frames.put(fb)
 	if idle && code == http2.ErrCodeNo {
@@ -622,15 +633,16 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) (bool, error) {
 	}
 	req.call.Peer = c.peer
 	s := newStream(c, id, req, now)
-	var m Method
-	var st *Status
-	reader := c.reading.Run(func(*fastpath.Run) { m, st = c.route(&s.call) })
+	// Route is not watched as Unary is: the stream it decides on is not
+	// registered yet, and a reader handed over now would read its frames
+	// before it is. It is a lookup; the contract says it must not block.
+	m, st := c.route(&s.call)
 	if st == nil {
 		st = s.bind(m)
 	}
 	if st != nil {
 		c.answerEarly(id, &earlyAnswer{http: http.StatusOK, status: st}, f.StreamEnded())
-		return reader, nil
+		return true, nil
 	}
 	c.abuse.opened()
 	c.mu.Lock()
@@ -654,12 +666,9 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) (bool, error) {
 	}
 	if f.StreamEnded() {
 		s.remoteEnded.Store(true)
-		if !reader {
-			return false, nil
-		}
 		return c.endOfRequest(s)
 	}
-	return reader, nil
+	return true, nil
 }
 
 // route asks the handler for the call's method; a panic is the handler's
@@ -883,7 +892,9 @@ func (c *conn) sweep() {
 	c.mu.Unlock()
 	if shut {
 		c.s.log.Info("triple connection closed: the client kept its flow-control window shut", "remote", c.peer.String(), "for", c.s.cfg.FrameTimeout)
-		c.goAway(http2.ErrCodeFlowControl, "window shut for too long")
+		// Not a flow-control error: the client may keep its window
+		// shut, but not hold our responses for ever.
+		c.goAway(http2.ErrCodeNo, "flow-control window shut for too long")
 		c.w.Fail(fmt.Errorf("client window shut for %v", c.s.cfg.FrameTimeout))
 		return
 	}

@@ -29,8 +29,9 @@
 // from any goroutine, exactly once. So a quick handler costs no goroutine
 // and no thread wake-up: the reader decodes, runs it and encodes the
 // answer, and the answers of a burst of requests leave in one write
-// (internal/fastpath). Should Route or Unary run longer than 2ms anyway,
-// the reading is handed to a new goroutine (fastpath.Inline).
+// (internal/fastpath). Should Unary run longer than 2ms anyway, the
+// reading is handed to a new goroutine (fastpath.Inline); a Route that
+// blocks holds up its connection.
 //
 // A StreamMethod's Serve runs on a goroutine of its own, reading with
 // Stream.Recv and writing with Stream.Send; the Status it returns goes out

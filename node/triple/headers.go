@@ -20,6 +20,7 @@ import (
 // Past the limit it keeps decoding, so the connection's HPACK table stays
 // in step, but keeps nothing more.
 type headerList struct {
+	dec        *hpack.Decoder
 	fields     []hpack.HeaderField
 	limit      int
 	remain     int
@@ -35,26 +36,28 @@ func (h *headerList) reset() {
 	h.truncated = false
 	h.invalid = nil
 	h.sawRegular = false
+	h.dec.SetEmitEnabled(true)
 }
 
-// emit is the HPACK decoder's emit function.
+// emit is the HPACK decoder's emit function. Once the block is invalid or
+// over the limit, the decoder stops emitting (and making strings).
 func (h *headerList) emit(hf hpack.HeaderField) {
-	if h.invalid != nil || h.truncated {
-		return
-	}
 	if !validValue(hf.Value) {
 		h.invalid = fmt.Errorf("invalid value of header field %q", hf.Name)
+		h.dec.SetEmitEnabled(false)
 		return
 	}
 	if strings.HasPrefix(hf.Name, ":") {
 		if h.sawRegular {
 			h.invalid = fmt.Errorf("pseudo header field %q after a regular one", hf.Name)
+			h.dec.SetEmitEnabled(false)
 			return
 		}
 	} else {
 		h.sawRegular = true
 		if !validKey(hf.Name) {
 			h.invalid = fmt.Errorf("invalid header field name %q", hf.Name)
+			h.dec.SetEmitEnabled(false)
 			return
 		}
 	}
@@ -62,6 +65,7 @@ func (h *headerList) emit(hf hpack.HeaderField) {
 	if size > h.remain {
 		h.truncated = true
 		h.remain = 0
+		h.dec.SetEmitEnabled(false)
 		return
 	}
 	h.remain -= size

@@ -158,7 +158,8 @@ func (s *Server) refuse(nc net.Conn) {
 func (s *Server) handshake(nc net.Conn) {
 	sock := sockio.New(nc)
 	br := bufio.NewReaderSize(sock, 32<<10)
-	_ = nc.SetReadDeadline(time.Now().Add(s.cfg.FrameTimeout))
+	deadline := time.Now().Add(s.cfg.FrameTimeout)
+	_ = nc.SetReadDeadline(deadline)
 	h2, err := sniff(br)
 	if err != nil {
 		s.wg.Done()
@@ -175,7 +176,7 @@ func (s *Server) handshake(nc net.Conn) {
 		}
 		return
 	}
-	c := newConn(s, nc, br, sock)
+	c := newConn(s, nc, br, sock, deadline)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()

@@ -390,8 +390,8 @@ func (s *stream) finish(msg []byte, trailer Metadata, st *Status, handler bool) 
 		// stop sending (RFC 9113 §8.1).
 		fb.rst(s.id, http2.ErrCodeNo)
 	}
-	c.closeLocked(s)
 	_ = c.w.Write(fastpath.Hold, fb.b)
+	c.closeLocked(s) // after the write: it may close the Writer
 	c.mu.Unlock()
 	c.s.frames.put(fb)
 	c.sent.Add(1)

@@ -277,3 +277,33 @@ func TestUnaryConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A Unary that blocks the reader anyway (against the contract) holds up
+// its connection for a few milliseconds only: the reading is handed to a
+// new goroutine and the other calls of the connection go on.
+func TestUnaryBlockingHandlerHandsOver(t *testing.T) {
+	h := router{"s/Echo": echo, "s/Sleep": unaryFunc(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+		time.Sleep(time.Second)
+		return []byte("slept"), nil, nil
+	})}
+	_, addr := start(t, Config{}, h)
+	cc := dial(t, addr)
+	slept := make(chan error, 1)
+	go func() {
+		_, err := invoke(context.Background(), cc, "/s/Sleep", nil)
+		slept <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the reader is asleep in the handler by now
+	t0 := time.Now()
+	for range 10 {
+		if _, err := invoke(callCtx5s(t), cc, "/s/Echo", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(t0); d > 500*time.Millisecond {
+		t.Errorf("10 calls took %v beside a blocked handler", d)
+	}
+	if err := <-slept; err != nil {
+		t.Errorf("the blocking call: %v", err)
+	}
+}
