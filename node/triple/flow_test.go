@@ -1,6 +1,7 @@
 package triple
 
 import (
+	"encoding/binary"
 	"net/http"
 	"strconv"
 	"testing"
@@ -146,5 +147,34 @@ func TestServerAnswersDeadline(t *testing.T) {
 	}
 	if d := time.Since(t0); d < 90*time.Millisecond || d > 2*time.Second {
 		t.Errorf("answered after %v, want about 100ms", d)
+	}
+}
+
+// On the wire: a request in gzip gets grpc-encoding: gzip and compressed
+// messages back; a compressed message without grpc-encoding is refused.
+func TestGzipOnTheWire(t *testing.T) {
+	_, addr := start(t, Config{}, router{"s/Echo": echo})
+	c := rawDial(t, addr)
+	c.request(1, false, "/s/Echo", "grpc-encoding", "gzip", "grpc-accept-encoding", "gzip")
+	z := &gzipCodec{}
+	msg := z.compress(nil, []byte("squeeze"))
+	if err := c.fr.WriteData(1, true, append(binary.BigEndian.AppendUint32([]byte{1}, uint32(len(msg))), msg...)); err != nil {
+		t.Fatal(err)
+	}
+	r := c.read(5*time.Second, ended(1)).stream(1)
+	if field(r.headers, "grpc-encoding") != "gzip" || len(r.data) < 5 || r.data[0] != 1 {
+		t.Fatalf("response not compressed: headers %v, data %q", r.headers, r.data)
+	}
+	got, err := z.decompress(r.data[5:], 1<<20)
+	if err != nil || string(got) != "echo:squeeze" {
+		t.Errorf("response %q (%v)", got, err)
+	}
+
+	c.request(3, false, "/s/Echo")
+	if err := c.fr.WriteData(3, true, append(binary.BigEndian.AppendUint32([]byte{1}, uint32(len(msg))), msg...)); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.read(5*time.Second, ended(3)).stream(3); r.status() != int(Internal) {
+		t.Errorf("compressed flag without grpc-encoding: grpc-status %d, want %d", r.status(), Internal)
 	}
 }
