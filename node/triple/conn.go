@@ -51,7 +51,7 @@ type conn struct {
 	settled     bool   // the client's first SETTINGS arrived
 	recvUnacked int64  // connection-window bytes received and not yet granted back
 	deadline    time.Time
-	frames      int
+	frames      int // handled since the reader last waited for bytes
 	abuse       abuse
 
 	// sentAt counts the HEADERS and DATA frames we sent: a PING or
@@ -87,7 +87,8 @@ const (
 	// the reader stops reading (backpressure on a client that sends but
 	// does not read).
 	maxUnsent = 256 << 10
-	// yieldEvery is how many frames a reader handles between yields.
+	// yieldEvery is how many frames a reader handles in a row, without
+	// waiting for the client, between yields.
 	yieldEvery = 64
 	// maxContinuations bounds the CONTINUATION frames of one header
 	// block: a legitimate encoder needs a handful.
@@ -189,7 +190,9 @@ func (c *conn) read() error {
 	for {
 		if c.frames++; c.frames%yieldEvery == 0 {
 			// A client that keeps the buffer full would hold a core
-			// for whole scheduler slices while other readers wait.
+			// for whole scheduler slices while other readers wait. (A
+			// reader that waits for bytes now and then yields anyway:
+			// frames counts from its last wait.)
 			runtime.Gosched()
 		}
 		if err := c.awaitFrame(); err != nil {
@@ -285,6 +288,7 @@ func (c *conn) awaitFrame() error {
 		if err := c.setDeadline(deadline); err != nil {
 			return err
 		}
+		c.frames = 0
 		if _, err := c.br.Peek(1); err != nil {
 			return err
 		}
@@ -626,13 +630,14 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) (bool, error) {
 		return true, c.abuse.refused()
 	}
 	now := time.Now()
-	req, fail := parseRequest(c.hl.fields, now)
+	s := &stream{}
+	req, fail := parseRequest(c.hl.fields, now, s.mdBuf[:0])
 	if fail != nil {
 		c.answerEarly(id, fail, f.StreamEnded())
 		return true, nil
 	}
 	req.call.Peer = c.peer
-	s := newStream(c, id, req, now)
+	s.init(c, id, req)
 	// Route is not watched as Unary is: the stream it decides on is not
 	// registered yet, and a reader handed over now would read its frames
 	// before it is. It is a lookup; the contract says it must not block.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/fastpath"
 )
 
 // callCtx is a call's context: the connection's values, the call's
@@ -13,8 +15,9 @@ import (
 // asks for Done: most handlers only pass it on, and a timer per call wakes
 // the runtime's poller.
 type callCtx struct {
-	values   context.Context // only its values count: it never ends
-	deadline time.Time       // zero: none
+	values    context.Context // only its values count: it never ends
+	deadline  time.Time       // zero: none
+	completer fastpath.Completer
 
 	mu    sync.Mutex
 	err   error
@@ -24,7 +27,15 @@ type callCtx struct {
 
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
 
-func (c *callCtx) Value(key any) any { return c.values.Value(key) }
+// Value answers for the call's Completer (who completes it, for the
+// write of its answer to join that goroutine's burst), then for the
+// connection's values.
+func (c *callCtx) Value(key any) any {
+	if v, ok := fastpath.CompleterValue(key, &c.completer); ok {
+		return v
+	}
+	return c.values.Value(key)
+}
 
 func (c *callCtx) Done() <-chan struct{} {
 	c.mu.Lock()

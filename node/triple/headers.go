@@ -115,7 +115,9 @@ type request struct {
 // checks follow grpc-go's server: a malformed HTTP/2 request is reset, a
 // wrong content-type gets 415, a bad timeout or -bin value 400 with
 // Internal, a method other than POST 405.
-func parseRequest(fields []hpack.HeaderField, now time.Time) (req request, fail *earlyAnswer) {
+//
+// The metadata is appended to header (a buffer of the caller's).
+func parseRequest(fields []hpack.HeaderField, now time.Time, header Metadata) (req request, fail *earlyAnswer) {
 	var method, path, scheme, timeout, encoding string
 	var seen uint8 // pseudo fields seen, to refuse repeats
 	nmd := 0
@@ -186,7 +188,10 @@ func parseRequest(fields []hpack.HeaderField, now time.Time) (req request, fail 
 			status: Errorf(Unimplemented, "grpc: Decompressor is not installed for grpc-encoding %q", encoding)}
 	}
 	if nmd > 0 {
-		req.call.Header = make(Metadata, 0, nmd)
+		req.call.Header = header[:0]
+		if cap(header) < nmd {
+			req.call.Header = make(Metadata, 0, nmd)
+		}
 		for _, hf := range fields {
 			if reservedKey(hf.Name) {
 				continue

@@ -20,7 +20,6 @@ type stream struct {
 	id          uint32
 	call        Call
 	ctx         callCtx
-	completer   *fastpath.Completer
 	unary       UnaryMethod
 	served      StreamMethod
 	contentType string
@@ -61,7 +60,16 @@ type stream struct {
 	// The handler's, for streaming calls.
 	header, trailer Metadata
 	replied         atomic.Bool
+
+	// Room for the metadata and the request message of most calls, in
+	// the stream's own allocation.
+	mdBuf    [4]Field
+	smallBuf [smallMessage]byte
 }
+
+// smallMessage is the largest request message read into the stream's own
+// buffer (most unary requests).
+const smallMessage = 128
 
 // queued is a request message waiting for Recv.
 type queued struct {
@@ -70,15 +78,15 @@ type queued struct {
 	extra      int64
 }
 
-func newStream(c *conn, id uint32, req request, now time.Time) *stream {
-	s := &stream{c: c, id: id, call: req.call, contentType: responseContentType(req.contentType),
-		gzipIn: req.gzip, gzipOut: req.gzip}
-	var values context.Context
-	values, s.completer = fastpath.WithCompleter(c.values)
-	s.ctx.values = values
+// init makes s the stream id of c, for the request req (whose metadata
+// may be in s.mdBuf).
+func (s *stream) init(c *conn, id uint32, req request) {
+	s.c, s.id, s.call = c, id, req.call
+	s.contentType = responseContentType(req.contentType)
+	s.gzipIn, s.gzipOut = req.gzip, req.gzip
+	s.ctx.values = c.values
 	s.ctx.deadline = req.call.Deadline
 	s.window.Store(int64(c.s.cfg.StreamWindow))
-	return s
 }
 
 // bind takes the method Route found, or says why it cannot serve.
@@ -189,7 +197,13 @@ func (s *stream) startMessage() *Status {
 	}
 	s.inMsg, s.need = true, int(n)
 	s.extra.Store(0)
-	s.msg = make([]byte, 0, min(int(n), s.c.s.cfg.StreamWindow))
+	if n <= smallMessage && s.delivered == 0 {
+		// The handler keeps the message: only the first may use the
+		// stream's buffer.
+		s.msg = s.smallBuf[:0:n]
+	} else {
+		s.msg = make([]byte, 0, min(int(n), s.c.s.cfg.StreamWindow))
+	}
 	if extra := int64(n) - s.window.Load(); extra > 0 {
 		s.reserve(int(extra))
 	}
@@ -406,7 +420,7 @@ func (s *stream) finish(msg []byte, trailer Metadata, st *Status, handler bool) 
 // connection reader's, or that of the goroutine completing the call)
 // holds it, to write it with the rest of the burst.
 func (c *conn) flush(s *stream) {
-	if h := s.completer.Holder(); h != nil && h.Hold(c.w) {
+	if h := s.ctx.completer.Holder(); h != nil && h.Hold(c.w) {
 		return
 	}
 	if c.burst.Hold(c.w) {
