@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,16 +30,14 @@ import (
 type conn struct {
 	s     *Server
 	nc    net.Conn
-	sock  *sockio.Conn
 	br    *bufio.Reader
 	fr    *http2.Framer
 	dec   *hpack.Decoder
 	w     *fastpath.Writer
 	peer  netip.AddrPort
 	burst fastpath.Burst
-	// reading runs handler code (Route, Unary) on the reader; the
-	// server's watchdog hands the reading to a new goroutine when such
-	// code runs long.
+	// reading runs Unary handlers on the reader; the server's watchdog
+	// hands the reading to a new goroutine when one runs long.
 	reading *fastpath.Reader
 	// values is the parent of every call's context: it carries the
 	// connection's Holder (its burst), so the calls a burst starts can go
@@ -54,8 +53,8 @@ type conn struct {
 	frames      int // handled since the reader last waited for bytes
 	abuse       abuse
 
-	// sentAt counts the HEADERS and DATA frames we sent: a PING or
-	// SETTINGS between which we sent nothing is idle chatter (abuse).
+	// sent counts the responses (HEADERS, DATA) we wrote: PINGs and
+	// SETTINGS between which we wrote none are idle chatter (abuse).
 	sent atomic.Int64
 
 	maxFrame atomic.Int32 // the client's SETTINGS_MAX_FRAME_SIZE
@@ -115,7 +114,7 @@ func (e connError) Error() string { return fmt.Sprintf("http2 %v: %s", e.code, e
 // newConn makes the HTTP/2 connection of nc, whose preface was read
 // through br with the read deadline deadline.
 func newConn(s *Server, nc net.Conn, br *bufio.Reader, sock *sockio.Conn, deadline time.Time) *conn {
-	c := &conn{s: s, nc: nc, br: br, sock: sock, deadline: deadline, streams: make(map[uint32]*stream),
+	c := &conn{s: s, nc: nc, br: br, deadline: deadline, streams: make(map[uint32]*stream),
 		sendWindow: 65535, initWindow: 65535, large: s.cfg.MaxMessage + 5}
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.peer = ap
@@ -279,11 +278,11 @@ func (c *conn) awaitFrame() error {
 		c.mu.Lock()
 		idle := c.running == 0 && len(c.streams) == 0
 		c.mu.Unlock()
-		if idle || !c.settled {
+		switch {
+		case !c.settled: // the preface's SETTINGS is a frame begun
+			deadline = time.Now().Add(c.s.cfg.FrameTimeout)
+		case idle:
 			deadline = time.Now().Add(c.s.cfg.IdleTimeout)
-			if !c.settled {
-				deadline = time.Now().Add(c.s.cfg.FrameTimeout)
-			}
 		}
 		if err := c.setDeadline(deadline); err != nil {
 			return err
@@ -618,17 +617,6 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) (bool, error) {
 			status: Errorf(ResourceExhausted, "request headers larger than %d bytes (triple max header list size)", c.s.cfg.MaxHeaderListSize)}, f.StreamEnded())
 		return true, nil
 	}
-	c.mu.Lock()
-	refuse := c.goingAway || len(c.streams) >= c.s.cfg.MaxConcurrentStreams
-	goingAway := c.goingAway
-	c.mu.Unlock()
-	if refuse {
-		c.control(func(fb *frameBuf) { fb.rst(id, http2.ErrCodeRefusedStream) })
-		if goingAway {
-			return true, nil
-		}
-		return true, c.abuse.refused()
-	}
 	now := time.Now()
 	s := &stream{}
 	req, fail := parseRequest(c.hl.fields, now, s.mdBuf[:0])
@@ -649,8 +637,16 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) (bool, error) {
 		c.answerEarly(id, &earlyAnswer{http: http.StatusOK, status: st}, f.StreamEnded())
 		return true, nil
 	}
-	c.abuse.opened()
 	c.mu.Lock()
+	if c.goingAway || len(c.streams) >= c.s.cfg.MaxConcurrentStreams {
+		goingAway := c.goingAway
+		c.mu.Unlock()
+		c.control(func(fb *frameBuf) { fb.rst(id, http2.ErrCodeRefusedStream) })
+		if goingAway {
+			return true, nil
+		}
+		return true, c.abuse.refused()
+	}
 	c.streams[id] = s
 	s.sendWindow = c.initWindow
 	if !s.call.Deadline.IsZero() {
@@ -666,6 +662,7 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) (bool, error) {
 		c.s.calls.Add(1)
 	}
 	c.mu.Unlock()
+	c.abuse.opened()
 	if s.served != nil {
 		go s.serve()
 	}
@@ -697,7 +694,7 @@ func (c *conn) readBlock(f *http2.HeadersFrame) error {
 	frag, ended := f.HeaderBlockFragment(), f.HeadersEnded()
 	for n := 0; ; n++ {
 		if len(frag) > 2*c.hl.remain+64 || (c.hl.truncated && len(frag) > 0) || n > maxContinuations {
-			return connError{http2.ErrCodeEnhanceYourCalm, errHeaderFlood.Error()}
+			return connError{http2.ErrCodeEnhanceYourCalm, "header block far over the limit, or in too many frames"}
 		}
 		if _, err := c.dec.Write(frag); err != nil {
 			return connError{http2.ErrCodeCompression, err.Error()}
@@ -750,7 +747,7 @@ func (c *conn) answerEarly(id uint32, a *earlyAnswer, endStream bool) {
 		fb.rst(id, a.rst)
 	} else {
 		fb.startBlock()
-		fb.field(":status", itoa(a.http))
+		fb.field(":status", strconv.Itoa(a.http))
 		fb.field("content-type", "application/grpc")
 		if a.accept {
 			fb.field("grpc-accept-encoding", "gzip")
@@ -770,7 +767,8 @@ func (c *conn) onData(f *http2.DataFrame) (bool, error) {
 	n := int64(f.Length) // padding included: it counts against the windows
 	if n > 0 {
 		// Streams bound what is buffered, so the connection's window
-		// comes back as bytes arrive, in batches.
+		// comes back as bytes arrive, in batches: it never runs out
+		// (nor can the client overrun it) before a stream's does.
 		c.recvUnacked += n
 		if c.recvUnacked >= connWindow/4 {
 			inc := uint32(c.recvUnacked)
@@ -909,12 +907,4 @@ func (c *conn) sweep() {
 	for _, s := range stalled {
 		s.fail(Errorf(DeadlineExceeded, "request incomplete after %v (triple frame timeout)", c.s.cfg.FrameTimeout))
 	}
-}
-
-func itoa(n int) string {
-	switch n {
-	case 200:
-		return "200"
-	}
-	return fmt.Sprint(n)
 }

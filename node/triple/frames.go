@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strconv"
+	"strings"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -116,20 +117,26 @@ func (f *frameBuf) statusFields(st *Status) {
 	}
 }
 
-// metadataFields appends md to the block being encoded: -bin values
-// base64-encoded; fields a client would take for the transport's own, or
-// that are not valid header fields, are left out.
+// metadataFields appends md to the block being encoded: keys in lower
+// case, -bin values base64-encoded; fields a client would take for the
+// transport's own, or that are not valid header fields, are left out.
 func (f *frameBuf) metadataFields(md Metadata) {
 	for _, fd := range md {
-		if reservedKey(fd.Key) || !validKey(fd.Key) {
-			continue
+		k, v, ok := wireField(fd)
+		if ok {
+			f.field(k, v)
 		}
-		v := fd.Value
-		if isBinaryKey(fd.Key) {
-			v = encodeBinary(v)
-		} else if !validValue(v) {
-			continue
-		}
-		f.field(fd.Key, v)
 	}
+}
+
+// wireField is a metadata field as it goes on the wire, if it may.
+func wireField(fd Field) (key, value string, ok bool) {
+	key = strings.ToLower(fd.Key)
+	if reservedKey(key) || !validKey(key) {
+		return "", "", false
+	}
+	if isBinaryKey(key) {
+		return key, encodeBinary(fd.Value), true
+	}
+	return key, fd.Value, validValue(fd.Value)
 }

@@ -1,7 +1,6 @@
 package triple
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -245,7 +244,3 @@ func responseContentType(ct string) string {
 	}
 	return ct
 }
-
-// errHeaderFlood ends a connection whose header block is far past
-// MaxHeaderListSize, or is split into too many CONTINUATION frames.
-var errHeaderFlood = errors.New("header block far over the limit")

@@ -64,16 +64,9 @@ func (h *http1Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	hdr.Set("Content-Type", mt)
 	for _, f := range trailer {
-		if reservedKey(f.Key) || !validKey(f.Key) {
-			continue
+		if k, v, ok := wireField(f); ok {
+			hdr.Add("Trailer-"+k, v)
 		}
-		v := f.Value
-		if isBinaryKey(f.Key) {
-			v = encodeBinary(v)
-		} else if !validValue(v) {
-			continue
-		}
-		hdr.Add("Trailer-"+f.Key, v)
 	}
 	if gz && acceptsGzip(r) {
 		resp = h.s.gzip.compress(nil, resp)

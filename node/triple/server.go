@@ -48,7 +48,7 @@ type Server struct {
 	conns   map[*conn]struct{}
 	closing bool
 	wg      sync.WaitGroup // the accept loop, the HTTP/1.1 server, each connection's reader and writer
-	calls   sync.WaitGroup // goroutines of calls: streaming handlers, senders of large responses
+	calls   atomic.Int64   // goroutines of calls: streaming handlers, senders of large responses
 	done    chan struct{}  // closed when the server is closed
 }
 
@@ -142,8 +142,9 @@ func (s *Server) isClosing() bool {
 	return s.closing
 }
 
-// refuse closes a connection over Accepts, and says so in the log (one
-// line per refusal burst: the count tells the rest).
+// refuse closes a connection over Accepts, and says so in the log (at
+// the 1st, 2nd, 4th, 8th... refusal: a flood is a few lines, with the
+// count).
 func (s *Server) refuse(nc net.Conn) {
 	nc.Close()
 	if n := s.refused.Add(1); n&(n-1) == 0 { // 1, 2, 4, 8, ...
@@ -215,6 +216,12 @@ func sniff(br *bufio.Reader) (h2 bool, err error) {
 	}
 }
 
+func (s *Server) h2Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
@@ -234,20 +241,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	h1done := make(chan error, 1)
 	go func() { h1done <- s.h1.Shutdown(ctx) }() // ends with ctx at the latest
-	wait := make(chan struct{})
-	go func() { // ends when the connections and calls do, or soon after closeAll
-		s.wg.Wait()
-		s.calls.Wait()
-		close(wait)
-	}()
 	var err error
-	select {
-	case <-wait:
-	case <-ctx.Done():
-		err = fmt.Errorf("triple server %v: shutdown with calls in flight: %w", s.Addr(), ctx.Err())
-		s.closeAll()
-		s.wg.Wait() // the calls' goroutines saw their contexts end; they are not waited for
+	tick := time.NewTicker(5 * time.Millisecond)
+	for s.h2Conns() > 0 || s.calls.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			err = fmt.Errorf("triple server %v: shutdown with calls in flight: %w", s.Addr(), ctx.Err())
+			s.closeAll() // the calls' goroutines see their contexts end; they are not waited for
+		case <-tick.C:
+			continue
+		}
+		break
 	}
+	tick.Stop()
+	s.wg.Wait()
 	if herr := <-h1done; herr != nil && err == nil {
 		err = fmt.Errorf("triple server %v: HTTP/1.1 shutdown: %w", s.Addr(), herr)
 	}

@@ -432,7 +432,7 @@ func (c *conn) flush(s *stream) {
 // sendLater sends a unary response the client's window did not take at
 // once, then the trailers.
 func (s *stream) sendLater(msg []byte, trailer Metadata, st *Status) {
-	defer s.c.s.calls.Done()
+	defer s.c.s.calls.Add(-1)
 	if err := s.send(msg, s.gzipOut); err != nil {
 		return
 	}
@@ -580,7 +580,7 @@ func (s *stream) grant(n int64) {
 
 // serve runs a streaming method on its own goroutine.
 func (s *stream) serve() {
-	defer s.c.s.calls.Done()
+	defer s.c.s.calls.Add(-1)
 	var st *Status
 	func() {
 		defer func() {
