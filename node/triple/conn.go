@@ -267,7 +267,8 @@ func (c *conn) awaitFrame() error {
 	if c.w.Unsent() > maxUnsent {
 		c.burst.Flush()
 		if err := c.w.WaitUnsent(maxUnsent); err != nil {
-			return err
+			// Not wrapped: the write's timeout is not the read's.
+			return fmt.Errorf("client %s does not read its answers: %v", c.peer, err)
 		}
 	}
 	if c.frameBuffered() {

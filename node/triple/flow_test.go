@@ -178,3 +178,36 @@ func TestGzipOnTheWire(t *testing.T) {
 		t.Errorf("compressed flag without grpc-encoding: grpc-status %d, want %d", r.status(), Internal)
 	}
 }
+
+// A client that opens its windows wide but never reads the socket: the
+// server stops reading its requests once 256 KiB of answers wait, and
+// closes the connection when a write stays blocked for FrameTimeout.
+func TestClientNotReading(t *testing.T) {
+	s, addr := start(t, Config{FrameTimeout: 300 * time.Millisecond}, router{"s/Echo": echo})
+	startNeighbour(t, addr)
+	c := rawDial(t, addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: maxWindow})
+	if err := c.fr.WriteWindowUpdate(0, maxWindow-65535); err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 60<<10)
+	sent := make(chan int, 1)
+	go func() { // ends when a write fails: the server closed the connection
+		id := uint32(1)
+		for ; id < 1<<20; id += 2 {
+			if c.send(id, false, "/s/Echo") != nil {
+				break
+			}
+			if c.data(id, grpcFrame(msg), true) != nil {
+				break
+			}
+		}
+		sent <- int(id / 2)
+	}()
+	select {
+	case n := <-sent:
+		t.Logf("the server closed the connection after %d calls", n)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the connection of a client that does not read is still open")
+	}
+	waitIdle(t, s, 1)
+}

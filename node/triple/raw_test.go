@@ -87,6 +87,17 @@ func (c *rawClient) message(id uint32, msg []byte, endStream bool) {
 	}
 }
 
+// data sends b on stream id in DATA frames of at most 16 KiB.
+func (c *rawClient) data(id uint32, b []byte, endStream bool) error {
+	for len(b) > 16384 {
+		if err := c.fr.WriteData(id, false, b[:16384]); err != nil {
+			return err
+		}
+		b = b[16384:]
+	}
+	return c.fr.WriteData(id, endStream, b)
+}
+
 func grpcFrame(msg []byte) []byte {
 	return append(binary.BigEndian.AppendUint32([]byte{0}, uint32(len(msg))), msg...)
 }
