@@ -48,6 +48,7 @@ type conn struct {
 	hl          headerList
 	maxStreamID uint32 // the highest stream id the client opened
 	settled     bool   // the client's first SETTINGS arrived
+	acked       bool   // the client acknowledged ours: it knows our limits
 	recvUnacked int64  // connection-window bytes received and not yet granted back
 	deadline    time.Time
 	frames      int // handled since the reader last waited for bytes
@@ -363,6 +364,7 @@ func (c *conn) control(encode func(fb *frameBuf)) {
 
 func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if f.IsAck() {
+		c.acked = true
 		return nil
 	}
 	if err := c.abuse.idleFrame(c.sent.Load()); err != nil {
@@ -643,8 +645,8 @@ func (c *conn) onHeaders(f *http2.HeadersFrame) (bool, error) {
 		goingAway := c.goingAway
 		c.mu.Unlock()
 		c.control(func(fb *frameBuf) { fb.rst(id, http2.ErrCodeRefusedStream) })
-		if goingAway {
-			return true, nil
+		if goingAway || !c.acked {
+			return true, nil // a client that has not seen the limit yet is no abuser
 		}
 		return true, c.abuse.refused()
 	}

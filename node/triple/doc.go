@@ -73,19 +73,23 @@
 // # Limits: what a client can make the server hold
 //
 // Per connection: at most MaxConcurrentStreams open streams (more are
-// refused with REFUSED_STREAM); per stream at most StreamWindow request
-// bytes buffered, the window it advertises, granted back as the handler
-// consumes them; a message larger than that window reserves its length
-// from the connection's large-message memory (MaxMessage + 5 bytes, first
-// come first served) before the client may send it, so a connection
-// buffers at most MaxConcurrentStreams × StreamWindow + MaxMessage + 5
-// bytes of requests. A message declared longer than MaxMessage is refused
-// (ResourceExhausted) from its prefix, before its bytes are read; a
-// gzipped one is inflated no further than MaxMessage. Header blocks are
-// bounded by MaxHeaderListSize (431 past it; the connection ends when a
-// block runs far past it or into more than 64 CONTINUATION frames).
-// Frames the client leaves unread: past 256 KiB the reader stops reading,
-// past FrameTimeout blocked the connection closes.
+// refused with REFUSED_STREAM), each holding its headers (at most
+// MaxHeaderListSize); per stream at most StreamWindow request bytes
+// buffered, the window it advertises (HTTP/2's 64 KiB by default), granted
+// back as the handler consumes them. A message larger than that window
+// reserves its length from the connection's large-message memory
+// (MaxMessage + 5 bytes, first come first served) before the client may
+// send it, so a connection buffers at most MaxConcurrentStreams ×
+// StreamWindow + MaxMessage + 5 bytes of requests, and one large message
+// needs no window to be large. (The connection window, 1 MiB, is granted
+// back as bytes arrive: the streams' windows are the bound.) A message
+// declared longer than MaxMessage is refused (ResourceExhausted) from its
+// prefix, before its bytes are read; a gzipped one is inflated no further
+// than MaxMessage. Header blocks are bounded by MaxHeaderListSize (431
+// past it; the connection ends when a block runs far past it or into more
+// than 64 CONTINUATION frames). Answers the client leaves unread: past
+// 256 KiB the reader stops taking its requests, and a write blocked for
+// FrameTimeout closes the connection.
 //
 // In time: a unary request must arrive whole within FrameTimeout of its
 // headers, a streaming message within FrameTimeout of its first byte
@@ -93,10 +97,15 @@
 // client keeps shut for FrameTimeout closes the connection; a connection
 // with no call and no frame for IdleTimeout is closed with GOAWAY.
 //
-// Abuse: GOAWAY ENHANCE_YOUR_CALM ends a connection that floods idle
-// frames (PING, SETTINGS, empty DATA...; see abuse), keeps opening streams
-// past the limit, resets most of its streams early (HTTP/2 rapid reset),
-// or leaves more than MaxConcurrentStreams handlers running for streams
-// it reset. One connection's reader yields every 64 frames, so a busy
-// client cannot starve the others.
+// Abuse: GOAWAY ENHANCE_YOUR_CALM ends a connection that sends more than 100
+// frames that carry no call (PING, SETTINGS, PRIORITY, empty DATA, unknown
+// types) in a row, each within a second of the last and with no answer sent
+// in between (gRPC's ping policy, loosened for keepalive and BDP pings); that
+// goes on opening streams past MaxConcurrentStreams, more than that many in a
+// row; that resets more than half of its streams before their answer (HTTP/2
+// rapid reset, judged as Envoy does once 2×MaxConcurrentStreams streams, at
+// least 100, were opened); or that leaves more than MaxConcurrentStreams
+// handlers running for streams it reset (as x/net bounds them). A reader that
+// handles 64 frames in a row without waiting yields, so a busy client cannot
+// starve the others.
 package triple

@@ -100,6 +100,30 @@ func TestHeadersFlood(t *testing.T) {
 	}
 }
 
+// A client that opens streams past the limit before it has seen our
+// SETTINGS (HTTP/2 lets it) gets them refused and keeps its connection.
+func TestStreamsBeforeSettings(t *testing.T) {
+	const maxStreams = 10
+	_, addr := start(t, Config{MaxConcurrentStreams: maxStreams}, hostile(t))
+	c := rawDialAck(t, addr, false)
+	for id := uint32(1); id < 6*maxStreams; id += 2 {
+		c.request(id, false, "/s/Wait")
+	}
+	v := c.read(500*time.Millisecond, goneAway)
+	if goneAway(v) {
+		t.Fatalf("the connection ended: GOAWAY %+v (read: %v)", v.goAway, v.err)
+	}
+	refused := 0
+	for _, r := range v.streams {
+		if r.rst == http2.ErrCodeRefusedStream {
+			refused++
+		}
+	}
+	if refused != 2*maxStreams {
+		t.Errorf("%d streams refused, want %d", refused, 2*maxStreams)
+	}
+}
+
 // HTTP/2 rapid reset: a client that opens streams and resets them at once
 // loses the connection; so does one that leaves handlers running for
 // streams it reset.

@@ -6,8 +6,9 @@ import (
 )
 
 // Metadata is gRPC's custom metadata: lower-case keys in the order they
-// arrived (a key may repeat). Keys ending in "-bin" carry binary values,
-// base64-encoded on the wire and decoded here.
+// arrived (over HTTP/1.1, in no particular order); a key may repeat. Keys
+// ending in "-bin" carry binary values, base64-encoded on the wire and
+// decoded here. A handler's keys are lower-cased on the way out.
 type Metadata []Field
 
 // Field is one metadata entry.

@@ -27,9 +27,16 @@ type rawClient struct {
 	enc *hpack.Encoder
 }
 
-// rawDial connects, sends the preface and SETTINGS, and reads the
+// rawDial connects, sends the preface and SETTINGS, and acknowledges the
 // server's SETTINGS.
 func rawDial(t testing.TB, addr string, settings ...http2.Setting) *rawClient {
+	t.Helper()
+	return rawDialAck(t, addr, true, settings...)
+}
+
+// rawDialAck is rawDial; without ack it does not wait for the server's
+// SETTINGS nor acknowledge them.
+func rawDialAck(t testing.TB, addr string, ack bool, settings ...http2.Setting) *rawClient {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -44,6 +51,22 @@ func rawDial(t testing.TB, addr string, settings ...http2.Setting) *rawClient {
 		t.Fatal(err)
 	}
 	if err := c.fr.WriteSettings(settings...); err != nil {
+		t.Fatal(err)
+	}
+	if !ack {
+		return c
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading the server's SETTINGS: %v", err)
+		}
+		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
+			break
+		}
+	}
+	if err := c.fr.WriteSettingsAck(); err != nil {
 		t.Fatal(err)
 	}
 	return c
