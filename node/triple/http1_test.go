@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/http2"
 )
 
 // post makes a unary HTTP/1.1 call.
@@ -154,5 +158,48 @@ func TestHTTP1Gzip(t *testing.T) {
 	resp, _ = post(t, "http://"+addr+"/s/Echo", "application/proto", zip(make([]byte, 1<<20)), "Content-Encoding", "gzip")
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("a gzip bomb: %d, want 429 (resource_exhausted)", resp.StatusCode)
+	}
+}
+
+// x/net's HTTP/2 client (h2c, the transport under dubbo-go's triple
+// client) gets the gRPC answer with its trailers, and a trailers-only
+// error.
+func TestXNetHTTP2Client(t *testing.T) {
+	_, addr := start(t, Config{}, router{"s/Echo": echo})
+	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for _, c := range []struct {
+		path, status string
+		body         []byte
+	}{
+		{"/s/Echo", "0", grpcFrame([]byte("echo:h2c"))},
+		{"/s/Nope", "12", nil},
+	} {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+c.path, bytes.NewReader(grpcFrame([]byte("h2c"))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Header.Set("Te", "trailers")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := resp.Trailer.Get("Grpc-Status")
+		if st == "" {
+			st = resp.Header.Get("Grpc-Status") // trailers-only
+		}
+		if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK || st != c.status || !bytes.Equal(body, c.body) {
+			t.Errorf("%s: HTTP/%d %d grpc-status %q body %q", c.path, resp.ProtoMajor, resp.StatusCode, st, body)
+		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip compressor with grpc-go
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 func callCtx5s(t *testing.T) context.Context {
@@ -112,6 +114,31 @@ func TestUnaryStatus(t *testing.T) {
 				t.Errorf("status = %v %q, want %v %q", st.Code(), st.Message(), c.wantCode, c.wantMsg)
 			}
 		})
+	}
+}
+
+// A status's details travel in grpc-status-details-bin, as grpc-go reads
+// them.
+func TestUnaryStatusDetails(t *testing.T) {
+	want, err := status.New(codes.NotFound, "no such user").WithDetails(wrapperspb.String("user 7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	details, err := proto.Marshal(want.Proto())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := router{"s/M": unaryFunc(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+		return nil, nil, &Status{Code: NotFound, Message: "no such user", Details: details}
+	})}
+	_, addr := start(t, Config{}, h)
+	_, err = invoke(callCtx5s(t), dial(t, addr), "/s/M", nil)
+	got := status.Convert(err).Details()
+	if len(got) != 1 {
+		t.Fatalf("details %v, want one", got)
+	}
+	if v, ok := got[0].(*wrapperspb.StringValue); !ok || v.GetValue() != "user 7" {
+		t.Errorf("detail %v, want StringValue user 7", got[0])
 	}
 }
 
