@@ -57,6 +57,10 @@ func (h *http1Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, trailer, st := h.invoke(r.Context(), &call, m.(UnaryMethod), req)
+	// The answer must leave within FrameTimeout: a client that does not
+	// read it loses its connection. (The request's ReadTimeout is over:
+	// net/http clears it once the body is read.)
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.s.cfg.FrameTimeout))
 	if !st.ok() {
 		writeHTTP1Error(w, st, 0)
 		return

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 )
@@ -201,5 +202,45 @@ func TestXNetHTTP2Client(t *testing.T) {
 		if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK || st != c.status || !bytes.Equal(body, c.body) {
 			t.Errorf("%s: HTTP/%d %d grpc-status %q body %q", c.path, resp.ProtoMajor, resp.StatusCode, st, body)
 		}
+	}
+}
+
+// An HTTP/1.1 request body that stalls is given up after FrameTimeout.
+func TestHTTP1StalledBody(t *testing.T) {
+	_, addr := start(t, Config{FrameTimeout: 300 * time.Millisecond}, router{"s/Echo": echo})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := io.WriteString(nc, "POST /s/Echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadAll(nc)
+	if isTimeout(err) {
+		t.Fatal("the stalled request's connection is still open")
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("closed after %v", d)
+	}
+}
+
+// A call that runs longer than FrameTimeout is not cut short by it: the
+// timeout bounds the request's arrival, not the handler.
+func TestHTTP1LongCall(t *testing.T) {
+	h := router{"s/Slow": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, Metadata, *Status) {
+		select {
+		case <-time.After(600 * time.Millisecond):
+			return []byte("done"), nil, nil
+		case <-ctx.Done():
+			return nil, nil, Errorf(Canceled, "%v", ctx.Err())
+		}
+	})}
+	_, addr := start(t, Config{FrameTimeout: 200 * time.Millisecond}, h)
+	resp, body := post(t, "http://"+addr+"/s/Slow", "application/json", nil)
+	if resp.StatusCode != http.StatusOK || string(body) != "done" {
+		t.Errorf("%d %s", resp.StatusCode, body)
 	}
 }

@@ -58,7 +58,10 @@ func NewServer(cfg Config, h Handler) *Server {
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, blocks: newBlocks(),
 		conns: make(map[*conn]struct{}), done: make(chan struct{}), h1conns: newConnQueue()}
 	s.h1 = &http.Server{
-		Handler:           &http1Handler{s: s},
+		Handler: &http1Handler{s: s},
+		// A request, headers and body, must arrive within FrameTimeout
+		// as on HTTP/2; writes get a deadline in http1Handler.
+		ReadTimeout:       cfg.FrameTimeout,
 		ReadHeaderTimeout: cfg.FrameTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderListSize,
