@@ -92,10 +92,12 @@
 // FrameTimeout closes the connection.
 //
 // In time: a unary request must arrive whole within FrameTimeout of its
-// headers, a streaming message within FrameTimeout of its first byte
-// (else DeadlineExceeded); a response waiting on a connection window the
-// client keeps shut for FrameTimeout closes the connection; a connection
-// with no call and no frame for IdleTimeout is closed with GOAWAY.
+// headers, a streaming message within FrameTimeout of its first byte (else
+// DeadlineExceeded); a response waiting on a connection window the client
+// keeps shut for FrameTimeout closes the connection; a connection with no
+// call and no frame for IdleTimeout is closed with GOAWAY. Over HTTP/1.1 a
+// request, body included, must arrive within FrameTimeout and its answer
+// leave within it.
 //
 // Abuse: GOAWAY ENHANCE_YOUR_CALM ends a connection that sends more than 100
 // frames that carry no call (PING, SETTINGS, PRIORITY, empty DATA, unknown
