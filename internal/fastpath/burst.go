@@ -94,6 +94,17 @@ func WithCompleter(parent context.Context) (context.Context, *Completer) {
 	return context.WithValue(parent, completerKey{}, c), c
 }
 
+// CompleterValue is, for a context type that answers Value itself and
+// carries a call's Completer c, what Value(key) returns: c for the key
+// WithCompleter uses (ok true), nothing for any other key. Such a context
+// carries the Completer without WithCompleter's two allocations per call.
+func CompleterValue(key any, c *Completer) (v any, ok bool) {
+	if _, ok := key.(completerKey); ok {
+		return c, true
+	}
+	return nil, false
+}
+
 // CompleterOf returns the Completer ctx carries, or nil.
 func CompleterOf(ctx context.Context) *Completer {
 	c, _ := ctx.Value(completerKey{}).(*Completer)
