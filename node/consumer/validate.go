@@ -172,7 +172,10 @@ func directURLs(s string) ([]*url.URL, error) {
 // dubbo://host:port or tri://host:port.
 func CheckDirectURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
-	if err == nil && (!callableProtocol("", u.Protocol()) || u.Port() == 0) {
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w; want dubbo://host:port or tri://host:port", err)
+	case !callableProtocol("", u.Protocol()) || u.Port() == 0:
 		err = fmt.Errorf("%q: want dubbo://host:port or tri://host:port", s)
 	}
 	return u, err

@@ -150,13 +150,17 @@ func runStream(ctx context.Context, t *testing.T, l *wire.Link, method string, m
 	if err != nil {
 		t.Fatal(err)
 	}
+	ended := false // the plugin ended the stream: Send says io.EOF, as grpc-go's SendMsg
 	for _, r := range reqs {
 		b, _ := proto.Marshal(r)
-		if err := s.Send(b); err != nil {
+		if err := s.Send(b); err == io.EOF {
+			ended = true
+			break
+		} else if err != nil {
 			t.Fatalf("%s: Send: %v", method, err)
 		}
 	}
-	if err := s.CloseSend(); err != nil {
+	if err := s.CloseSend(); err != nil && !ended {
 		t.Fatalf("%s: CloseSend: %v", method, err)
 	}
 	var o streamOutcome
