@@ -28,6 +28,13 @@
 // and org.example.Greeter in wrapper mode, through both registries, at
 // application level and by url = "tri://...".
 //
-// Missing peers (dubbo-go's modules, Apache ZooKeeper) skip a test, or fail
-// it when CI=true.
+// The gRPC ecosystem's clients (grpc_test.go): grpcurl (list, describe and
+// calls, learnt by reflection), Node's @grpc/grpc-js (the four kinds of
+// call, from greet.proto) and the ghz load generator against every server
+// of greet.GreetService in grpcTargets: a plain grpc-go server
+// (internal/testkit/greetgrpc) and dgprovider -protocol tri. The tools are
+// installed once per machine, outside go.mod (internal/testkit/toolbuild).
+//
+// Missing peers and tools (dubbo-go's modules, Apache ZooKeeper, grpcurl,
+// ghz, node and npm) skip a test, or fail it when CI=true.
 package interop
