@@ -85,7 +85,7 @@ func TestGRPCClientsAgainstTripleServers(t *testing.T) {
 			addr := tg.start(t)
 			t.Run("grpcurl", func(t *testing.T) { checkGrpcurl(t, curl, tg, addr) })
 			t.Run("grpc-js", func(t *testing.T) { checkGrpcJS(t, js, tg, addr, proto) })
-			t.Run("ghz", func(t *testing.T) { checkGhz(t, load, addr, proto) })
+			t.Run("ghz", func(t *testing.T) { checkGhz(t, load, tg, addr, proto) })
 		})
 	}
 }
@@ -210,19 +210,29 @@ func checkGrpcJS(t *testing.T, js *grpcjs.Client, tg grpcTarget, addr, proto str
 	}
 }
 
-// checkGhz makes a short load run with ghz: every call answered.
-func checkGhz(t *testing.T, load *ghz.Tool, addr, proto string) {
+// checkGhz makes a short load run with ghz: every call answered; and
+// one of failing calls, which ghz must count as failed.
+func checkGhz(t *testing.T, load *ghz.Tool, tg grpcTarget, addr, proto string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := load.Run(ctx, ghz.Options{
+	opts := ghz.Options{
 		Addr: addr, Proto: proto, Call: greetService + "/Greet", Data: `{"name":"world"}`,
 		Concurrency: 8, Calls: 400,
-	})
+	}
+	r, err := load.Run(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("ghz: %d calls, %.0f calls/s, p50 %s, p99 %s", r.Calls, r.QPS, r.P50, r.P99)
 	if r.Calls != 400 || r.Errors != 0 || r.QPS <= 0 || r.P50 <= 0 || r.P99 < r.P50 {
 		t.Errorf("ghz run: %+v, want 400 calls, none failed, with rates and latencies", r)
+	}
+
+	if tg.failName != "" {
+		opts.Data, opts.Calls = `{"name":"`+tg.failName+`"}`, 20
+		r, err := load.Run(ctx, opts)
+		if err != nil || r.Calls != 20 || r.Errors != 20 {
+			t.Errorf("ghz run of Greet(%s): %+v, %v; want 20 calls, all failed", tg.failName, r, err)
+		}
 	}
 }

@@ -85,7 +85,7 @@ func benchGhz(b *testing.B, load *ghz.Tool, proto string, conc int, addr string,
 		b.Fatal(err)
 	}
 	if r.Errors > 0 {
-		b.Fatalf("%d of %d calls failed: %v", r.Errors, r.Calls, r.Statuses)
+		b.Fatalf("%d of %d calls failed: %v", r.Errors, r.Calls, r.ErrorMessages)
 	}
 	b.ReportMetric(r.QPS, "qps")
 	b.ReportMetric(float64(r.P50.Microseconds()), "p50_us")

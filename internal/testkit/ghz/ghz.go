@@ -55,10 +55,11 @@ type Options struct {
 
 // Result is what ghz measured in one run.
 type Result struct {
-	// Calls made, failed ones included; Errors is how many failed, and
-	// Statuses counts the calls by status ("OK", "Unavailable"...).
+	// Calls made, failed ones included; Errors is how many failed.
 	Calls, Errors int64
-	Statuses      map[string]int64
+	// Statuses counts the calls by status ("OK", "Unavailable"...), and
+	// ErrorMessages the failed ones by their error's text.
+	Statuses, ErrorMessages map[string]int64
 	// QPS is calls per second over the run.
 	QPS float64
 	// P50 and P99 are latency percentiles of the successful calls.
@@ -74,6 +75,7 @@ type report struct {
 		Latency    int64 `json:"latency"`
 	} `json:"latencyDistribution"`
 	StatusCodes map[string]int64 `json:"statusCodeDistribution"`
+	Errors      map[string]int64 `json:"errorDistribution"`
 }
 
 // Run makes one run of opts and returns what ghz measured. Failed calls
@@ -117,7 +119,7 @@ func (g *Tool) Run(ctx context.Context, opts Options) (Result, error) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		return Result{}, fmt.Errorf("ghz printed a report that is not JSON: %v\n%.2000s", err, stdout.String())
 	}
-	r := Result{Calls: rep.Count, QPS: rep.RPS, Statuses: rep.StatusCodes}
+	r := Result{Calls: rep.Count, QPS: rep.RPS, Statuses: rep.StatusCodes, ErrorMessages: rep.Errors}
 	for code, n := range rep.StatusCodes {
 		if code != "OK" {
 			r.Errors += n
