@@ -2,7 +2,7 @@
 # make up        build and run the all-in-one environment (dubbo up)
 # make test      gofmt, vet, staticcheck, every test, and a short run of every fuzz target
 # make soak      30 minutes (SOAK_DURATION) of dubbo up, providers and load with a fault a minute; not in make test
-# make bench     every benchmark, ours and the peers' (Apache ZooKeeper, dubbo-go), in one run: bench/REPORT.md
+# make bench     every benchmark, ours and the peers' (Apache ZooKeeper, dubbo-go, grpc-go), in one run: bench/REPORT.md
 GO        ?= go
 BIN       ?= ./dubbo
 FUZZTIME  ?= 10000x
@@ -53,6 +53,10 @@ fuzz:
 # with calls/s, latency and the providers' CPU time per call, and a raw TCP
 # round trip as the floor (test/interop); the plugin path against its floor
 # (plugins/benchtest).
+# Triple: Greet from ghz (c=1 and c=32 on one connection) on our
+# plugin-backed Triple provider, a plain grpc-go server and dubbo-go's
+# Triple provider, alternating TRIPLE_ROUNDS times, with the servers' CPU
+# per call (test/interop).
 # Faults: detection and recovery times (test/fault), FAULT_BENCHTIME
 # scenarios each.
 # Scale: every BenchmarkScale* of the tree (test/scale, 3-4 minutes):
@@ -66,6 +70,7 @@ fuzz:
 # under 50 ms each).
 BENCH_OUT       := bench/out
 FAULT_BENCHTIME ?= 3x
+TRIPLE_ROUNDS   ?= 3
 SCALE_BENCHTIME ?= 1x
 SCALE_PKGS       = $(shell grep -rl --include='*_test.go' '^func BenchmarkScale' . | xargs -r -n1 dirname | sort -u)
 BENCHFLAGS       = -run '^$$' -timeout 60m
@@ -80,12 +85,13 @@ bench:
 	  echo "loadavg: $$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	  echo "go: $$($(GO) version)"; \
 	  echo "kernel: $$(uname -sr)"; \
-	  echo "settings: BENCHTIME=$(BENCHTIME) STORE_BENCHTIME=$(STORE_BENCHTIME) FAULT_BENCHTIME=$(FAULT_BENCHTIME) SCALE_BENCHTIME=$(SCALE_BENCHTIME)"; \
+	  echo "settings: BENCHTIME=$(BENCHTIME) STORE_BENCHTIME=$(STORE_BENCHTIME) FAULT_BENCHTIME=$(FAULT_BENCHTIME) TRIPLE_ROUNDS=$(TRIPLE_ROUNDS) SCALE_BENCHTIME=$(SCALE_BENCHTIME)"; \
 	} > $(BENCH_OUT)/machine.txt
 	cat $(BENCH_OUT)/machine.txt
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkRegistry|BenchmarkWatchLatency|BenchmarkStartup|BenchmarkMemory100k' \
 		-benchtime $(BENCHTIME) ./embeddedzk/ | tee $(BENCH_OUT)/registry.txt
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkSayHello' -benchtime $(BENCHTIME) ./test/interop/ | tee $(BENCH_OUT)/rpc.txt
+	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkTripleGreet' -benchtime $(BENCHTIME) ./test/interop/ -interop.rounds=$(TRIPLE_ROUNDS) | tee $(BENCH_OUT)/triple.txt
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkProviderPath|BenchmarkProtoPath' -benchtime $(BENCHTIME) ./plugins/benchtest/ | tee $(BENCH_OUT)/plugin.txt
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkFault' -benchtime $(FAULT_BENCHTIME) ./test/fault/ | tee $(BENCH_OUT)/fault.txt
 	$(if $(SCALE_PKGS),$(GO) test $(BENCHFLAGS) -bench 'BenchmarkScale' -benchtime $(SCALE_BENCHTIME) $(SCALE_PKGS) | tee $(BENCH_OUT)/scale.txt)

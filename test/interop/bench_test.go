@@ -18,7 +18,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/transport"
 )
 
-var rounds = flag.Int("interop.rounds", 2, "BenchmarkSayHello: how many times the whole set of targets runs, alternating")
+var rounds = flag.Int("interop.rounds", 2, "BenchmarkSayHello, BenchmarkTripleGreet: how many times the whole set of targets runs, alternating")
 
 // BenchmarkSayHello calls sayHello("world") on our provider and on a stock
 // dubbo-go provider from two load generators, at 1 and 32 concurrent

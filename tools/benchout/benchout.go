@@ -1,7 +1,7 @@
 // Package benchout reads `go test -bench` output and compares our systems
 // with their peers. It is the one place that knows the benchmark naming
 // scheme: the last element of a name says the target (embedded, apache,
-// ours, ours-plugin, dubbogo, rawtcp, inprocess, plugin, floor), pairs of
+// ours, ours-plugin, dubbogo, grpcgo, rawtcp, inprocess, plugin, floor), pairs of
 // targets are compared ours first, and a ratio is oriented by its unit so
 // that above 1 always means ours is better. tools/benchratio prints the
 // ratios; tools/benchreport writes the report from the same results.
@@ -27,18 +27,20 @@ import (
 // of; anything else is part of the benchmark's own name.
 var targets = map[string]bool{
 	"embedded": true, "apache": true, // the registries
-	"ours": true, "ours-plugin": true, "dubbogo": true, "rawtcp": true, // RPC providers
+	"ours": true, "ours-plugin": true, "dubbogo": true, "grpcgo": true, "rawtcp": true, // RPC providers
 	"inprocess": true, "plugin": true, "floor": true, // the plugin path
 }
 
 // pairs are the comparisons the ratios are of, ours first: the registry,
-// the RPC providers, the same handler behind a plugin or in the provider,
+// the RPC providers (and, over Triple, a plain grpc-go server), the same
+// handler behind a plugin or in the provider,
 // and the floor (a child answering canned bytes on a plugin link): what a
 // process boundary costs at least, and how close the plugin path comes.
 var pairs = []Pair{
 	{"embedded", "apache"},
 	{"ours", "dubbogo"},
 	{"ours-plugin", "dubbogo"},
+	{"ours-plugin", "grpcgo"},
 	{"plugin", "inprocess"},
 	{"floor", "inprocess"},
 	{"plugin", "floor"},
@@ -207,7 +209,7 @@ func (in *Input) Families() []*Family {
 // peer, the floor.
 var targetRank = map[string]int{
 	"ours-plugin": 1, "plugin": 1,
-	"dubbogo": 2, "apache": 2,
+	"dubbogo": 2, "grpcgo": 2, "apache": 2,
 	"rawtcp": 3, "floor": 3,
 }
 

@@ -78,6 +78,9 @@ BenchmarkSayHello/c=1/rawtcp-2               10000   50000 ns/op
 BenchmarkProviderPath/c=1/inprocess-2        10000   10000 ns/op  40 cpu_us
 BenchmarkProviderPath/c=1/plugin-2           10000   30000 ns/op  90 cpu_us
 BenchmarkProviderPath/c=1/floor-2            10000   20000 ns/op  60 cpu_us
+BenchmarkTripleGreet/c=32/grpcgo-2           10000  100000 ns/op  50 cpu_us  10000 qps
+BenchmarkTripleGreet/c=32/dubbogo-2          10000  200000 ns/op  120 cpu_us  5000 qps
+BenchmarkTripleGreet/c=32/ours-plugin-2      10000  100000 ns/op  40 cpu_us  12000 qps
 `
 	in := &Input{}
 	if err := in.Parse(strings.NewReader(out)); err != nil {
@@ -90,6 +93,10 @@ BenchmarkProviderPath/c=1/floor-2            10000   20000 ns/op  60 cpu_us
 	want := []string{
 		"BenchmarkRegistry/get/clients=1 ns/op embedded/apache 2.00",
 		"BenchmarkSayHello/c=1 qps ours/dubbogo 2.00",
+		"BenchmarkTripleGreet/c=32 cpu_us ours-plugin/dubbogo 3.00",
+		"BenchmarkTripleGreet/c=32 qps ours-plugin/dubbogo 2.40",
+		"BenchmarkTripleGreet/c=32 cpu_us ours-plugin/grpcgo 1.25",
+		"BenchmarkTripleGreet/c=32 qps ours-plugin/grpcgo 1.20",
 		"BenchmarkProviderPath/c=1 ns/op plugin/inprocess 0.33",
 		"BenchmarkProviderPath/c=1 cpu_us plugin/inprocess 0.44",
 		"BenchmarkProviderPath/c=1 ns/op floor/inprocess 0.50",

@@ -10,6 +10,10 @@
 // "Hello, " and the names joined by ","; GreetStream "Hello, <name>" per
 // message. Names starting with "fail:" and "sleep:" make Greet fail or wait
 // (see Greet), and the server records what each call brought (Calls).
+//
+// The command greetserver (in this folder) is the other grpc-go greet
+// server: Greet alone, on the generated messages, in a process of its own,
+// for the Triple benchmark.
 package greetgrpc
 
 import (
