@@ -168,3 +168,81 @@ func TestUntypedBuilds(t *testing.T) {
 		t.Errorf("main.go:\n%s", main)
 	}
 }
+
+func TestProtoBuilds(t *testing.T) {
+	if _, err := exec.LookPath("protoc"); err != nil {
+		t.Skip("protoc is not installed (apt-get install protobuf-compiler)")
+	}
+	res := written(t, Spec{Name: "greeting", Proto: filepath.Join("..", "examples", "greet", "greetpb", "greet.proto"), Version: "1.0.0"})
+	out := builds(t, res)
+	if !strings.Contains(out, "--- PASS: TestGreet") {
+		t.Errorf("the module's test did not pass:\n%s", out)
+	}
+	main := readFile(t, filepath.Join(res.Dir, "main.go"))
+	for _, want := range []string{
+		`return &greetingpb.GreetResponse{Greeting: "Hello, " + req.Name}, nil`,
+		"func (GreetService) GreetServerStream(req *greetingpb.GreetStreamRequest, out sdk.Sender[*greetingpb.GreetResponse]) error",
+		`sdk.BidiStream("GreetStream", GreetService{}.GreetStream),`,
+		`Version: "1.0.0",`,
+	} {
+		if !strings.Contains(main, want) {
+			t.Errorf("main.go lacks %q:\n%s", want, main)
+		}
+	}
+	if res.Service != "greet.GreetService:1.0.0" {
+		t.Errorf("serves %s", res.Service)
+	}
+}
+
+// A file of streaming methods only, on the well-known types: the test
+// probes the first, which answers Unimplemented.
+func TestProtoStreamsBuild(t *testing.T) {
+	if _, err := exec.LookPath("protoc"); err != nil {
+		t.Skip("protoc is not installed (apt-get install protobuf-compiler)")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "clock.proto"), `syntax = "proto3";
+package demo.v1;
+import "google/protobuf/empty.proto";
+import "google/protobuf/timestamp.proto";
+message Tick { google.protobuf.Timestamp at = 1; int64 n = 2; }
+service Clock {
+  rpc Ticks(google.protobuf.Empty) returns (stream Tick);
+  rpc Collect(stream Tick) returns (google.protobuf.Empty);
+}
+`)
+	res := written(t, Spec{Name: "clock", Proto: filepath.Join(dir, "clock.proto")})
+	if out := builds(t, res); !strings.Contains(out, "--- PASS: TestTicks") {
+		t.Errorf("the module's test did not pass:\n%s", out)
+	}
+}
+
+func TestProtoRefuses(t *testing.T) {
+	if _, err := exec.LookPath("protoc"); err != nil {
+		t.Skip("protoc is not installed (apt-get install protobuf-compiler)")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "other.proto"), "syntax = \"proto3\";\npackage o;\nmessage M { string s = 1; }\n")
+	writeFile(t, filepath.Join(dir, "imports.proto"), "syntax = \"proto3\";\npackage p;\nimport \"other.proto\";\nservice S { rpc Do(o.M) returns (o.M); }\n")
+	writeFile(t, filepath.Join(dir, "bad.proto"), "syntax = \"proto3\";\nmessage {\n")
+	tests := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Name: "x", Proto: filepath.Join(dir, "imports.proto")}, "imports other.proto: --proto takes a file that imports the well-known types"},
+		{Spec{Name: "x", Proto: filepath.Join(dir, "other.proto")}, "defines no service"},
+		{Spec{Name: "x", Proto: filepath.Join(dir, "bad.proto")}, "protoc "},
+		{Spec{Name: "x", Proto: filepath.Join(dir, "missing.proto")}, "no such file"},
+		{Spec{Name: "x", Proto: filepath.Join(dir, "other.proto"), Interface: "a.B"}, "not both"},
+	}
+	out := t.TempDir()
+	for _, tt := range tests {
+		_, err := Write(out, tt.spec, Module{Version: "v1.0.0", GoVersion: "1.26"})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", filepath.Base(tt.spec.Proto), err, tt.want)
+		}
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("refused handlers left %v", entries)
+	}
+}

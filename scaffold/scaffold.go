@@ -160,10 +160,11 @@ func render(spec Spec, mod Module) ([]file, *Result, error) {
 	res.Service, res.Notes = h.Service, h.Notes
 	goMod, note := mod.goMod(spec.Name)
 	res.Notes = append(res.Notes, note)
-	files := append([]file{{"go.mod", goMod}}, h.extra...)
+	files := []file{{"go.mod", goMod}}
 	if len(mod.GoSum) > 0 {
 		files = append(files, file{"go.sum", mod.GoSum})
 	}
+	files = append(files, h.extra...)
 	for _, t := range []struct{ name, tmpl string }{
 		{"main.go", h.kind + "_main.go.tmpl"},
 		{"main_test.go", h.kind + "_test.go.tmpl"},
