@@ -70,6 +70,11 @@ func ReadService(ctx context.Context, r Registry, iface, version, group string) 
 	case len(e.Methods) == 0:
 		return nil, fmt.Errorf("%s has no service definition in the registry's metadata report, and its providers (%s) list no methods", serviceKey(iface, version, group), strings.Join(found, ", "))
 	}
+	// dubbo-go lists each method under its Go name too (SayHello beside
+	// sayHello): one is enough.
+	e.Methods = slices.DeleteFunc(e.Methods, func(m string) bool {
+		return m != "" && m[0] >= 'A' && m[0] <= 'Z' && slices.Contains(e.Methods, strings.ToLower(m[:1])+m[1:])
+	})
 	slices.Sort(e.Methods)
 	return e, nil
 }
