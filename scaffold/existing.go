@@ -237,32 +237,30 @@ func typedMethod(m *existingMethod, md metadata.MethodDefinition, jt *javaTypes,
 }
 
 // zeroResult is the zero value of a Go type, as a stub returns it.
-func zeroResult(expr string) string {
-	switch expr {
-	case "string":
-		return `""`
-	case "bool":
-		return "false"
-	case "int8", "int16", "int32", "int64", "float32", "float64":
-		return "0"
-	case "time.Time":
-		return "time.Time{}"
-	}
-	return "nil"
-}
+func zeroResult(expr string) string { return zero(expr, false) }
 
 // zeroArg is an argument of a Go type for a test call: a Java caller's
 // null where the type takes one.
-func zeroArg(expr string) string {
+func zeroArg(expr string) string { return zero(expr, true) }
+
+// zero is the zero value of a Go type; typed, a number's is converted to
+// it (an argument of type any would otherwise be a Go int).
+func zero(expr string, typed bool) string {
 	switch expr {
 	case "string":
 		return `""`
 	case "bool":
 		return "false"
 	case "int8", "int16", "int32", "int64", "float32", "float64":
-		return expr + "(0)"
+		if typed {
+			return expr + "(0)"
+		}
+		return "0"
 	case "time.Time":
-		return "time.UnixMilli(0)"
+		if typed {
+			return "time.UnixMilli(0)"
+		}
+		return "time.Time{}"
 	}
 	return "nil"
 }

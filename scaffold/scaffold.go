@@ -74,6 +74,7 @@ func (s Spec) PluginPath() string { return s.Name + "/" + s.Name }
 
 var (
 	validName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	javaName  = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*$`)
 	// reserved names are valid identifiers that make poor module paths or
 	// binaries: the go command's own patterns and the main package's name.
 	reserved = map[string]bool{"main": true, "std": true, "cmd": true, "all": true, "tool": true,
@@ -102,6 +103,9 @@ func Write(dir string, spec Spec, mod Module) (res *Result, err error) {
 	}
 	if spec.Proto != "" && spec.Existing != nil {
 		return nil, errors.New("give a .proto file or an existing service, not both")
+	}
+	if spec.Interface != "" && !javaName.MatchString(spec.Interface) {
+		return nil, fmt.Errorf("interface %q is not a Java class name such as com.example.Hello", spec.Interface)
 	}
 	moduleDir := filepath.Join(dir, spec.Name)
 	files, res, err := render(spec, mod.relativeTo(moduleDir))

@@ -50,6 +50,11 @@ func TestWriteRefuses(t *testing.T) {
 	if _, err := Write(dir, Spec{Name: "both", Proto: "x.proto", Existing: &Existing{}}, mod); err == nil {
 		t.Error("a proto and an existing service were accepted together")
 	}
+	for _, iface := range []string{"com.example.", "com..Hello", "com.example.Hello<T>", "1a.B"} {
+		if _, err := Write(dir, Spec{Name: "badiface", Interface: iface}, mod); err == nil || !strings.Contains(err.Error(), "not a Java class name") {
+			t.Errorf("interface %q: err = %v", iface, err)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(dir, "both")); !os.IsNotExist(err) {
 		t.Errorf("a refused handler left its directory: %v", err)
 	}

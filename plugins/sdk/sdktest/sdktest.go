@@ -157,6 +157,13 @@ func (h *Handler) Call(ctx context.Context, method string, args ...any) (any, er
 // exception comes back in the Result; failures of the call itself as
 // errors wrapping the rpc.Err* categories.
 func (h *Handler) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	// The attachments of ctx (WithAttachment) go with the call as an
+	// sdk.Caller sends them.
+	return sdk.Client(sdk.WithClient(ctx, rpc.InvokerFunc(h.invoke))).Invoke(ctx, inv)
+}
+
+// invoke is Invoke with the context's attachments in inv.
+func (h *Handler) invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
 	m, err := h.method(inv)
 	if err != nil {
 		return nil, err
@@ -165,7 +172,7 @@ func (h *Handler) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result,
 	if out.ParamTypes == nil {
 		out.ParamTypes = m.ParamTypes
 	}
-	out.Attachments = attachments(ctx, inv)
+	out.Attachments = attachments(inv)
 	call, err := wire.EncodeCall(&out)
 	if err != nil {
 		return nil, callError(inv, rpc.ErrBadRequest, "the arguments cannot be encoded: "+err.Error())
@@ -273,36 +280,24 @@ func callError(inv *rpc.Invocation, kind error, detail string) error {
 	return &rpc.CallError{Kind: kind, Service: inv.Service, Method: inv.Method, Detail: detail}
 }
 
-// attachmentsKey is the context key of the attachments WithAttachment adds.
-type attachmentsKey struct{}
-
 // WithAttachment returns a context whose calls carry the attachment
-// key=value, which the handler reads with sdk.Attachments. Java's
-// attachments are strings; a Go consumer may send other values.
+// key=value, which the handler reads with sdk.Attachments: it is
+// sdk.WithAttachment, so sdk.WithTag's request tag goes with them too.
+// Java's attachments are strings; a Go consumer may send other values.
 func WithAttachment(ctx context.Context, key string, value any) context.Context {
-	old, _ := ctx.Value(attachmentsKey{}).(map[string]any)
-	m := make(map[string]any, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
-	m[key] = value
-	return context.WithValue(ctx, attachmentsKey{}, m)
+	return sdk.WithAttachment(ctx, key, value)
 }
 
 // attachments are those a Dubbo consumer sends with inv: the names it
-// repeats, the context's (WithAttachment), then inv's own.
-func attachments(ctx context.Context, inv *rpc.Invocation) map[string]any {
-	given, _ := ctx.Value(attachmentsKey{}).(map[string]any)
-	m := make(map[string]any, 4+len(given)+len(inv.Attachments))
+// repeats, then inv's own.
+func attachments(inv *rpc.Invocation) map[string]any {
+	m := make(map[string]any, 4+len(inv.Attachments))
 	m["path"], m["interface"] = inv.Service, inv.Service
 	if inv.Version != "" {
 		m["version"] = inv.Version
 	}
 	if inv.Group != "" {
 		m["group"] = inv.Group
-	}
-	for k, v := range given {
-		m[k] = v
 	}
 	for k, v := range inv.Attachments {
 		m[k] = v
