@@ -99,11 +99,11 @@ var importRules = []struct {
 	{"internal/testkit is imported by tests only", func(e importEdge) bool {
 		return under(e.to, "internal/testkit") && !e.test && !under(e.from, "internal/testkit") && !under(e.from, "test")
 	}},
-	{"plugins/sdk imports no role of the node", func(e importEdge) bool {
-		if e.from != "plugins/sdk" || e.test {
+	{"plugins/sdk and its sdktest import no role of the node", func(e importEdge) bool {
+		if (e.from != "plugins/sdk" && e.from != "plugins/sdk/sdktest") || e.test {
 			return false
 		}
-		for _, ok := range []string{"plugins/internal/wire", "node/rpc", "node/protocol", "node/url", "node/provider/settings", "internal/fastpath", "internal/sockio", "internal/callctx"} {
+		for _, ok := range []string{"plugins/sdk", "plugins/internal/wire", "node/rpc", "node/protocol", "node/url", "node/provider/settings", "internal/fastpath", "internal/sockio", "internal/callctx"} {
 			if e.to == ok {
 				return false
 			}
@@ -159,6 +159,8 @@ func TestImportRulesCatch(t *testing.T) {
 		{importEdge{from: "node/consumer", to: "internal/testkit/zktest", test: true}, true},
 		{importEdge{from: "plugins/sdk", to: "node/consumer"}, false},
 		{importEdge{from: "plugins/sdk", to: "node/rpc"}, true},
+		{importEdge{from: "plugins/sdk/sdktest", to: "node/provider"}, false},
+		{importEdge{from: "plugins/sdk/sdktest", to: "plugins/sdk"}, true},
 		{importEdge{from: "tools/benchreport", to: "node/url"}, false},
 		{importEdge{from: "console", to: "monitor"}, false},
 		{importEdge{from: "console", to: "monitor/store"}, true},

@@ -109,18 +109,17 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		cmd.Flags().StringVarP(&g.configPath, "config", short, "", "config file (default dubbo.toml in the current directory, if present)")
 		root.AddCommand(cmd)
 	}
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newNewCommand(&g), newVersionCommand())
 	return root
 }
 
 // load reads the configuration named by the flags and builds the logger.
 // Its errors are usage errors.
 func (g *globalFlags) load(cmd *cobra.Command) (*config.File, *slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
-		return nil, nil, usage(fmt.Errorf("--log-level %q: %w", g.logLevel, err))
+	logger, err := g.logger(cmd)
+	if err != nil {
+		return nil, nil, err
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	path, optional := g.configPath, false
 	if path == "" {
 		path, optional = "dubbo.toml", true
@@ -130,6 +129,16 @@ func (g *globalFlags) load(cmd *cobra.Command) (*config.File, *slog.Logger, erro
 		return nil, nil, usage(err)
 	}
 	return cfg, logger, nil
+}
+
+// logger is the logger of --log-level, on stderr. Its error is a usage
+// error.
+func (g *globalFlags) logger(cmd *cobra.Command) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, usage(fmt.Errorf("--log-level %q: %w", g.logLevel, err))
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})), nil
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {

@@ -156,6 +156,30 @@ func parseType(s string) (typeName, error) {
 	return t, nil
 }
 
+// JavaType is a Java type name taken apart, for code that maps Java types
+// to its own (dubbo new handler): the class or primitive without its type
+// arguments, the arguments as written, and the array dimensions.
+type JavaType struct {
+	Name string
+	Args []string
+	Dims int
+}
+
+// ParseType takes a Java type name apart, in any spelling parameter types
+// are given or published in: see parseType.
+func ParseType(s string) (JavaType, error) {
+	t, err := parseType(s)
+	return JavaType{Name: t.name, Args: t.args, Dims: t.dims}, err
+}
+
+// IsList says whether values of the Java class travel as lists: List,
+// Collection, Set and their implementations.
+func IsList(class string) bool { return conversions[class] == convList }
+
+// IsMap says whether values of the Java class travel as maps: Map and its
+// implementations.
+func IsMap(class string) bool { return conversions[class] == convMap }
+
 var jvmPrimitives = map[byte]string{
 	'Z': "boolean", 'B': "byte", 'C': "char", 'D': "double",
 	'F': "float", 'I': "int", 'J': "long", 'S': "short",

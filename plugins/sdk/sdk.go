@@ -114,8 +114,10 @@
 // level and attributes and are tagged with the plugin's name; anything
 // printed to stdout or stderr lands there too.
 //
-// NewDispatcher serves the same handlers in-process, which is how handler
-// tests can call them without a node.
+// Package sdktest calls a plugin's handlers in a test without a node,
+// through the node's encoding and the dispatch Serve uses (ServeConn), so
+// that a type that would not cross the wire fails the test.
+// NewDispatcher serves Dubbo handlers in-process without any encoding.
 package sdk
 
 import (
