@@ -39,7 +39,7 @@ func TestWaitAvailableOutlastsASlowFirstConnection(t *testing.T) {
 
 	started := make(chan *provider.Provider, 1)
 	go func() {
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(1100 * time.Millisecond) // past WaitAvailable's 1s, listening before the redial at about 1.5s
 		cfg := provider.Config{Application: "greeter-app"}
 		cfg.Protocol.Host, cfg.Protocol.Port = "127.0.0.1", port
 		p, err := provider.Start(testCtx(t), cfg, provider.Options{Logger: quietLogger()})
@@ -60,7 +60,7 @@ func TestWaitAvailableOutlastsASlowFirstConnection(t *testing.T) {
 	})
 
 	if !r.WaitAvailable(testCtx(t), time.Second) {
-		t.Fatal("WaitAvailable(1s) gave up on a listed provider that accepts after 1.5s")
+		t.Fatal("WaitAvailable(1s) gave up on a listed provider that accepts after 1.1s")
 	}
 	if _, err := c.Invoke(testCtx(t), sayHelloTo("late")); err != nil {
 		t.Fatalf("first call after the wait: %v", err)
