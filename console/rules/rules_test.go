@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestNormalizeKeepsWhatTheRuntimeApplies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v in\n%s", err, out)
 	}
-	if a.String() != b.String() || a.Force != b.Force || a.Enabled != b.Enabled || a.Priority != b.Priority || a.Scope != b.Scope {
+	if !reflect.DeepEqual(a.Conditions, b.Conditions) || a.Force != b.Force || a.Enabled != b.Enabled || a.Priority != b.Priority || a.Scope != b.Scope {
 		t.Fatalf("in %v\nout %v\n%s", a, b, out)
 	}
 	ov := "configs:\n  - addresses: [\"1.2.3.4:20880\"]\n    side: provider\n    parameters: {weight: 7}\n"

@@ -474,6 +474,9 @@ func (r *Reference) routerRule(name string, kind router.Kind) func(string, bool)
 			r.log.Warn("ignoring invalid routing rule; the previous one stays in force", "router", name, "err", err)
 			return
 		}
+		for _, w := range router.Warnings(rt) {
+			r.log.Warn("routing rule: part of it is not applied", "router", name, "warning", w)
+		}
 		r.chain.Set(name, kind.Order, rt)
 	}
 }
