@@ -3,10 +3,11 @@
 //
 // A [Reference] is one referenced service. Through the registry it is a
 // subscription to the service's providers, routers and configurators plus
-// the config-center rules (<interface>:<version>:<group>.condition-router,
-// <app>.condition-router, the provider application's tag-router and the
-// .configurators documents), feeding a dynamic directory of provider
-// invokers; each call then goes through the routers, the load balancer and
+// the config-center rules (<interface>:<version>:<group>.condition-router
+// and .affinity-router, <app>.condition-router, the provider application's
+// tag-router, affinity-router and script-router, which is not applied but
+// logged, and the .configurators documents), feeding a dynamic directory
+// of provider invokers; each call then goes through the routers, the load balancer and
 // the cluster strategy (package cluster). Alongside, as Dubbo 3's
 // APPLICATION_FIRST migration step, it follows the provider applications
 // named in /dubbo/mapping/<interface>, their instances under /services and

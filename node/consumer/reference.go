@@ -56,13 +56,14 @@ type Reference struct {
 	ifaceURLs, appURLs []*url.URL
 
 	// Watches of the config center, and the goroutine that (re)arms the
-	// provider application's tag-router watch outside the registry loop.
-	mu        sync.Mutex
-	cancels   []func()
-	tagApp    string
-	tagCancel func()
-	closed    bool
-	wg        sync.WaitGroup
+	// watches of the provider application's rules (tag, affinity, script)
+	// outside the registry loop.
+	mu          sync.Mutex
+	cancels     []func()
+	provApp     string
+	provCancels []func()
+	closed      bool
+	wg          sync.WaitGroup
 
 	// tagRead is closed once the tag rule of the providers' application
 	// has been read, or there is none to read: Java's TagStateRouter reads
@@ -388,7 +389,7 @@ func (r *Reference) subscribe(ctx context.Context) error {
 		case router.ScopeConsumerApp:
 			watches = append(watches, watch{r.c.cfg.Application + kind.Suffix, r.routerRule(name, kind)})
 		}
-		// ScopeProviderApp: armed by watchTags once the providers' application is known.
+		// ScopeProviderApp: armed by watchProviderApp once the providers' application is known.
 	}
 	watches = append(watches,
 		watch{svcKey + ".configurators", r.overrideRule("service", orderServiceConfig)},
@@ -425,6 +426,10 @@ func (r *Reference) notify(n registry.Notification) {
 			if u.Protocol() == "empty" {
 				continue
 			}
+			if kind := routerURLKind(u); kind != "condition" {
+				r.log.Warn("routers: rule not applied by this runtime (only condition rules are)", "router", kind, "rule", u.String())
+				continue
+			}
 			rule, err := router.ParseConditionURL(u)
 			if err != nil {
 				r.log.Warn("ignoring routers update with an invalid rule; the previous routes stay in force", "rule", u.String(), "err", err)
@@ -445,6 +450,16 @@ func (r *Reference) notify(n registry.Notification) {
 		}
 		r.dyn.SetConfigurator("registry", orderRegistryConfig, rules)
 	}
+}
+
+// routerURLKind is the router a URL of the registry's routers folder is
+// for: its protocol (condition://, script://, file://), or the router
+// parameter of route:// URLs.
+func routerURLKind(u *url.URL) string {
+	if u.Protocol() == "route" {
+		return u.ParamOr("router", "condition")
+	}
+	return u.Protocol()
 }
 
 // routers applies several routers in turn.
@@ -497,24 +512,26 @@ func (r *Reference) overrideRule(name string, order int) func(string, bool) {
 	}
 }
 
-// watchTags follows the rules of the router kinds scoped to the providers'
-// application (tag: <provider application>.tag-router). The watch is armed
-// from a goroutine of the reference because notify runs on the registry
-// loop, which Watch waits for.
-func (r *Reference) watchTags(ps []*url.URL) {
+// watchProviderApp follows the rules of the router kinds scoped to the
+// providers' application (<provider application>.tag-router,
+// .affinity-router, .script-router). The watches are armed from a
+// goroutine of the reference because notify runs on the registry loop,
+// which Watch waits for.
+func (r *Reference) watchProviderApp(ps []*url.URL) {
 	if r.c.config == nil || len(ps) == 0 {
 		return
 	}
-	var name string
-	var kind router.Kind
+	var names []string
 	for _, n := range r.routers {
 		if k, _ := router.Lookup(n); k.Scope == router.ScopeProviderApp {
-			name, kind = n, k
+			names = append(names, n)
 		}
 	}
-	if name == "" {
-		r.markTagRuleRead()
-		return // tag routing is off ("router" key)
+	if !slices.Contains(names, "tag") {
+		r.markTagRuleRead() // tag routing is off ("router" key)
+	}
+	if len(names) == 0 {
+		return
 	}
 	app := ps[0].Param("application")
 	if app == "" {
@@ -522,33 +539,42 @@ func (r *Reference) watchTags(ps []*url.URL) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if app == "" || app == r.tagApp || r.closed {
+	if app == "" || app == r.provApp || r.closed {
 		return
 	}
-	r.tagApp = app
-	old := r.tagCancel
-	r.tagCancel = nil
+	r.provApp = app
+	old := r.provCancels
+	r.provCancels = nil
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if old != nil {
-			old()
+		for _, stop := range old {
+			stop()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		stop, err := r.c.config.Watch(ctx, app+kind.Suffix, r.routerRule(name, kind))
-		r.markTagRuleRead() // Watch has delivered the rule, if there is one
-		if err != nil {
-			r.log.Warn("cannot watch the routing rule of the provider application", "app", app, "router", name, "err", err)
-			return
+		var stops []func()
+		for _, name := range names {
+			kind, _ := router.Lookup(name)
+			stop, err := r.c.config.Watch(ctx, app+kind.Suffix, r.routerRule(name, kind))
+			if name == "tag" {
+				r.markTagRuleRead() // Watch has delivered the rule, if there is one
+			}
+			if err != nil {
+				r.log.Warn("cannot watch the routing rule of the provider application", "app", app, "router", name, "err", err)
+				continue
+			}
+			stops = append(stops, stop)
 		}
 		r.mu.Lock()
-		if r.closed || r.tagApp != app {
+		if r.closed || r.provApp != app {
 			r.mu.Unlock()
-			stop()
+			for _, stop := range stops {
+				stop()
+			}
 			return
 		}
-		r.tagCancel = stop
+		r.provCancels = stops
 		r.mu.Unlock()
 	}()
 }
@@ -622,8 +648,8 @@ func (r *Reference) ConsumerURL() *url.URL { return r.consumerURL.Clone() }
 func (r *Reference) close() {
 	r.mu.Lock()
 	r.closed = true
-	cancels := append(r.cancels, r.tagCancel)
-	r.cancels, r.tagCancel = nil, nil
+	cancels := append(r.cancels, r.provCancels...)
+	r.cancels, r.provCancels = nil, nil
 	r.mu.Unlock()
 	r.wg.Wait()
 	if r.apps != nil {

@@ -36,13 +36,17 @@ const (
 )
 
 // kinds is every router by the name Dubbo's "router" key uses for its
-// factory (Java's tag, service and app state routers), all on by default. Read-only. Condition rules from
+// factory (Java's tag, service and app state routers; dubbo-go's affinity
+// and script routers), all on by default. Read-only. Condition rules from
 // the registry's routers folder are not named, as in Dubbo: they come with
 // the provider list.
 var kinds = map[string]Kind{
-	"tag":     {Order: OrderTag, Scope: ScopeProviderApp, Suffix: ".tag-router", New: newTag},
-	"service": {Order: OrderServiceCondition, Scope: ScopeService, Suffix: ".condition-router", New: newCondition},
-	"app":     {Order: OrderAppCondition, Scope: ScopeConsumerApp, Suffix: ".condition-router", New: newCondition},
+	"tag":                  {Order: OrderTag, Scope: ScopeProviderApp, Suffix: ".tag-router", New: newTag},
+	"service":              {Order: OrderServiceCondition, Scope: ScopeService, Suffix: ".condition-router", New: newCondition},
+	"app":                  {Order: OrderAppCondition, Scope: ScopeConsumerApp, Suffix: ".condition-router", New: newCondition},
+	"service.affinity":     {Order: OrderServiceAffinity, Scope: ScopeService, Suffix: ".affinity-router", New: newAffinity},
+	"application.affinity": {Order: OrderAppAffinity, Scope: ScopeProviderApp, Suffix: ".affinity-router", New: newAffinity},
+	"consumer.script":      {Order: OrderScript, Scope: ScopeProviderApp, Suffix: ".script-router", New: newScript},
 }
 
 func newTag(doc []byte) (cluster.Router, error) {
@@ -65,6 +69,28 @@ func newCondition(doc []byte) (cluster.Router, error) {
 		return nil, err
 	}
 	return NewConditionRouter(rule)
+}
+
+func newAffinity(doc []byte) (cluster.Router, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	rule, err := ParseAffinityRule(doc)
+	if err != nil {
+		return nil, err
+	}
+	return NewAffinityRouter(rule)
+}
+
+func newScript(doc []byte) (cluster.Router, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	rule, err := ParseScriptRule(doc)
+	if err != nil {
+		return nil, err
+	}
+	return ignored{rule.Warnings()}, nil
 }
 
 // Warnings lists what the rule of a router made by a Kind says that is

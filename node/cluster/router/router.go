@@ -10,7 +10,12 @@
 //   - tag rules, from <provider application>.tag-router ([ParseTagRule]),
 //     which send calls carrying the dubbo.tag attachment to the providers of
 //     that tag, by address or by parameter match; a [TagRouter] also routes
-//     by the providers' static dubbo.tag parameter when there is no rule.
+//     by the providers' static dubbo.tag parameter when there is no rule;
+//   - affinity rules, from <key>.affinity-router ([ParseAffinityRule]),
+//     which keep calls on providers sharing a parameter's value with the
+//     consumer, as dubbo-go 3.3 applies them;
+//   - script rules (<provider application>.script-router), which are read
+//     only to say that they are not applied ([ScriptRule]).
 //
 // Each rule kind has a document model that keeps the fields it does not
 // know, so that the console edits rules without losing anything, and a
@@ -34,14 +39,20 @@ import (
 // ErrInvalidRule is the category of every rule parse error.
 var ErrInvalidRule = errors.New("invalid routing rule")
 
-// Orders of the routers in a Chain: tag rules first, then service-scoped
-// and application-scoped condition rules, then the old rules from the
-// registry's routers folder, as Dubbo 3 orders its state routers.
+// Orders of the routers in a Chain: affinity rules first (dubbo-go 3.3
+// sorts its routers by ascending priority and gives affinity the lowest),
+// then tag rules, service-scoped and application-scoped condition rules,
+// and the old rules from the registry's routers folder, as Dubbo 3 orders
+// its state routers. Script rules are not applied; their place only
+// orders their warning.
 const (
+	OrderServiceAffinity  = 50
+	OrderAppAffinity      = 60
 	OrderTag              = 100
 	OrderServiceCondition = 140
 	OrderAppCondition     = 150
 	OrderRegistry         = 200
+	OrderScript           = 300
 )
 
 // Chain runs routers in ascending order, each on the list the previous one
