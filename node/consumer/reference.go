@@ -16,6 +16,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
 	"github.com/dubbo-lab/dubbo/node/cluster/directory"
 	"github.com/dubbo-lab/dubbo/node/cluster/loadbalance"
+	"github.com/dubbo-lab/dubbo/node/cluster/mock"
 	"github.com/dubbo-lab/dubbo/node/cluster/router"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/registry"
@@ -47,7 +48,8 @@ type Reference struct {
 	chain       router.Chain
 	routers     []string // the router kinds that run (Dubbo's "router" key)
 	invoker     *cluster.Invoker
-	release     func() // releases the direct urls' clients
+	call        rpc.Invoker // invoker under the mock setting
+	release     func()      // releases the direct urls' clients
 
 	// The providers of each discovery, merged by setProviders.
 	migration          string
@@ -73,6 +75,7 @@ type Reference struct {
 	tagReadOnce sync.Once
 
 	schema protoSchema // the service's protobuf descriptor (schema.go)
+	def    definition  // the service's Java definition (returntype.go)
 }
 
 // tagRuleRead reports whether the first calls can be routed with the tag
@@ -144,6 +147,7 @@ func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceCon
 		return nil, fmt.Errorf("reference %s: %w", key, err)
 	}
 	r.invoker = inv
+	r.call = mock.NewInvoker(inv, r.settingsURL, r, r.log)
 	if r.dyn != nil {
 		if err := r.subscribe(ctx); err != nil {
 			r.close()
@@ -452,6 +456,13 @@ func (r *Reference) notify(n registry.Notification) {
 	}
 }
 
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // routerURLKind is the router a URL of the registry's routers folder is
 // for: its protocol (condition://, script://, file://), or the router
 // parameter of route:// URLs.
@@ -527,6 +538,8 @@ func (r *Reference) watchProviderApp(ps []*url.URL) {
 			names = append(names, n)
 		}
 	}
+	// The tag rule first: the first calls wait for it (tagRead).
+	slices.SortStableFunc(names, func(a, b string) int { return boolInt(b == "tag") - boolInt(a == "tag") })
 	if !slices.Contains(names, "tag") {
 		r.markTagRuleRead() // tag routing is off ("router" key)
 	}
@@ -582,7 +595,16 @@ func (r *Reference) watchProviderApp(ps []*url.URL) {
 // Invoke calls the service; the invocation's service, version and group
 // are the reference's.
 func (r *Reference) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	return r.invoker.Invoke(ctx, r.own(inv))
+	return r.call.Invoke(ctx, r.own(inv))
+}
+
+// settingsURL is the consumer URL under the consumer-side override rules,
+// where settings that need no provider (mock) are read.
+func (r *Reference) settingsURL() *url.URL {
+	if r.dyn != nil {
+		return r.dyn.ConsumerURL()
+	}
+	return r.consumerURL
 }
 
 // Stream opens a stream of a protobuf method on one provider, picked by
