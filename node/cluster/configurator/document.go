@@ -2,6 +2,7 @@ package configurator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -169,27 +170,18 @@ func (d *Document) Rules() (Rules, error) {
 // fields Dubbo does not read.
 func (d *Document) Warnings() []string {
 	var w []string
-	for _, k := range sortedKeys(d.Extra) {
+	for _, k := range slices.Sorted(maps.Keys(d.Extra)) {
 		w = append(w, fmt.Sprintf("%s is not a field Dubbo reads; it is kept but not applied", k))
 	}
 	for i, it := range d.Configs {
 		if it.Match != nil && !d.matchCounts() {
 			w = append(w, fmt.Sprintf("configs[%d].match is not applied: Java Dubbo 3.3 reads an item's match only in configVersion v3.0 rules; set configVersion: v3.0", i))
 		}
-		for _, k := range sortedKeys(it.Extra) {
+		for _, k := range slices.Sorted(maps.Keys(it.Extra)) {
 			if k != "__generate_by_cp" {
 				w = append(w, fmt.Sprintf("configs[%d].%s is not a field Dubbo reads; it is kept but not applied", i, k))
 			}
 		}
 	}
 	return w
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

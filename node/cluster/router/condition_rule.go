@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,7 +143,7 @@ func (r *ConditionRule) Warnings() []string {
 	w = unknownFields(w, "", r.Extra, "valid")
 	for i, c := range r.Conditions {
 		at := fmt.Sprintf("conditions[%d].", i)
-		for _, k := range sortedKeys(c.Extra) {
+		for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
 			switch k {
 			case "priority", "force", "ratio", "trafficDisable":
 				w = append(w, fmt.Sprintf("%s%s is not applied: Java Dubbo 3.3 and dubbo-go 3.3 do not read it "+
@@ -164,21 +165,12 @@ func (r *ConditionRule) Warnings() []string {
 // unknownFields adds a warning for each key of extra but the ones Dubbo
 // reads without our model naming them (known).
 func unknownFields(w []string, at string, extra map[string]any, known ...string) []string {
-	for _, k := range sortedKeys(extra) {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		if !slices.Contains(known, k) {
 			w = append(w, fmt.Sprintf("%s%s is not a field Dubbo reads; it is kept but not applied", at, k))
 		}
 	}
 	return w
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // ConditionRouter applies a condition rule: its conditions run in order,
