@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/protocol"
@@ -32,8 +33,17 @@ type Invoker struct {
 	types    TypeResolver
 	log      *slog.Logger
 
+	// seen says, of the settings URL last seen, whether it has a mock
+	// setting at all, so that a call without one costs a comparison.
+	seen atomic.Pointer[seenURL]
+
 	mu     sync.Mutex
 	parsed map[string]parsed // by raw setting, bounded by maxParsed
+}
+
+type seenURL struct {
+	u    *url.URL
+	mock bool
 }
 
 type parsed struct {
@@ -58,7 +68,11 @@ func NewInvoker(next rpc.Invoker, settings func() *url.URL, types TypeResolver, 
 
 // Invoke makes the call, or answers it, as the method's setting says.
 func (m *Invoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	raw := cluster.MethodParam(m.settings(), cluster.MethodName(inv), Key)
+	u := m.settings()
+	if !m.hasMock(u) {
+		return m.next.Invoke(ctx, inv)
+	}
+	raw := cluster.MethodParam(u, cluster.MethodName(inv), Key)
 	if raw == "" {
 		return m.next.Invoke(ctx, inv)
 	}
@@ -82,6 +96,23 @@ func (m *Invoker) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result,
 		return res, err
 	}
 	return m.answer(ctx, inv, mk, err)
+}
+
+// hasMock reports whether u sets "mock" or "<method>.mock"; the answer is
+// kept for the URL, which changes only with the rules.
+func (m *Invoker) hasMock(u *url.URL) bool {
+	if s := m.seen.Load(); s != nil && s.u == u {
+		return s.mock
+	}
+	s := &seenURL{u: u}
+	for k := range u.Params() {
+		if k == Key || strings.HasSuffix(k, "."+Key) {
+			s.mock = true
+			break
+		}
+	}
+	m.seen.Store(s)
+	return s.mock
 }
 
 // isForce reports whether a setting Parse refused is a forced one, which

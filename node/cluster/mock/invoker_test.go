@@ -147,3 +147,16 @@ func TestUnsupportedParsedOnce(t *testing.T) {
 		t.Errorf("%d settings parsed, want 1", len(m.parsed))
 	}
 }
+
+// A reference without a mock setting pays next to nothing for the mock.
+func BenchmarkInvokerWithoutMock(b *testing.B) {
+	n := &next{res: &rpc.Result{Value: "x"}}
+	u := url.MustParse("consumer://1.1.1.1/org.example.Greeter?application=shop&timeout=1000&sayHello.retries=0")
+	m := NewInvoker(n, func() *url.URL { return u }, nil, quiet)
+	inv := &rpc.Invocation{Service: "org.example.Greeter", Method: "sayHello"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Invoke(ctx, inv)
+	}
+}
