@@ -141,6 +141,15 @@ func (m *Invoker) answer(ctx context.Context, inv *rpc.Invocation, mk *Mock, cau
 		}
 		return &rpc.Result{Exception: &rpc.Exception{Class: mk.Exception, Message: Mocked}, Provider: Provider}, nil
 	}
+	if _, ok := rpc.MessageArg(inv); ok {
+		// A protobuf method answers a message: its default (every field
+		// unset) is what empty and null can be; other values would need
+		// the message's descriptor.
+		if mk.Return != "empty" && mk.Return != "null" {
+			return nil, fail(rpc.ErrBadRequest, fmt.Sprintf("mock %q: a protobuf method's mock answer can only be empty (the default response message)", mk.Raw))
+		}
+		return &rpc.Result{Value: rpc.Message{}, Provider: Provider}, nil
+	}
 	var ret string
 	var props func(string) map[string]string
 	if m.types != nil {

@@ -160,3 +160,19 @@ func BenchmarkInvokerWithoutMock(b *testing.B) {
 		m.Invoke(ctx, inv)
 	}
 }
+
+// A protobuf method's mock answer is its default response message.
+func TestInvokerProtobuf(t *testing.T) {
+	n := &next{}
+	inv := &rpc.Invocation{Service: "greet.GreetService", Method: "Greet", Args: []any{rpc.Message{Bytes: []byte{10, 1, 'x'}}}}
+	for setting, want := range map[string]error{"force:return%20empty": nil, "force:return%20null": nil, "force:return%20hi": rpc.ErrBadRequest} {
+		u := url.MustParse("consumer://1.1.1.1/greet.GreetService?mock=" + setting)
+		res, err := NewInvoker(n, func() *url.URL { return u }, nil, quiet).Invoke(context.Background(), inv)
+		switch {
+		case want != nil && !errors.Is(err, want):
+			t.Errorf("%s: %v, want %v", setting, err, want)
+		case want == nil && (err != nil || !reflect.DeepEqual(res.Value, rpc.Message{})):
+			t.Errorf("%s: %+v, %v; want the empty message", setting, res, err)
+		}
+	}
+}

@@ -15,7 +15,8 @@
 // true, false, a quoted string, a number, JSON ({"a":1}, [1,2]; keys may go
 // unquoted as Java's parser allows) or any other text, a string; it is
 // typed from the method's return type as Java's MockInvoker does
-// ([Mock.Value]). mock=true, mock=default and class names ask Java to load
+// ([Mock.Value]); a protobuf (IDL) method answers the default response
+// message for empty or null, and refuses other values. mock=true, mock=default and class names ask Java to load
 // a mock class: this runtime has none, and [Parse] refuses them with
 // [ErrUnsupported].
 //
