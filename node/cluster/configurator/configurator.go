@@ -154,15 +154,17 @@ func (o *Override) matchConsumer(p, c *url.URL) bool {
 		}))
 }
 
-// ConfigureConsumer returns the consumer URL c as the consumer-side
-// overrides for its service and host make it (those not narrowed to some
-// providers), or c itself when none matches: the settings of the whole
-// reference, as Java's RegistryDirectory overrides its consumer URL.
+// ConfigureConsumer returns the consumer URL c as the overrides for its
+// service and host make it, or c itself when none matches: the settings
+// of the whole reference, as Java's RegistryDirectory overrides its
+// consumer URL. Consumer-side overrides apply, and those of no side (the
+// old override:// URLs, such as Dubbo Admin 2.6's mock), but not those
+// narrowed to some providers.
 func (r Rules) ConfigureConsumer(c *url.URL) *url.URL {
 	out := c
 	iface := c.ParamOr(url.KeyInterface, c.Path())
 	for _, o := range r {
-		if o.Side != "consumer" || len(o.ProviderAddresses) > 0 || !matchAny(o.serviceList(), iface) ||
+		if o.Side == "provider" || len(o.ProviderAddresses) > 0 || !matchAny(o.serviceList(), iface) ||
 			(o.Group != "" && o.Group != c.Param(url.KeyGroup)) ||
 			(o.Version != "" && o.Version != c.Param(url.KeyVersion)) ||
 			!matchAddress(o.Addresses, c) || !matchAny(o.Applications, c.Param("application")) ||

@@ -359,6 +359,14 @@ configs:
 	if r.ConfigureConsumer(other) != other {
 		t.Error("a rule of another service changed the consumer URL")
 	}
+	// Dubbo Admin 2.6's mock: an override URL of no side, for every host.
+	old, err := ParseURLs([]*url.URL{url.MustParse("override://0.0.0.0/org.example.Greeter?category=configurators&dynamic=false&application=shop&mock=force:return+null")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := old.ConfigureConsumer(c).Param("mock"); got != "force:return+null" {
+		t.Errorf("Admin 2.6's mock override: mock %q", got)
+	}
 }
 
 // Unknown fields are kept when a rule is read and written back.

@@ -59,19 +59,19 @@ type Mock struct {
 	Return string
 }
 
-// Parse reads a setting. A setting that is off ("", false, 0, null, N/A,
-// as Java's ConfigUtils.isEmpty) gives nil and no error. Errors wrap
-// ErrUnsupported and say what to write instead.
+// Parse reads a setting, URL-decoded first as Java does ("+" is a space,
+// %xx a byte). A setting that is off ("", false, 0, null, N/A, as Java's
+// ConfigUtils.isEmpty) gives nil and no error. Errors wrap ErrUnsupported
+// and say what to write instead.
 func Parse(s string) (*Mock, error) {
 	v := strings.TrimSpace(s)
 	if off(v) {
 		return nil, nil
 	}
-	if strings.Contains(v, "%") {
-		// Java decodes the setting as a URL component.
-		if d, err := url.QueryUnescape(v); err == nil {
-			v = d
-		}
+	// Java decodes the setting as a URL component: "return+null" is
+	// "return null", as old override URLs write it.
+	if d, err := url.QueryUnescape(v); err == nil {
+		v = strings.TrimSpace(d)
 	}
 	m := &Mock{Raw: s, Force: strings.HasPrefix(v, "force")}
 	switch {

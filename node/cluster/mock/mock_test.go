@@ -25,6 +25,9 @@ func TestParse(t *testing.T) {
 		{"return aa", &Mock{Return: "aa"}, false},
 		{"force:return [`hi`,`hi2`]", &Mock{Force: true, Return: `["hi","hi2"]`}, false},
 		{"force:return%20%7B%22a%22%3A1%7D", &Mock{Force: true, Return: `{"a":1}`}, false},
+		{"force:return+null", &Mock{Force: true, Return: "null"}, false},
+		{"return 1+1", &Mock{Return: "1 1"}, false}, // as Java decodes it
+		{"return 100%", &Mock{Return: "100%"}, false},
 		{"throw", &Mock{Throw: true}, false},
 		{"force:throw ", &Mock{Force: true, Throw: true}, false},
 		{"fail:throw java.lang.IllegalStateException", &Mock{Throw: true, Exception: "java.lang.IllegalStateException"}, false},
