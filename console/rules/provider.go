@@ -5,6 +5,10 @@ import (
 	"net"
 	"slices"
 	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
 )
 
 // Admin's item types for the items its own pages manage.
@@ -26,24 +30,31 @@ func checkAddress(addr string) error {
 	return nil
 }
 
-// loadOverride reads the service's override document, or starts one as
-// Admin's insertConfig does (scope service, keyed by the service id).
-func loadOverride(doc []byte, key string) (OverrideRule, error) {
+// loadOverride reads the service's override document, keeping every field
+// (items with a match, fields new Admin adds), or starts one as Admin's
+// insertConfig does (scope service, keyed by the service id).
+func loadOverride(doc []byte, key string) (*configurator.Document, error) {
 	if len(doc) == 0 {
-		return OverrideRule{Key: key, Scope: ScopeOf(key), Enabled: true}, nil
+		return &configurator.Document{Key: key, Scope: ScopeOf(key), Enabled: true}, nil
 	}
-	return ParseOverride(doc)
+	var d configurator.Document
+	if err := yaml.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("%w: override rule: %v", ErrInvalid, err)
+	}
+	return &d, nil
 }
 
-// onlyAddress reports whether an item targets exactly addr.
-func onlyAddress(c OverrideConfig, addr string) bool {
-	return len(c.Addresses) == 1 && c.Addresses[0] == addr
+// onlyAddress reports whether an item targets exactly addr, whoever it
+// matches otherwise.
+func onlyAddress(c configurator.Item, addr string) bool {
+	return len(c.Addresses) == 1 && c.Addresses[0] == addr && c.Match == nil
 }
 
 // SetWeight returns the override document of a service (doc, "" for none,
 // stored under key) with the provider at addr weighted as Admin's weight
 // page writes it: an item of type weight, side provider, for that address.
-// An earlier weight item for the same address is replaced.
+// An earlier weight item for the same address is replaced; the rest of
+// the document is kept as it was.
 func SetWeight(doc []byte, key, addr string, weight int) ([]byte, error) {
 	if err := checkAddress(addr); err != nil {
 		return nil, err
@@ -51,19 +62,19 @@ func SetWeight(doc []byte, key, addr string, weight int) ([]byte, error) {
 	if weight < 0 || weight > MaxWeight {
 		return nil, fmt.Errorf("%w: weight %d; use 0 to %d", ErrInvalid, weight, MaxWeight)
 	}
-	r, err := loadOverride(doc, key)
+	d, err := loadOverride(doc, key)
 	if err != nil {
 		return nil, err
 	}
-	item := OverrideConfig{Type: TypeWeight, Enabled: true, Side: "provider", Addresses: []string{addr},
+	item := configurator.Item{Type: TypeWeight, Enabled: true, Side: "provider", Addresses: []string{addr},
 		Parameters: map[string]any{"weight": weight}}
-	i := slices.IndexFunc(r.Configs, func(c OverrideConfig) bool { return c.Type == TypeWeight && onlyAddress(c, addr) })
+	i := slices.IndexFunc(d.Configs, func(c configurator.Item) bool { return c.Type == TypeWeight && onlyAddress(c, addr) })
 	if i >= 0 {
-		r.Configs[i] = item
+		d.Configs[i] = item
 	} else {
-		r.Configs = append(r.Configs, item)
+		d.Configs = append(d.Configs, item)
 	}
-	out, err := marshal(r)
+	out, err := marshal(d)
 	if err != nil {
 		return nil, err
 	}
@@ -73,25 +84,25 @@ func SetWeight(doc []byte, key, addr string, weight int) ([]byte, error) {
 // SetDisabled returns the override document with the provider at addr
 // taken out of service (an item side provider, disabled: true, as Dubbo's
 // documentation and Admin's dynamic configuration write it) or put back
-// (that item removed). empty is true when no item is left: Admin then
-// deletes the document, and so should the caller.
+// (that item removed), the rest kept as it was. empty is true when no
+// item is left: Admin then deletes the document, and so should the caller.
 func SetDisabled(doc []byte, key, addr string, disabled bool) (out []byte, empty bool, err error) {
 	if err := checkAddress(addr); err != nil {
 		return nil, false, err
 	}
-	r, err := loadOverride(doc, key)
+	d, err := loadOverride(doc, key)
 	if err != nil {
 		return nil, false, err
 	}
-	r.Configs = slices.DeleteFunc(r.Configs, func(c OverrideConfig) bool { return IsDisableItem(c) && onlyAddress(c, addr) })
+	d.Configs = slices.DeleteFunc(d.Configs, func(c configurator.Item) bool { return IsDisableItem(c) && onlyAddress(c, addr) })
 	if disabled {
-		r.Configs = append(r.Configs, OverrideConfig{Enabled: true, Side: "provider", Addresses: []string{addr},
+		d.Configs = append(d.Configs, configurator.Item{Enabled: true, Side: "provider", Addresses: []string{addr},
 			Parameters: map[string]any{"disabled": true}})
 	}
-	if len(r.Configs) == 0 {
+	if len(d.Configs) == 0 {
 		return nil, true, nil
 	}
-	if out, err = marshal(r); err != nil {
+	if out, err = marshal(d); err != nil {
 		return nil, false, err
 	}
 	out, err = Normalize(KindOverride, key, out)
@@ -99,7 +110,7 @@ func SetDisabled(doc []byte, key, addr string, disabled bool) (out []byte, empty
 }
 
 // IsDisableItem reports whether an item only switches providers off.
-func IsDisableItem(c OverrideConfig) bool {
+func IsDisableItem(c configurator.Item) bool {
 	if len(c.Parameters) != 1 || c.Side == "consumer" {
 		return false
 	}
@@ -110,13 +121,13 @@ func IsDisableItem(c OverrideConfig) bool {
 // DisabledAddresses lists the provider addresses an override document
 // switches off with enabled items.
 func DisabledAddresses(doc []byte) []string {
-	r, err := ParseOverride(doc)
-	if err != nil || !r.Enabled {
+	var d configurator.Document
+	if yaml.Unmarshal(doc, &d) != nil || !d.Enabled {
 		return nil
 	}
 	var out []string
-	for _, c := range r.Configs {
-		if c.Enabled && IsDisableItem(c) {
+	for _, c := range d.Configs {
+		if c.Enabled && c.Match == nil && IsDisableItem(c) {
 			out = append(out, c.Addresses...)
 		}
 	}

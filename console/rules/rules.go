@@ -1,23 +1,30 @@
 // Package rules reads, checks and writes Dubbo's governance rules as Dubbo
-// Admin stores them in the config center, so that Admin and the console
-// edit each other's rules:
+// Admin stores them in the config center, so that both Admins and the
+// console edit each other's rules:
 //
 //   - condition routes at /dubbo/config/dubbo/<key>.condition-router, key
 //     <interface>:<version>:<group> (scope service) or an application name
-//     (scope application): Admin's RoutingRule;
-//   - tag routes at <application>.tag-router: Admin's TagRoute;
+//     (scope application): Admin 0.5's RoutingRule (configVersion v3.0
+//     strings), or new Admin's v3.1 from/to conditions;
+//   - tag routes at <application>.tag-router: Admin's TagRoute, with tags
+//     by address or, in v3.0 rules, by parameter match;
 //   - dynamic configuration (override rules) at <key>.configurators:
 //     Admin's OverrideDTO with its OverrideConfig items, including the
-//     "weight" items its weight page writes and the disabled=true items
-//     that take a provider out of service.
+//     "weight" items its weight page writes, the disabled=true items that
+//     take a provider out of service, and items with a match;
+//   - affinity routes at <key>.affinity-router (dubbo-go's, new Admin's);
+//   - script routes at <application>.script-router, which the runtime
+//     does not apply (Warnings says so).
 //
-// Normalize checks a document twice: with the runtime's own parsers
+// Normalize checks a document with the runtime's own parsers
 // (node/cluster/router, node/cluster/configurator), so what is stored is
-// what consumers will apply, and against Admin's model, which refuses
-// fields it does not know (Admin reads rules with Jackson's default
-// FAIL_ON_UNKNOWN_PROPERTIES). It then writes the document the way Admin
-// writes it: fields in alphabetical order, booleans spelled out, absent
-// lists left out.
+// what consumers will apply, and writes it back. A document that Admin
+// 0.5's model holds entirely (no v3.1 conditions, no match, no field it
+// does not know) is written the way Admin 0.5 writes it: fields in
+// alphabetical order, booleans spelled out, absent lists left out. Any
+// other is written from the runtime's model, which keeps every field it
+// does not know as it was, so nothing a rule says is lost. Warnings lists
+// what a rule says that the runtime does not apply.
 package rules
 
 import (
@@ -44,6 +51,8 @@ const (
 	KindCondition = "condition"
 	KindTag       = "tag"
 	KindOverride  = "override"
+	KindAffinity  = "affinity"
+	KindScript    = "script"
 )
 
 // Scopes of condition and override rules.
@@ -57,10 +66,16 @@ var suffixes = map[string]string{
 	KindCondition: ".condition-router",
 	KindTag:       ".tag-router",
 	KindOverride:  ".configurators",
+	KindAffinity:  ".affinity-router",
+	KindScript:    ".script-router",
 }
 
 // Kinds lists the kinds in display order.
-var Kinds = []string{KindCondition, KindTag, KindOverride}
+var Kinds = []string{KindCondition, KindTag, KindOverride, KindAffinity, KindScript}
+
+// byApplication reports whether rules of kind are keyed by the provider
+// application alone.
+func byApplication(kind string) bool { return kind == KindTag || kind == KindScript }
 
 // ConfigKey is the config-center key of a rule: key plus the kind's suffix.
 func ConfigKey(kind, key string) string { return key + suffixes[kind] }
@@ -82,7 +97,7 @@ func Split(configKey string) (kind, key string, ok bool) {
 // application, which has no ':'.
 func CheckKey(kind, key string) error {
 	if _, ok := suffixes[kind]; !ok {
-		return fmt.Errorf("%w: kind %q; use condition, tag or override", ErrInvalid, kind)
+		return fmt.Errorf("%w: kind %q; use %s", ErrInvalid, kind, strings.Join(Kinds, ", "))
 	}
 	switch {
 	case key == "":
@@ -95,8 +110,8 @@ func CheckKey(kind, key string) error {
 		return fmt.Errorf("%w: key %q", ErrInvalid, key)
 	case strings.IndexFunc(key, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) >= 0:
 		return fmt.Errorf("%w: key %q has spaces or control characters", ErrInvalid, key)
-	case kind == KindTag && strings.Contains(key, ":"):
-		return fmt.Errorf("%w: tag rules are keyed by the provider application, not a service (%q)", ErrInvalid, key)
+	case byApplication(kind) && strings.Contains(key, ":"):
+		return fmt.Errorf("%w: %s rules are keyed by the provider application, not a service (%q)", ErrInvalid, kind, key)
 	}
 	return nil
 }
@@ -207,113 +222,175 @@ func Normalize(kind, key string, doc []byte) ([]byte, error) {
 		return normalizeCondition(key, doc, top)
 	case KindTag:
 		return normalizeTag(key, doc, top)
+	case KindAffinity:
+		return normalizeAffinity(key, doc)
+	case KindScript:
+		return normalizeScript(key, doc)
 	default:
 		return normalizeOverride(key, doc, top)
 	}
 }
 
-func normalizeCondition(key string, doc []byte, top map[string]any) ([]byte, error) {
-	if err := known("condition rule", top, conditionFields); err != nil {
-		return nil, err
+// Warnings lists what a stored rule of kind says that the runtime does
+// not apply (a script rule; a condition's priority in v3.1; a tag's match
+// outside v3.0; fields Dubbo does not read), for the console to show
+// beside it. nil when the rule is applied as written or does not parse.
+func Warnings(kind string, doc []byte) []string {
+	switch kind {
+	case KindCondition:
+		if r, err := router.ParseConditionRule(doc); err == nil {
+			return r.Warnings()
+		}
+	case KindTag:
+		if r, err := router.ParseTagRule(doc); err == nil {
+			return r.Warnings()
+		}
+	case KindAffinity:
+		if r, err := router.ParseAffinityRule(doc); err == nil {
+			return r.Warnings()
+		}
+	case KindScript:
+		if r, err := router.ParseScriptRule(doc); err == nil {
+			return r.Warnings()
+		}
+	case KindOverride:
+		if d, err := configurator.ParseDocument(doc); err == nil {
+			return d.Warnings()
+		}
 	}
-	if _, err := router.ParseConditionRule(doc); err != nil {
+	return nil
+}
+
+func normalizeCondition(key string, doc []byte, top map[string]any) ([]byte, error) {
+	rule, err := router.ParseConditionRule(doc)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	var r ConditionRule
-	r.Enabled, r.Runtime = true, true // Dubbo's defaults when absent
-	if err := yaml.Unmarshal(doc, &r); err != nil {
-		return nil, fmt.Errorf("%w: condition rule: %v", ErrInvalid, err)
-	}
-	scope, yamlKey, err := checkScopeKey(key, r.Scope, r.Key)
+	scope, yamlKey, err := checkScopeKey(key, rule.Scope, rule.Key)
 	if err != nil {
 		return nil, err
+	}
+	if rule.IsV31() || known("condition rule", top, conditionFields) != nil {
+		rule.Scope, rule.Key = scope, yamlKey
+		return marshal(rule)
+	}
+	r := ConditionRule{Enabled: true, Runtime: true} // Dubbo's defaults when absent
+	if err := yaml.Unmarshal(doc, &r); err != nil {
+		return nil, fmt.Errorf("%w: condition rule: %v", ErrInvalid, err)
 	}
 	r.Scope, r.Key = scope, yamlKey
 	return marshal(r)
 }
 
 func normalizeTag(key string, doc []byte, top map[string]any) ([]byte, error) {
-	if err := known("tag rule", top, tagFields); err != nil {
-		return nil, err
-	}
-	if tags, ok := top["tags"].([]any); ok {
-		for i, t := range tags {
-			m, ok := t.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("%w: tags[%d] is not a mapping with name and addresses", ErrInvalid, i)
-			}
-			if err := known(fmt.Sprintf("tags[%d]", i), m, tagItemFields); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if _, err := router.ParseTagRule(doc); err != nil {
+	rule, err := router.ParseTagRule(doc)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	var r TagRule
-	r.Enabled, r.Runtime = true, true
+	if rule.Key != "" && rule.Key != key {
+		return nil, fmt.Errorf("%w: key %q in the document, but the rule is stored as %q", ErrInvalid, rule.Key, key)
+	}
+	if !adminTag(top) {
+		rule.Key = key
+		return marshal(rule)
+	}
+	r := TagRule{Enabled: true, Runtime: true}
 	if err := yaml.Unmarshal(doc, &r); err != nil {
 		return nil, fmt.Errorf("%w: tag rule: %v", ErrInvalid, err)
 	}
-	if r.Key != "" && r.Key != key {
-		return nil, fmt.Errorf("%w: key %q in the document, but the rule is stored as %q", ErrInvalid, r.Key, key)
-	}
 	r.Key = key
-	if len(r.Tags) == 0 {
-		return nil, fmt.Errorf("%w: tag rule %q has no tags", ErrInvalid, key)
+	return marshal(r)
+}
+
+// adminTag reports whether Admin 0.5's TagRoute holds the whole rule.
+func adminTag(top map[string]any) bool {
+	if known("tag rule", top, tagFields) != nil {
+		return false
 	}
-	for i, t := range r.Tags {
-		if t.Name == "" {
-			return nil, fmt.Errorf("%w: tags[%d] has no name", ErrInvalid, i)
+	tags, _ := top["tags"].([]any)
+	for _, t := range tags {
+		m, ok := t.(map[string]any)
+		if !ok || known("tag", m, tagItemFields) != nil {
+			return false
 		}
+	}
+	return true
+}
+
+func normalizeOverride(key string, doc []byte, top map[string]any) ([]byte, error) {
+	var d configurator.Document
+	if err := yaml.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("%w: override rule: %v", ErrInvalid, err)
+	}
+	scope, yamlKey, err := checkScopeKey(key, d.Scope, d.Key)
+	if err != nil {
+		return nil, err
+	}
+	d.Scope, d.Key = scope, yamlKey
+	// The runtime's parser needs scope and key, which may have been filled
+	// in above: check what will be stored.
+	if _, err := d.Rules(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if !adminOverride(top) {
+		return marshal(&d)
+	}
+	r := OverrideRule{Enabled: d.Enabled, Key: d.Key, Scope: d.Scope, ConfigVersion: d.ConfigVersion}
+	for _, it := range d.Configs {
+		// Items whose enabled is absent are on, as Dubbo reads them;
+		// Admin's model has a plain boolean, so it is written out.
+		r.Configs = append(r.Configs, OverrideConfig{Addresses: it.Addresses, Applications: it.Applications,
+			Enabled: it.Enabled, Parameters: it.Parameters, ProviderAddresses: it.ProviderAddresses,
+			Services: it.Services, Side: it.Side, Type: it.Type})
 	}
 	return marshal(r)
 }
 
-func normalizeOverride(key string, doc []byte, top map[string]any) ([]byte, error) {
-	if err := known("override rule", top, overrideFields); err != nil {
-		return nil, err
+// adminOverride reports whether Admin 0.5's OverrideDTO holds the whole
+// rule.
+func adminOverride(top map[string]any) bool {
+	if known("override rule", top, overrideFields) != nil {
+		return false
 	}
-	if items, ok := top["configs"].([]any); ok {
-		for i, it := range items {
-			m, ok := it.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("%w: configs[%d] is not a mapping", ErrInvalid, i)
-			}
-			if err := known(fmt.Sprintf("configs[%d]", i), m, itemFields); err != nil {
-				return nil, err
-			}
+	items, _ := top["configs"].([]any)
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok || known("configs item", m, itemFields) != nil {
+			return false
 		}
 	}
-	var r OverrideRule
-	r.Enabled = true
-	if err := yaml.Unmarshal(doc, &r); err != nil {
-		return nil, fmt.Errorf("%w: override rule: %v", ErrInvalid, err)
-	}
-	// Items whose enabled is absent are on, as Dubbo reads them; Admin's
-	// model has a plain boolean, so write it out.
-	if items, ok := top["configs"].([]any); ok {
-		for i, it := range items {
-			if _, set := it.(map[string]any)["enabled"]; !set && i < len(r.Configs) {
-				r.Configs[i].Enabled = true
-			}
-		}
-	}
-	scope, yamlKey, err := checkScopeKey(key, r.Scope, r.Key)
+	return true
+}
+
+func normalizeAffinity(key string, doc []byte) ([]byte, error) {
+	rule, err := router.ParseAffinityRule(doc)
 	if err != nil {
-		return nil, err
-	}
-	r.Scope, r.Key = scope, yamlKey
-	out, err := marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	// The runtime's parser needs scope and key, which may have been filled
-	// in above: check what will be stored.
-	if _, err := configurator.Parse(out); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return out, nil
+	scope, yamlKey, err := checkScopeKey(key, rule.Scope, rule.Key)
+	if err != nil {
+		return nil, err
+	}
+	rule.Scope, rule.Key = scope, yamlKey
+	if rule.ConfigVersion == "" {
+		rule.ConfigVersion = router.ConfigVersion31
+	}
+	return marshal(rule)
+}
+
+// normalizeScript keeps a script rule as written (after checking it is a
+// mapping): the runtime does not apply it, but the rule is another
+// runtime's to read.
+func normalizeScript(key string, doc []byte) ([]byte, error) {
+	rule, err := router.ParseScriptRule(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if rule.Key != "" && rule.Key != key {
+		return nil, fmt.Errorf("%w: key %q in the document, but the rule is stored as %q", ErrInvalid, rule.Key, key)
+	}
+	rule.Key = key
+	return marshal(rule)
 }
 
 // checkScopeKey fills in and checks a document's scope and key against the
@@ -344,7 +421,7 @@ func checkScopeKey(pathKey, scope, docKey string) (string, string, error) {
 	return scope, docKey, nil
 }
 
-// known refuses fields Admin's model does not have.
+// known says which fields Admin 0.5's model does not have.
 func known(what string, m map[string]any, fields []string) error {
 	var unknown []string
 	for k := range m {

@@ -5,14 +5,20 @@
 // implemented in a sub-package:
 //
 //   - a [Directory] (package directory) lists the live providers of one
-//     service for an invocation, after its [Router]s (package router: condition
-//     and tag rules) have filtered them and override rules (package
-//     configurator) have rewritten their URLs;
+//     service for an invocation, after its [Router]s (package router:
+//     condition, tag and affinity rules) have filtered them and override
+//     rules (package configurator) have rewritten their URLs;
 //   - a [LoadBalancer] (package loadbalance: random, roundrobin, leastactive,
 //     shortestresponse, consistenthash, p2c) picks one of them;
 //   - a strategy (this package, one file each: failover, failfast, failsafe,
 //     failback, forking, broadcast, available) decides what to do when that
 //     call fails.
+//
+// Around the cluster invoker, package mock answers calls by Dubbo's mock
+// setting (force:return, fail:return, throw), as Java's
+// MockClusterInvoker wraps its cluster. Package match holds the value
+// matchers (StringMatch, AddressMatch ...) that tag rules and override
+// items share.
 //
 // [Join] ties a Directory and the load balancers into one [Invoker], which is
 // an rpc.Invoker the consumer calls. The Invoker counts calls per provider
@@ -23,7 +29,7 @@
 // to its constructor, which drives the list of names, the constructor and
 // the start-time check of configured names: [Names] and [Check] here for
 // strategies, loadbalance.Names and loadbalance.Check, router.Names and
-// router.Check. How to add a load balancer: write one file in package
+// router.Enabled. How to add a load balancer: write one file in package
 // loadbalance with a type whose Select implements [LoadBalancer] and a
 // constructor taking the package's env (randomness, clock, Stats), and add
 // one row, name -> constructor, to loadbalance's table; the name is then

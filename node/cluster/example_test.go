@@ -55,7 +55,8 @@ func Example() {
 
 	// A condition rule from the config center keeps sayHello off 10.0.0.1.
 	rule, _ := router.ParseConditionRule([]byte("scope: service\nkey: org.example.Greeter\nconditions:\n  - method = sayHello => host != 10.0.0.1\n"))
-	routes.Set("service-condition", router.OrderServiceCondition, rule)
+	condition, _ := router.NewConditionRouter(rule)
+	routes.Set("service-condition", router.OrderServiceCondition, condition)
 	call()
 	call()
 

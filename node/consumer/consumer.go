@@ -3,10 +3,11 @@
 //
 // A [Reference] is one referenced service. Through the registry it is a
 // subscription to the service's providers, routers and configurators plus
-// the config-center rules (<interface>:<version>:<group>.condition-router,
-// <app>.condition-router, the provider application's tag-router and the
-// .configurators documents), feeding a dynamic directory of provider
-// invokers; each call then goes through the routers, the load balancer and
+// the config-center rules (<interface>:<version>:<group>.condition-router
+// and .affinity-router, <app>.condition-router, the provider application's
+// tag-router, affinity-router and script-router, which is not applied but
+// logged, and the .configurators documents), feeding a dynamic directory
+// of provider invokers; each call then goes through the routers, the load balancer and
 // the cluster strategy (package cluster). Alongside, as Dubbo 3's
 // APPLICATION_FIRST migration step, it follows the provider applications
 // named in /dubbo/mapping/<interface>, their instances under /services and
@@ -135,7 +136,12 @@ type Settings struct {
 	// broadcast.fail.percent, ...); the ones the runtime implements take
 	// effect. A key set by a field above too takes the field's value. In
 	// consumer.defaults they apply to every reference that does not set
-	// the key. Default none.
+	// the key. "mock" (and "<method>.mock") answers calls without the
+	// provider, as Dubbo's mock: "force:return <value>" every call,
+	// "fail:return <value>" the calls that failed with an error that is
+	// not a business exception, "throw [<exception class>]" fails them
+	// (package node/cluster/mock); mock=true and class names are refused,
+	// there are no Java mock classes here. Default none.
 	Parameters map[string]string `koanf:"parameters"`
 }
 
@@ -171,8 +177,8 @@ type MethodConfig struct {
 	LoadBalance string        `koanf:"loadbalance"`
 	// Parameters are more parameters of this method, written into the
 	// consumer URL as "<name>.<key>", as Java writes a method's
-	// parameters: forks, hash.arguments, hash.nodes, sticky ... of this
-	// method only. Default none.
+	// parameters: forks, hash.arguments, hash.nodes, sticky, mock ... of
+	// this method only. Default none.
 	Parameters map[string]string `koanf:"parameters"`
 }
 

@@ -681,5 +681,5 @@ func (r *Reference) setProviders(source int, ps []*url.URL) {
 		add(r.appURLs)
 	}
 	r.dyn.Update(merged)
-	r.watchTags(merged)
+	r.watchProviderApp(merged)
 }

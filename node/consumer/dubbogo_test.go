@@ -10,6 +10,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if zkAddr := os.Getenv(childProviderEnv); zkAddr != "" {
+		serveChildProvider(zkAddr) // a provider process that a test kills
+		return
+	}
 	code := m.Run()
 	dubbogo.RemoveBuilds()
 	os.Exit(code)

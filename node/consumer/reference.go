@@ -16,6 +16,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
 	"github.com/dubbo-lab/dubbo/node/cluster/directory"
 	"github.com/dubbo-lab/dubbo/node/cluster/loadbalance"
+	"github.com/dubbo-lab/dubbo/node/cluster/mock"
 	"github.com/dubbo-lab/dubbo/node/cluster/router"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/registry"
@@ -47,7 +48,8 @@ type Reference struct {
 	chain       router.Chain
 	routers     []string // the router kinds that run (Dubbo's "router" key)
 	invoker     *cluster.Invoker
-	release     func() // releases the direct urls' clients
+	call        rpc.Invoker // invoker under the mock setting
+	release     func()      // releases the direct urls' clients
 
 	// The providers of each discovery, merged by setProviders.
 	migration          string
@@ -56,13 +58,14 @@ type Reference struct {
 	ifaceURLs, appURLs []*url.URL
 
 	// Watches of the config center, and the goroutine that (re)arms the
-	// provider application's tag-router watch outside the registry loop.
-	mu        sync.Mutex
-	cancels   []func()
-	tagApp    string
-	tagCancel func()
-	closed    bool
-	wg        sync.WaitGroup
+	// watches of the provider application's rules (tag, affinity, script)
+	// outside the registry loop.
+	mu          sync.Mutex
+	cancels     []func()
+	provApp     string
+	provCancels []func()
+	closed      bool
+	wg          sync.WaitGroup
 
 	// tagRead is closed once the tag rule of the providers' application
 	// has been read, or there is none to read: Java's TagStateRouter reads
@@ -72,6 +75,7 @@ type Reference struct {
 	tagReadOnce sync.Once
 
 	schema protoSchema // the service's protobuf descriptor (schema.go)
+	def    definition  // the service's Java definition (returntype.go)
 }
 
 // tagRuleRead reports whether the first calls can be routed with the tag
@@ -143,6 +147,7 @@ func (c *Consumer) newReference(ctx context.Context, key string, rc ReferenceCon
 		return nil, fmt.Errorf("reference %s: %w", key, err)
 	}
 	r.invoker = inv
+	r.call = mock.NewInvoker(inv, r.settingsURL, r, r.log)
 	if r.dyn != nil {
 		if err := r.subscribe(ctx); err != nil {
 			r.close()
@@ -388,7 +393,7 @@ func (r *Reference) subscribe(ctx context.Context) error {
 		case router.ScopeConsumerApp:
 			watches = append(watches, watch{r.c.cfg.Application + kind.Suffix, r.routerRule(name, kind)})
 		}
-		// ScopeProviderApp: armed by watchTags once the providers' application is known.
+		// ScopeProviderApp: armed by watchProviderApp once the providers' application is known.
 	}
 	watches = append(watches,
 		watch{svcKey + ".configurators", r.overrideRule("service", orderServiceConfig)},
@@ -425,6 +430,10 @@ func (r *Reference) notify(n registry.Notification) {
 			if u.Protocol() == "empty" {
 				continue
 			}
+			if kind := routerURLKind(u); kind != "condition" {
+				r.log.Warn("routers: rule not applied by this runtime (only condition rules are)", "router", kind, "rule", u.String())
+				continue
+			}
 			rule, err := router.ParseConditionURL(u)
 			if err != nil {
 				r.log.Warn("ignoring routers update with an invalid rule; the previous routes stay in force", "rule", u.String(), "err", err)
@@ -445,6 +454,23 @@ func (r *Reference) notify(n registry.Notification) {
 		}
 		r.dyn.SetConfigurator("registry", orderRegistryConfig, rules)
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// routerURLKind is the router a URL of the registry's routers folder is
+// for: its protocol (condition://, script://, file://), or the router
+// parameter of route:// URLs.
+func routerURLKind(u *url.URL) string {
+	if u.Protocol() == "route" {
+		return u.ParamOr("router", "condition")
+	}
+	return u.Protocol()
 }
 
 // routers applies several routers in turn.
@@ -474,6 +500,9 @@ func (r *Reference) routerRule(name string, kind router.Kind) func(string, bool)
 			r.log.Warn("ignoring invalid routing rule; the previous one stays in force", "router", name, "err", err)
 			return
 		}
+		for _, w := range router.Warnings(rt) {
+			r.log.Warn("routing rule: part of it is not applied", "router", name, "warning", w)
+		}
 		r.chain.Set(name, kind.Order, rt)
 	}
 }
@@ -494,24 +523,28 @@ func (r *Reference) overrideRule(name string, order int) func(string, bool) {
 	}
 }
 
-// watchTags follows the rules of the router kinds scoped to the providers'
-// application (tag: <provider application>.tag-router). The watch is armed
-// from a goroutine of the reference because notify runs on the registry
-// loop, which Watch waits for.
-func (r *Reference) watchTags(ps []*url.URL) {
+// watchProviderApp follows the rules of the router kinds scoped to the
+// providers' application (<provider application>.tag-router,
+// .affinity-router, .script-router). The watches are armed from a
+// goroutine of the reference because notify runs on the registry loop,
+// which Watch waits for.
+func (r *Reference) watchProviderApp(ps []*url.URL) {
 	if r.c.config == nil || len(ps) == 0 {
 		return
 	}
-	var name string
-	var kind router.Kind
+	var names []string
 	for _, n := range r.routers {
 		if k, _ := router.Lookup(n); k.Scope == router.ScopeProviderApp {
-			name, kind = n, k
+			names = append(names, n)
 		}
 	}
-	if name == "" {
-		r.markTagRuleRead()
-		return // tag routing is off ("router" key)
+	// The tag rule first: the first calls wait for it (tagRead).
+	slices.SortStableFunc(names, func(a, b string) int { return boolInt(b == "tag") - boolInt(a == "tag") })
+	if !slices.Contains(names, "tag") {
+		r.markTagRuleRead() // tag routing is off ("router" key)
+	}
+	if len(names) == 0 {
+		return
 	}
 	app := ps[0].Param("application")
 	if app == "" {
@@ -519,33 +552,42 @@ func (r *Reference) watchTags(ps []*url.URL) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if app == "" || app == r.tagApp || r.closed {
+	if app == "" || app == r.provApp || r.closed {
 		return
 	}
-	r.tagApp = app
-	old := r.tagCancel
-	r.tagCancel = nil
+	r.provApp = app
+	old := r.provCancels
+	r.provCancels = nil
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if old != nil {
-			old()
+		for _, stop := range old {
+			stop()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		stop, err := r.c.config.Watch(ctx, app+kind.Suffix, r.routerRule(name, kind))
-		r.markTagRuleRead() // Watch has delivered the rule, if there is one
-		if err != nil {
-			r.log.Warn("cannot watch the routing rule of the provider application", "app", app, "router", name, "err", err)
-			return
+		var stops []func()
+		for _, name := range names {
+			kind, _ := router.Lookup(name)
+			stop, err := r.c.config.Watch(ctx, app+kind.Suffix, r.routerRule(name, kind))
+			if name == "tag" {
+				r.markTagRuleRead() // Watch has delivered the rule, if there is one
+			}
+			if err != nil {
+				r.log.Warn("cannot watch the routing rule of the provider application", "app", app, "router", name, "err", err)
+				continue
+			}
+			stops = append(stops, stop)
 		}
 		r.mu.Lock()
-		if r.closed || r.tagApp != app {
+		if r.closed || r.provApp != app {
 			r.mu.Unlock()
-			stop()
+			for _, stop := range stops {
+				stop()
+			}
 			return
 		}
-		r.tagCancel = stop
+		r.provCancels = stops
 		r.mu.Unlock()
 	}()
 }
@@ -553,7 +595,16 @@ func (r *Reference) watchTags(ps []*url.URL) {
 // Invoke calls the service; the invocation's service, version and group
 // are the reference's.
 func (r *Reference) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-	return r.invoker.Invoke(ctx, r.own(inv))
+	return r.call.Invoke(ctx, r.own(inv))
+}
+
+// settingsURL is the consumer URL under the consumer-side override rules,
+// where settings that need no provider (mock) are read.
+func (r *Reference) settingsURL() *url.URL {
+	if r.dyn != nil {
+		return r.dyn.ConsumerURL()
+	}
+	return r.consumerURL
 }
 
 // Stream opens a stream of a protobuf method on one provider, picked by
@@ -619,8 +670,8 @@ func (r *Reference) ConsumerURL() *url.URL { return r.consumerURL.Clone() }
 func (r *Reference) close() {
 	r.mu.Lock()
 	r.closed = true
-	cancels := append(r.cancels, r.tagCancel)
-	r.cancels, r.tagCancel = nil, nil
+	cancels := append(r.cancels, r.provCancels...)
+	r.cancels, r.provCancels = nil, nil
 	r.mu.Unlock()
 	r.wg.Wait()
 	if r.apps != nil {

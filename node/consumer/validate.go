@@ -7,6 +7,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/cluster/loadbalance"
+	"github.com/dubbo-lab/dubbo/node/cluster/mock"
 	"github.com/dubbo-lab/dubbo/node/cluster/router"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -96,6 +97,7 @@ var paramChecks = map[string]func(string) error{
 	"hash.arguments":                argumentIndexes,
 	cluster.KeySticky:               boolean,
 	cluster.KeyBroadcastFailPercent: percent,
+	mock.Key:                        mock.Check,
 }
 
 // keyRouter is Dubbo's "router" key: the routers to run ("-tag" turns one off).
@@ -106,7 +108,11 @@ func validateParameters(key string, params map[string]string) error {
 		if k == "" {
 			return fmt.Errorf("%s: an empty key", key)
 		}
-		if check := paramChecks[k]; check != nil {
+		check := paramChecks[k]
+		if _, setting, ok := strings.Cut(k, "."); ok && setting == mock.Key {
+			check = mock.Check // a method's, "<method>.mock"
+		}
+		if check != nil {
 			if err := check(v); err != nil {
 				return fmt.Errorf("%s.%s: %w", key, k, err)
 			}

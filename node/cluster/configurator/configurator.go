@@ -4,12 +4,17 @@
 // loadbalance or disabled=true.
 //
 // Rules come as YAML from the config center (<service key>.configurators or
-// <application>.configurators, parsed by [Parse]) or as the old override://
-// URLs under /dubbo/<iface>/configurators ([ParseURL], [ParseURLs]). Either
-// way they become [Override]s, and a [Rules] list rewrites provider URLs as
-// the consumer's directory sees them. The directory applies them to every
+// <application>.configurators: a [Document], read by [ParseDocument] or
+// straight to rules by [Parse]) or as the old override:// URLs under
+// /dubbo/<iface>/configurators ([ParseURL], [ParseURLs]). Either way they
+// become [Override]s, and a [Rules] list rewrites provider URLs as the
+// consumer's directory sees them. The directory applies them to every
 // provider URL whenever rules or providers change, so a provider with
 // disabled=true drops out of routing and a new weight takes effect at once.
+// [Rules.ConfigureConsumer] applies the consumer-side ones to the
+// reference's own URL, where settings that need no provider (mock) are
+// read. An item's match ([ConditionMatch]) narrows it further by address,
+// service, application and parameters, as Java Dubbo 3.3 applies it.
 package configurator
 
 import (
@@ -18,8 +23,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/dubbo-lab/dubbo/node/url"
 )
@@ -53,6 +56,8 @@ type Override struct {
 	Parameters map[string]string
 	// OnlyIfAbsent keeps values the URL already has (the old absent:// form).
 	OnlyIfAbsent bool
+	// Match, when set, must hold too (ConditionMatch).
+	Match *ConditionMatch
 }
 
 // Rules apply overrides in order: those for every host first, then those
@@ -127,15 +132,55 @@ func (o *Override) serviceList() []string {
 }
 
 func (o *Override) matchProvider(p *url.URL) bool {
-	return matchAddress(o.Addresses, p) && matchAny(o.Applications, p.Param("application"))
+	return matchAddress(o.Addresses, p) && matchAny(o.Applications, p.Param("application")) &&
+		(o.Match == nil || o.Match.Matches(p.Address(), p, paramsOf(p)))
 }
 
+// matchConsumer matches a consumer-side override on the consumer's view of
+// provider p: Java applies it to the provider URL merged with the
+// consumer's parameters (the consumer's win), with the consumer's host as
+// the address.
 func (o *Override) matchConsumer(p, c *url.URL) bool {
 	if c == nil {
 		return false
 	}
 	return matchAddress(o.Addresses, c) && matchAddress(o.ProviderAddresses, p) &&
-		matchAny(o.Applications, c.Param("application"))
+		matchAny(o.Applications, c.Param("application")) &&
+		(o.Match == nil || o.Match.Matches(c.Host(), p, func(k string) (string, bool) {
+			if c.HasParam(k) {
+				return c.Param(k), true
+			}
+			return p.Param(k), p.HasParam(k)
+		}))
+}
+
+// ConfigureConsumer returns the consumer URL c as the overrides for its
+// service and host make it, or c itself when none matches: the settings
+// of the whole reference, as Java's RegistryDirectory overrides its
+// consumer URL. Consumer-side overrides apply, and those of no side (the
+// old override:// URLs, such as Dubbo Admin 2.6's mock), but not those
+// narrowed to some providers.
+func (r Rules) ConfigureConsumer(c *url.URL) *url.URL {
+	out := c
+	iface := c.ParamOr(url.KeyInterface, c.Path())
+	for _, o := range r {
+		if o.Side == "provider" || len(o.ProviderAddresses) > 0 || !matchAny(o.serviceList(), iface) ||
+			(o.Group != "" && o.Group != c.Param(url.KeyGroup)) ||
+			(o.Version != "" && o.Version != c.Param(url.KeyVersion)) ||
+			!matchAddress(o.Addresses, c) || !matchAny(o.Applications, c.Param("application")) ||
+			(o.Match != nil && !o.Match.Matches(c.Host(), c, paramsOf(c))) {
+			continue
+		}
+		if out == c {
+			out = c.Clone()
+		}
+		o.apply(out)
+	}
+	return out
+}
+
+func paramsOf(u *url.URL) func(string) (string, bool) {
+	return func(k string) (string, bool) { return u.Param(k), u.HasParam(k) }
 }
 
 // matchAddress: no addresses, 0.0.0.0, the host, or host:port.
@@ -164,88 +209,6 @@ func Disabled(u *url.URL) bool {
 		return u.BoolParam("disabled", false)
 	}
 	return !u.BoolParam("enabled", true)
-}
-
-// ruleYAML is the override rule of the config center, configVersion v2.7
-// or v3.0.
-type ruleYAML struct {
-	ConfigVersion string     `yaml:"configVersion"`
-	Scope         string     `yaml:"scope"`
-	Key           string     `yaml:"key"`
-	Enabled       *bool      `yaml:"enabled"`
-	Configs       []itemYAML `yaml:"configs"`
-}
-
-type itemYAML struct {
-	Side              string         `yaml:"side"`
-	Enabled           *bool          `yaml:"enabled"`
-	Addresses         []string       `yaml:"addresses"`
-	ProviderAddresses []string       `yaml:"providerAddresses"`
-	Applications      []string       `yaml:"applications"`
-	Services          []string       `yaml:"services"`
-	Parameters        map[string]any `yaml:"parameters"`
-}
-
-// Parse reads an override rule in Dubbo's YAML. A disabled rule (or item)
-// yields no overrides. Scope "service" takes the interface from key
-// ("group/interface:version" is understood); scope "application" applies
-// to the key application's services, narrowed by each item's services.
-func Parse(data []byte) (Rules, error) {
-	var y ruleYAML
-	if err := yaml.Unmarshal(data, &y); err != nil {
-		return nil, fmt.Errorf("%w: YAML: %w", ErrInvalidRule, err)
-	}
-	if y.Key == "" {
-		return nil, fmt.Errorf("%w: no 'key' (the interface for scope service, the application for scope application)", ErrInvalidRule)
-	}
-	switch y.ConfigVersion {
-	case "", "v2.7", "v3.0":
-	default:
-		return nil, fmt.Errorf("%w %q: configVersion %q; use v3.0", ErrInvalidRule, y.Key, y.ConfigVersion)
-	}
-	if y.Scope != "service" && y.Scope != "application" {
-		return nil, fmt.Errorf("%w %q: scope %q; use service or application", ErrInvalidRule, y.Key, y.Scope)
-	}
-	if len(y.Configs) == 0 {
-		return nil, fmt.Errorf("%w %q: no 'configs' items", ErrInvalidRule, y.Key)
-	}
-	if y.Enabled != nil && !*y.Enabled {
-		return Rules{}, nil
-	}
-	var out []*Override
-	for i, it := range y.Configs {
-		if it.Enabled != nil && !*it.Enabled {
-			continue
-		}
-		if it.Side != "" && it.Side != "provider" && it.Side != "consumer" {
-			return nil, fmt.Errorf("%w %q: configs[%d]: side %q; use provider or consumer", ErrInvalidRule, y.Key, i, it.Side)
-		}
-		if len(it.Parameters) == 0 {
-			return nil, fmt.Errorf("%w %q: configs[%d] has no parameters", ErrInvalidRule, y.Key, i)
-		}
-		o := &Override{
-			Side: it.Side, Addresses: it.Addresses, ProviderAddresses: it.ProviderAddresses,
-			Applications: it.Applications, Parameters: make(map[string]string, len(it.Parameters)),
-		}
-		for k, v := range it.Parameters {
-			if v == nil {
-				return nil, fmt.Errorf("%w %q: configs[%d]: parameter %q has no value", ErrInvalidRule, y.Key, i, k)
-			}
-			o.Parameters[k] = fmt.Sprint(v)
-		}
-		if y.Scope == "service" {
-			o.Service, o.Version, o.Group = url.ParseServiceKey(y.Key)
-		} else {
-			o.Services = it.Services
-			// The application a rule is keyed by is the one it configures:
-			// the providers' for provider-side rules, ours for consumer-side.
-			if len(o.Applications) == 0 {
-				o.Applications = []string{y.Key}
-			}
-		}
-		out = append(out, o)
-	}
-	return NewRules(out...), nil
 }
 
 // conditionKeys select URLs in an old override URL; they are not

@@ -31,6 +31,13 @@ type Configurator interface {
 	Configure(provider, consumer *url.URL) *url.URL
 }
 
+// ConsumerConfigurator is a Configurator that also rewrites the consumer
+// URL itself with its consumer-side rules; configurator.Rules implements
+// it.
+type ConsumerConfigurator interface {
+	ConfigureConsumer(consumer *url.URL) *url.URL
+}
+
 // consumerSettings are the keys a consumer's own value overrides the
 // provider's for, plain or per method ("sayHello.timeout"), as Dubbo merges
 // the reference's parameters into each provider URL.

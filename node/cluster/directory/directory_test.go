@@ -288,3 +288,24 @@ func BenchmarkDynamicUpdate(b *testing.B) {
 		b.Fatalf("%d providers listed, want %d", n, len(lists[b.N%2]))
 	}
 }
+
+// ConsumerURL follows the consumer-side override rules, so that settings
+// of the whole reference (mock) change without any provider.
+func TestDynamicConsumerURL(t *testing.T) {
+	h := newHarness(t)
+	if h.ConsumerURL() != h.opts.Consumer {
+		t.Fatal("without rules the consumer URL is the one given")
+	}
+	rules, err := configurator.Parse([]byte("scope: service\nkey: org.example.Greeter\nconfigs:\n  - side: consumer\n    parameters: {mock: 'force:return null'}\n  - side: provider\n    parameters: {weight: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetConfigurator("service", 2, rules)
+	if got := h.ConsumerURL(); got.Param("mock") != "force:return null" || got.Param("weight") != "1" {
+		t.Errorf("consumer URL under the rules: %s", got)
+	}
+	h.SetConfigurator("service", 2, nil)
+	if h.ConsumerURL().HasParam("mock") {
+		t.Error("the rule's mock stayed after the rule went")
+	}
+}

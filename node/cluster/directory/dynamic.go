@@ -48,8 +48,9 @@ type Dynamic struct {
 	// of new ones only, not of the whole list.
 	keys map[*url.URL]string
 
-	router atomic.Pointer[routerBox]
-	view   atomic.Pointer[[]cluster.ProviderInvoker]
+	router   atomic.Pointer[routerBox]
+	view     atomic.Pointer[[]cluster.ProviderInvoker]
+	consumer atomic.Pointer[url.URL] // Options.Consumer under the configurators
 }
 
 type entry struct {
@@ -82,6 +83,7 @@ func NewDynamic(opts Options) (*Dynamic, error) {
 	}
 	d := &Dynamic{opts: opts, entries: make(map[string]*entry)}
 	d.view.Store(&[]cluster.ProviderInvoker{})
+	d.consumer.Store(opts.Consumer)
 	return d, nil
 }
 
@@ -174,8 +176,21 @@ func (d *Dynamic) SetConfigurator(name string, order int, c Configurator) {
 	}
 	d.configurators = cs
 	d.configGen++
+	consumer := d.opts.Consumer
+	for _, s := range cs {
+		if cc, ok := s.c.(ConsumerConfigurator); ok {
+			consumer = cc.ConfigureConsumer(consumer)
+		}
+	}
+	d.consumer.Store(consumer)
 	d.rebuild()
 }
+
+// ConsumerURL is the reference's consumer URL under the consumer-side
+// override rules: where settings of the whole reference that need no
+// provider (mock) are read, as Java reads them from its directory's
+// consumer URL. It must not be modified.
+func (d *Dynamic) ConsumerURL() *url.URL { return d.consumer.Load() }
 
 // rebuild recomputes the snapshot List reads; d.mu is held.
 func (d *Dynamic) rebuild() {

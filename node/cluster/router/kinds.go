@@ -18,7 +18,8 @@ type Kind struct {
 	Scope  Scope
 	Suffix string
 	// New makes the router from its rule document; a nil document makes the
-	// router without a rule (nil when it then does nothing).
+	// router without a rule (nil when it then does nothing). What the rule
+	// says that is not applied is the router's Warnings.
 	New func(doc []byte) (cluster.Router, error)
 }
 
@@ -35,13 +36,17 @@ const (
 )
 
 // kinds is every router by the name Dubbo's "router" key uses for its
-// factory (tag, service and app state routers), all on by default.
-// Read-only. Condition rules from the registry's routers folder are not
-// named, as in Dubbo: they come with the provider list.
+// factory (Java's tag, service and app state routers; dubbo-go's affinity
+// and script routers), all on by default. Read-only. Condition rules from
+// the registry's routers folder are not named, as in Dubbo: they come with
+// the provider list.
 var kinds = map[string]Kind{
-	"tag":     {Order: OrderTag, Scope: ScopeProviderApp, Suffix: ".tag-router", New: newTag},
-	"service": {Order: OrderServiceCondition, Scope: ScopeService, Suffix: ".condition-router", New: newCondition},
-	"app":     {Order: OrderAppCondition, Scope: ScopeConsumerApp, Suffix: ".condition-router", New: newCondition},
+	"tag":                  {Order: OrderTag, Scope: ScopeProviderApp, Suffix: ".tag-router", New: newTag},
+	"service":              {Order: OrderServiceCondition, Scope: ScopeService, Suffix: ".condition-router", New: newCondition},
+	"app":                  {Order: OrderAppCondition, Scope: ScopeConsumerApp, Suffix: ".condition-router", New: newCondition},
+	"service.affinity":     {Order: OrderServiceAffinity, Scope: ScopeService, Suffix: ".affinity-router", New: newAffinity},
+	"application.affinity": {Order: OrderAppAffinity, Scope: ScopeProviderApp, Suffix: ".affinity-router", New: newAffinity},
+	"consumer.script":      {Order: OrderScript, Scope: ScopeProviderApp, Suffix: ".script-router", New: newScript},
 }
 
 func newTag(doc []byte) (cluster.Router, error) {
@@ -59,7 +64,43 @@ func newCondition(doc []byte) (cluster.Router, error) {
 	if doc == nil {
 		return nil, nil
 	}
-	return ParseConditionRule(doc)
+	rule, err := ParseConditionRule(doc)
+	if err != nil {
+		return nil, err
+	}
+	return NewConditionRouter(rule)
+}
+
+func newAffinity(doc []byte) (cluster.Router, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	rule, err := ParseAffinityRule(doc)
+	if err != nil {
+		return nil, err
+	}
+	return NewAffinityRouter(rule)
+}
+
+func newScript(doc []byte) (cluster.Router, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	rule, err := ParseScriptRule(doc)
+	if err != nil {
+		return nil, err
+	}
+	return ignored{rule.Warnings()}, nil
+}
+
+// Warnings lists what the rule of a router made by a Kind says that is
+// not applied (fields Dubbo does not read, a script rule); nil when
+// nothing.
+func Warnings(r cluster.Router) []string {
+	if w, ok := r.(interface{ Warnings() []string }); ok {
+		return w.Warnings()
+	}
+	return nil
 }
 
 // Names lists the routers a consumer runs, sorted.

@@ -12,12 +12,12 @@ func TestEnabled(t *testing.T) {
 	tests := []struct {
 		spec, want string
 	}{
-		{"", "app,service,tag"},
-		{"-tag", "app,service"},
-		{" -tag , -app ", "service"},
+		{"", "app,application.affinity,consumer.script,service,service.affinity,tag"},
+		{"-tag", "app,application.affinity,consumer.script,service,service.affinity"},
+		{" -tag , -app , -consumer.script, -application.affinity, -service.affinity", "service"},
 		{"-default", ""},
 		{"-default,tag", "tag"},
-		{"tag", "app,service,tag"},
+		{"tag", "app,application.affinity,consumer.script,service,service.affinity,tag"},
 	}
 	for _, tt := range tests {
 		got, err := Enabled(tt.spec)
@@ -26,7 +26,7 @@ func TestEnabled(t *testing.T) {
 		}
 	}
 	_, err := Enabled("-tga")
-	if !errors.Is(err, cluster.ErrUnknownName) || !strings.Contains(err.Error(), `"tga"`) || !strings.Contains(err.Error(), "app, service, tag") {
+	if !errors.Is(err, cluster.ErrUnknownName) || !strings.Contains(err.Error(), `"tga"`) || !strings.Contains(err.Error(), "app, application.affinity, consumer.script, service, service.affinity, tag") {
 		t.Errorf("Enabled(-tga): %v; want the unknown name and the known ones", err)
 	}
 }
@@ -34,9 +34,12 @@ func TestEnabled(t *testing.T) {
 // Every router of the table is made from a rule document, and without one.
 func TestKinds(t *testing.T) {
 	docs := map[string]string{
-		"tag":     "force: false\nkey: greeter-app\ntags:\n  - name: gray\n    addresses: [10.0.0.1:20880]\n",
-		"service": "scope: service\nkey: org.example.Greeter\nconditions:\n  - => host = 10.0.0.1\n",
-		"app":     "scope: application\nkey: shop\nconditions:\n  - => host = 10.0.0.1\n",
+		"tag":                  "force: false\nkey: greeter-app\ntags:\n  - name: gray\n    addresses: [10.0.0.1:20880]\n",
+		"service":              "scope: service\nkey: org.example.Greeter\nconditions:\n  - => host = 10.0.0.1\n",
+		"app":                  "scope: application\nkey: shop\nconditions:\n  - => host = 10.0.0.1\n",
+		"service.affinity":     "configVersion: v3.1\nscope: service\nkey: org.example.Greeter\naffinityAware: {key: region, ratio: 20}\n",
+		"application.affinity": "configVersion: v3.1\nscope: application\nkey: greeter-app\naffinity: {key: region}\n",
+		"consumer.script":      "key: greeter-app\ntype: javascript\nscript: function route(invokers) { return invokers; }\n",
 	}
 	for _, n := range Names() {
 		k, ok := Lookup(n)

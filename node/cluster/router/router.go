@@ -1,17 +1,28 @@
 // Package router holds Dubbo's routing rules, each a cluster.Router that
 // narrows the provider list of one call:
 //
-//   - condition rules ("method = find* => host = 10.0.0.1"), from the v3
-//     YAML stored in the config center under <key>.condition-router
-//     ([ParseConditionRule]) or the old condition:// URLs under
-//     /dubbo/<iface>/routers ([ParseConditionURL]);
+//   - condition rules, from the YAML stored in the config center under
+//     <key>.condition-router ([ParseConditionRule], [NewConditionRouter]):
+//     configVersion v3.0 "method = find* => host = 10.0.0.1" strings, or
+//     v3.1 conditions with a from and weighted to destinations; or the old
+//     condition:// URLs under /dubbo/<iface>/routers ([ParseConditionURL]).
+//     Both forms match as Java Dubbo 3.3 does (expr.go);
 //   - tag rules, from <provider application>.tag-router ([ParseTagRule]),
 //     which send calls carrying the dubbo.tag attachment to the providers of
-//     that tag; a [TagRouter] also routes by the providers' static dubbo.tag
-//     parameter when there is no rule.
+//     that tag, by address or by parameter match; a [TagRouter] also routes
+//     by the providers' static dubbo.tag parameter when there is no rule;
+//   - affinity rules, from <key>.affinity-router ([ParseAffinityRule]),
+//     which keep calls on providers sharing a parameter's value with the
+//     consumer, as dubbo-go 3.3 applies them;
+//   - script rules (<provider application>.script-router), which are read
+//     only to say that they are not applied ([ScriptRule]).
 //
-// A [Chain] runs several routers in a fixed order and lets the consumer swap
-// one when its rule changes. Parse errors wrap [ErrInvalidRule]; the caller
+// Each rule kind has a document model that keeps the fields it does not
+// know, so that the console edits rules without losing anything, and a
+// Warnings method listing what the rule says that is not applied; the
+// [Kind] table says where each rule lives and makes its router. A [Chain]
+// runs several routers in a fixed order and lets the consumer swap one
+// when its rule changes. Parse errors wrap [ErrInvalidRule]; the caller
 // logs them and keeps the rules it had.
 package router
 
@@ -28,14 +39,20 @@ import (
 // ErrInvalidRule is the category of every rule parse error.
 var ErrInvalidRule = errors.New("invalid routing rule")
 
-// Orders of the routers in a Chain: tag rules first, then service-scoped
-// and application-scoped condition rules, then the old rules from the
-// registry's routers folder, as Dubbo 3 orders its state routers.
+// Orders of the routers in a Chain: affinity rules first (dubbo-go 3.3
+// sorts its routers by ascending priority and gives affinity the lowest),
+// then tag rules, service-scoped and application-scoped condition rules,
+// and the old rules from the registry's routers folder, as Dubbo 3 orders
+// its state routers. Script rules are not applied; their place only
+// orders their warning.
 const (
+	OrderServiceAffinity  = 50
+	OrderAppAffinity      = 60
 	OrderTag              = 100
 	OrderServiceCondition = 140
 	OrderAppCondition     = 150
 	OrderRegistry         = 200
+	OrderScript           = 300
 )
 
 // Chain runs routers in ascending order, each on the list the previous one

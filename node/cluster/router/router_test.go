@@ -129,7 +129,7 @@ func TestParseConditionInvalid(t *testing.T) {
 }
 
 func TestParseConditionRule(t *testing.T) {
-	rule, err := ParseConditionRule([]byte(`
+	doc, err := ParseConditionRule([]byte(`
 configVersion: v3.0
 scope: service
 key: "org.example.Greeter:1.0.0:"
@@ -142,10 +142,11 @@ conditions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rule.Force || !rule.Runtime || !rule.Enabled || rule.Priority != 2 || rule.Scope != "service" ||
-		rule.Key != "org.example.Greeter:1.0.0:" || len(rule.Conditions()) != 2 {
-		t.Errorf("parsed %+v", rule)
+	if !doc.Force || !doc.Runtime || !doc.Enabled || doc.Priority != 2 || doc.Scope != "service" ||
+		doc.Key != "org.example.Greeter:1.0.0:" || len(doc.Conditions) != 2 || doc.Conditions[1].Rule != "=> application = app2" {
+		t.Errorf("parsed %+v", doc)
 	}
+	rule := mustRouter(t, doc)
 	// The conditions run in order: region first, then application.
 	if got := hosts(rule.Route(greeters, shopConsumer, call("sayHello"))); got != "12" {
 		t.Errorf("sayHello routed to %q, want 12", got)
@@ -161,9 +162,18 @@ conditions:
 	if off.Force || !off.Runtime || off.Priority != 0 {
 		t.Errorf("defaults: %+v", off)
 	}
-	if got := hosts(off.Route(greeters, shopConsumer, call("add"))); got != "10,11,12" {
+	if got := hosts(mustRouter(t, off).Route(greeters, shopConsumer, call("add"))); got != "10,11,12" {
 		t.Errorf("disabled rule routed to %q, want all", got)
 	}
+}
+
+func mustRouter(t testing.TB, doc *ConditionRule) *ConditionRouter {
+	t.Helper()
+	r, err := NewConditionRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestParseConditionRuleInvalid(t *testing.T) {
@@ -171,7 +181,12 @@ func TestParseConditionRuleInvalid(t *testing.T) {
 		{"no conditions", "key: a\nforce: true\n", "no conditions"},
 		{"bad yaml", "conditions: [\n", "YAML"},
 		{"bad condition", "conditions:\n  - method = => host = a\n", "when-side"},
-		{"v3.1", "configVersion: v3.1\nconditions:\n  - from: {match: a}\n", "v3.1"},
+		{"v3.1 strings", "configVersion: v3.1\nconditions:\n  - => host = a\n", "set configVersion: v3.0"},
+		{"v3.0 objects", "configVersion: v3.0\nconditions:\n  - from: {match: a=b}\n", "needs configVersion: v3.1"},
+		{"v3.1 bad from", "configVersion: v3.1\nconditions:\n  - from: {match: '= b'}\n", "from"},
+		{"v3.1 bad to", "configVersion: v3.1\nconditions:\n  - to: [{match: 'a ='}]\n", "to[0]"},
+		{"v3.1 blocks everything", "configVersion: v3.1\nconditions:\n  - from: {match: ''}\n", "block every call"},
+		{"later version", "configVersion: v3.2\nconditions:\n  - from: {match: a=b}\n", "v3.2"},
 		{"bad scope", "scope: global\nconditions: ['=> host = a']\n", "scope"},
 		{"wrong type", "force: maybe\nconditions: ['=> host = a']\n", "YAML"},
 	}
@@ -216,150 +231,6 @@ func TestParseConditionURL(t *testing.T) {
 	}
 }
 
-var tagged = providers(
-	"10.0.0.1:20880/g?application=p",
-	"10.0.0.2:20880/g?application=p&dubbo.tag=gray",
-	"10.0.0.3:20880/g?application=p&env=canary",
-	"10.0.0.4:20880/g?application=p&tag=blue",
-)
-
-func TestTagRouter(t *testing.T) {
-	rule, err := ParseTagRule([]byte(`
-force: false
-key: p
-tags:
-  - name: beta
-    addresses: ["10.0.0.1:20880"]
-  - name: canary
-    match:
-      - key: env
-        value: {exact: canary}
-  - name: empty
-    addresses: ["10.9.9.9"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	forced := *rule
-	forced.Force = true
-	disabled := *rule
-	disabled.Enabled = false
-	tests := []struct {
-		name     string
-		rule     *TagRule
-		tag      string
-		forceTag string
-		want     string
-	}{
-		{"static: no tag goes to untagged", nil, "", "", "1,3"},
-		{"static: tag gray", nil, "gray", "", "2"},
-		{"static: plain tag parameter", nil, "blue", "", "4"},
-		{"static: unknown tag falls back to untagged", nil, "red", "", "1,3"},
-		{"static: unknown tag with dubbo.force.tag", nil, "red", "true", ""},
-		{"rule: group by address", rule, "beta", "", "1"},
-		{"rule: group by match", rule, "canary", "", "3"},
-		{"rule: static tag not in rule", rule, "gray", "", "2"},
-		{"rule: empty group falls back to untagged outside groups", rule, "empty", "", ""},
-		{"rule: force keeps empty group", &forced, "empty", "", ""},
-		{"rule: unknown tag falls back", rule, "red", "", ""},
-		{"rule: no tag avoids groups but not other static tags", rule, "", "", "2,4"},
-		{"disabled rule: static tags", &disabled, "beta", "", "1,3"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			inv := call("sayHello")
-			if tt.tag != "" {
-				inv.SetAttachment(KeyTag, tt.tag)
-			}
-			if tt.forceTag != "" {
-				inv.SetAttachment(KeyForceTag, tt.forceTag)
-			}
-			if got := hosts(NewTagRouter(tt.rule).Route(tagged, shopConsumer, inv)); got != tt.want {
-				t.Errorf("routed to %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestTagRouterFallbackWithUntaggedOutsideGroups(t *testing.T) {
-	rule, err := ParseTagRule([]byte("tags:\n  - name: beta\n    addresses: [\"10.0.0.1\"]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewTagRouter(rule)
-	for _, tt := range []struct{ tag, want string }{{"", "2,3,4"}, {"red", "3"}, {"beta", "1"}} {
-		inv := call("sayHello")
-		if tt.tag != "" {
-			inv.SetAttachment(KeyTag, tt.tag)
-		}
-		if got := hosts(r.Route(tagged, shopConsumer, inv)); got != tt.want {
-			t.Errorf("tag %q routed to %q, want %q", tt.tag, got, tt.want)
-		}
-	}
-	// The consumer's own dubbo.tag parameter tags calls without the attachment.
-	consumer := url.MustParse("consumer://1.1.1.1/g?dubbo.tag=beta")
-	if got := hosts(r.Route(tagged, consumer, call("sayHello"))); got != "1" {
-		t.Errorf("consumer tag routed to %q, want 1", got)
-	}
-}
-
-// A group by match that matches no provider is no group, as in Java's
-// TagRouterRule (its addresses are left unset): the tag goes by static tags,
-// and the rule's force does not apply to it.
-func TestTagRouterMatchGroupWithoutMembers(t *testing.T) {
-	rule, err := ParseTagRule([]byte("force: true\ntags:\n  - name: gray\n    match:\n      - key: env\n        value: {exact: nowhere}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv := call("sayHello")
-	inv.SetAttachment(KeyTag, "gray")
-	if got := hosts(NewTagRouter(rule).Route(tagged, shopConsumer, inv)); got != "2" {
-		t.Errorf("routed to %q, want 2 (static dubbo.tag=gray)", got)
-	}
-}
-
-func TestParseTagRuleInvalid(t *testing.T) {
-	for _, y := range []string{
-		"key: p\n",
-		"tags:\n  - addresses: [a]\n",
-		"tags:\n  - name: a\n    match:\n      - value: {exact: x}\n",
-		"tags:\n  - name: a\n    match:\n      - key: k\n        value: {regex: '('}\n",
-		"tags: {",
-	} {
-		if _, err := ParseTagRule([]byte(y)); !errors.Is(err, ErrInvalidRule) {
-			t.Errorf("ParseTagRule(%q) error = %v, want ErrInvalidRule", y, err)
-		}
-	}
-}
-
-func TestAddressMatch(t *testing.T) {
-	tests := []struct {
-		pattern string
-		host    string
-		port    int
-		want    bool
-	}{
-		{"10.0.0.1", "10.0.0.1", 20880, true},
-		{"10.0.0.1:20880", "10.0.0.1", 20880, true},
-		{"10.0.0.1:20881", "10.0.0.1", 20880, false},
-		{"10.0.0.2", "10.0.0.1", 20880, false},
-		{"0.0.0.0:20880", "10.0.0.1", 20880, true},
-		{"0.0.0.0:20881", "10.0.0.1", 20880, false},
-		{"*", "10.0.0.1", 1, true},
-		{"10.0.0.*", "10.0.0.7", 1, true},
-		{"10.0.1.*", "10.0.0.7", 1, false},
-		{"10.0.0.0/24", "10.0.0.200", 1, true},
-		{"10.0.0.0/24", "10.0.1.1", 1, false},
-		{"[::1]:20880", "::1", 20880, true},
-		{"bad/prefix", "10.0.0.1", 1, false},
-	}
-	for _, tt := range tests {
-		if got := addressMatch(tt.pattern, tt.host, tt.port); got != tt.want {
-			t.Errorf("addressMatch(%q, %s:%d) = %v, want %v", tt.pattern, tt.host, tt.port, got, tt.want)
-		}
-	}
-}
-
 // markRouter appends its name to the invocation so the test sees the order.
 type markRouter string
 
@@ -389,10 +260,11 @@ func TestChainOrderAndReplace(t *testing.T) {
 }
 
 func BenchmarkConditionRoute(b *testing.B) {
-	rule, err := ParseConditionRule([]byte("conditions:\n  - method = say* & application = shop => region = hangzhou & host != 10.20.153.11\n"))
+	doc, err := ParseConditionRule([]byte("conditions:\n  - method = say* & application = shop => region = hangzhou & host != 10.20.153.11\n"))
 	if err != nil {
 		b.Fatal(err)
 	}
+	rule := mustRouter(b, doc)
 	inv := call("sayHello")
 	b.ReportAllocs()
 	for b.Loop() {
