@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/grpc/codes"
 
 	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/embeddedzk"
@@ -232,10 +233,11 @@ func TestPluginExportsFollowPlugin(t *testing.T) {
 	greeterDesc := plugins.ServiceDesc{Interface: providertest.GreeterInterface, Version: providertest.GreeterVersion,
 		Methods: []plugins.MethodDesc{{Name: "sayHello", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"}}}
 	refused := plugins.ServiceDesc{} // no interface: the provider refuses it
-	// A protobuf service is not a Dubbo one: the provider does not export it.
+	// A protobuf service goes over tri only, which this provider does not
+	// serve: it is refused too.
 	greet := plugins.ServiceDesc{Interface: "greet.GreetService", Methods: []plugins.MethodDesc{{Name: "Greet"}},
 		Proto: greetpb.File_greet_proto.Services().Get(0)}
-	inv := rpc.InvokerFunc(func(context.Context, *rpc.Invocation) (*rpc.Result, error) { return &rpc.Result{Value: "plugin"}, nil })
+	inv := answering{}
 
 	for round := 1; round <= 2; round++ {
 		ex.up([]plugins.ServiceDesc{refused, greet, greeterDesc}, inv)
@@ -427,4 +429,20 @@ func readPid(t *testing.T, path string) int {
 		return err == nil && pid > 0, string(b)
 	})
 	return pid
+}
+
+// answering is a plugin that answers every Dubbo call with "plugin" and
+// serves no protobuf call.
+type answering struct{}
+
+func (answering) Invoke(context.Context, *rpc.Invocation) (*rpc.Result, error) {
+	return &rpc.Result{Value: "plugin"}, nil
+}
+
+func (answering) CallProto(_ context.Context, _ plugins.ProtoCall, _ []byte, done func([]byte, plugins.Metadata, *plugins.Status)) {
+	done(nil, nil, &plugins.Status{Code: codes.Unimplemented, Message: "no protobuf service"})
+}
+
+func (answering) OpenStream(context.Context, plugins.ProtoCall) (*plugins.Stream, error) {
+	return nil, &plugins.Status{Code: codes.Unimplemented, Message: "no protobuf service"}
 }
