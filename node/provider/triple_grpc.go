@@ -98,11 +98,8 @@ func (h *health) changes() <-chan struct{} {
 // healthOf is the status of service on the tri server; known false for a
 // service it does not serve.
 func (p *Provider) healthOf(service string) (st healthpb.HealthCheckResponse_ServingStatus, known bool) {
-	p.mu.RLock()
-	down := p.shutdown
-	p.mu.RUnlock()
 	serving := healthpb.HealthCheckResponse_SERVING
-	if down {
+	if p.isShutdown() {
 		serving = healthpb.HealthCheckResponse_NOT_SERVING
 	}
 	switch service {
@@ -127,6 +124,12 @@ func (p *Provider) healthOf(service string) (st healthpb.HealthCheckResponse_Ser
 		}
 	}
 	return healthpb.HealthCheckResponse_NOT_SERVING, true
+}
+
+func (p *Provider) isShutdown() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.shutdown
 }
 
 // healthCheck is grpc.health.v1.Health/Check.
@@ -189,6 +192,10 @@ func (h healthWatch) Serve(ctx context.Context, c *triple.Call, s triple.Stream)
 				return statusOf(err)
 			}
 			last = st
+		}
+		if h.p.isShutdown() {
+			// Told NOT_SERVING; the call ends so the drain need not wait.
+			return triple.Errorf(triple.Unavailable, "the provider is shutting down")
 		}
 		select {
 		case <-ctx.Done():
