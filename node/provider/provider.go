@@ -1,32 +1,46 @@
-// Package provider is the provider role: it serves in-process services over
-// the dubbo protocol and publishes them in the registry the way Apache
-// Dubbo 3 does, so Java, dubbo-go and our own consumers find and call them.
+// Package provider is the provider role: it serves in-process services and
+// handler plugins' services over the dubbo protocol and over Triple
+// (tri://, gRPC-compatible), and publishes them in the registry the way
+// Apache Dubbo 3 does, so Java, dubbo-go, gRPC clients and our own
+// consumers find and call them.
 //
-// Start opens the dubbo server and the registry session; Export adds a
-// [Service] (and Unexport removes it) while the provider runs, because
-// handler plugins come and go. For every exported service the provider
+// Start opens one server per configured protocol ([protocol] and
+// [protocols.<name>]: protocols.go, servers.go) and the registry session;
+// Export adds a [Service] (and Unexport removes it) while the provider
+// runs, because handler plugins come and go. A service is served on every
+// protocol that can carry it (a protobuf service on tri only) unless its
+// [[provider.services]] table names its protocols. For every exported
+// service the provider
 //
-//   - registers the interface-level provider URL under
+//   - registers its provider URL on each protocol (dubbo://, tri://) under
 //     /dubbo/<interface>/providers (register mode interface or all);
-//   - registers the application instance under /services/<app>, the
-//     interface → application mapping and the service definition
-//     (register mode instance or all), and serves Dubbo's MetadataService so
-//     a Dubbo 3 consumer in application-first mode can read the MetadataInfo;
+//   - registers the application instance under /services/<app>, with
+//     every protocol's port in dubbo.endpoints, the interface →
+//     application mapping and the service definition (register mode
+//     instance or all), and serves Dubbo's MetadataService, on every
+//     protocol, so a Dubbo 3 consumer in application-first mode can read
+//     the MetadataInfo;
 //   - follows the override rules meant for it (/dubbo/<interface>/configurators,
 //     <app>.configurators, <interface>:<version>:<group>.configurators) and
-//     re-publishes its URL when they change it (configurators.go).
+//     re-publishes its URLs when they change them (configurators.go).
 //
 // A service's settings ([[provider.services]], a plugin's sdk.Settings:
-// weight, dubbo.tag, timeout, ...) go into its URL as Java's ServiceConfig
+// weight, dubbo.tag, timeout, ...) go into its URLs as Java's ServiceConfig
 // writes them (service.go, settings.go); the provider itself enforces
 // token, executes (executes.go), delay (Export) and onconnect/ondisconnect
 // (events.go), and resizes its pool when a rule sets threads.
 //
-// Requests are routed like Java's DubboProtocol: by path, version and group
-// attachments, with the token check, $echo and generic $invoke handled here
-// before the service's Invoker runs. Shutdown is Dubbo's graceful shutdown:
-// unregister everything first, then tell consumers the server is read-only
-// and let in-flight calls finish, then close.
+// dubbo:// requests are routed like Java's DubboProtocol (handler.go): by
+// path, version and group attachments, with the token check, $echo and
+// generic $invoke handled here before the service's Invoker runs. Triple
+// calls are routed by :path and the tri-service-version and
+// tri-service-group headers (triple.go) to a protobuf service's rpc
+// (triple_proto.go), to a Java-interface service in Dubbo's wrapper mode
+// (triple_wrapper.go), or to gRPC's health and reflection services
+// (triple_grpc.go); every protocol's calls share the business pool,
+// executes and the statistics. Shutdown is Dubbo's graceful shutdown:
+// unregister everything first, then tell consumers the servers are going
+// (read-only event, GOAWAY) and let in-flight calls finish, then close.
 package provider
 
 import (

@@ -130,6 +130,7 @@ func (s *server) shutdown(ctx context.Context) error {
 	case s.tri != nil:
 		err := s.tri.Shutdown(ctx)
 		<-s.served
+		s.ln.Close() // left open by a Serve that found the server closed already
 		return err
 	}
 	return s.ln.Close()
@@ -143,6 +144,7 @@ func (s *server) close() {
 	case s.tri != nil:
 		s.tri.Close()
 		<-s.served
+		s.ln.Close()
 	default:
 		s.ln.Close()
 	}
