@@ -179,23 +179,23 @@ func (c *peerIPs) ipOf(ap netip.AddrPort) string {
 	return s
 }
 
-// tripleOutcome is how a call that ended with st counts: a status the
-// handler gave is its business's failure.
+// tripleOutcomes are how calls that end with these codes count; any other
+// status is the handler's, a failure of its business.
+var tripleOutcomes = map[triple.Code]stats.Outcome{
+	triple.OK:                stats.Success,
+	triple.DeadlineExceeded:  stats.Timeout,
+	triple.ResourceExhausted: stats.Limit,
+	triple.Unavailable:       stats.ServiceUnavailable,
+	triple.Canceled:          stats.Network,
+}
+
+// tripleOutcome is how a call that ended with st counts.
 func tripleOutcome(st *triple.Status) stats.Outcome {
 	if st == nil {
 		return stats.Success
 	}
-	switch st.Code {
-	case triple.OK:
-		return stats.Success
-	case triple.DeadlineExceeded:
-		return stats.Timeout
-	case triple.ResourceExhausted:
-		return stats.Limit
-	case triple.Unavailable:
-		return stats.ServiceUnavailable
-	case triple.Canceled:
-		return stats.Network
+	if o, ok := tripleOutcomes[st.Code]; ok {
+		return o
 	}
 	return stats.BusinessFailed
 }

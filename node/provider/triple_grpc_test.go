@@ -14,6 +14,7 @@ import (
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 
+	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/node/idl"
 	"github.com/dubbo-lab/dubbo/node/provider"
@@ -118,6 +119,11 @@ func TestTripleHealth(t *testing.T) {
 	}
 	if st, _ := check("greet.GreetService"); st != notServing {
 		t.Errorf("Check(greet.GreetService) while offline = %v", st)
+	}
+	// Offline only withdraws it from the registry: calls are still served.
+	var resp greetpb.GreetResponse
+	if err := grpcConn(t, p.Addr()).Invoke(ctx, "/greet.GreetService/Greet", &greetpb.GreetRequest{Name: "offline"}, &resp); err != nil || resp.Greeting != "Hello, offline" {
+		t.Errorf("Greet while offline: %q, %v", resp.Greeting, err)
 	}
 	if _, err := p.Online(ctx, all); err != nil {
 		t.Fatal(err)

@@ -29,15 +29,27 @@ import (
 	"github.com/dubbo-lab/dubbo/plugins"
 )
 
-// The example plugins, built once for this test binary.
-var examplePlugins = sync.OnceValues(func() (string, error) {
-	return child.Build("../../examples/greet", "../../examples/greeter")
-})
+// built are the example plugins, built by the first test that needs them
+// and removed when the tests end.
+var built struct {
+	sync.Mutex
+	dir string
+	err error
+}
+
+func examplePlugins() (string, error) {
+	built.Lock()
+	defer built.Unlock()
+	if built.dir == "" && built.err == nil {
+		built.dir, built.err = child.Build("../../examples/greet", "../../examples/greeter")
+	}
+	return built.dir, built.err
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if dir, err := examplePlugins(); err == nil {
-		os.RemoveAll(dir)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
 	os.Exit(code)
 }
