@@ -2,6 +2,7 @@ package provider
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -47,6 +48,11 @@ func (k counting) end(o stats.Outcome, resp *protocol.Response) {
 type peerIPs struct {
 	m sync.Map // net.Addr -> string
 	n atomic.Int32
+
+	// Triple's peers come as netip.AddrPort values, which a sync.Map key
+	// would move to the heap on every lookup.
+	mu  sync.RWMutex
+	tri map[netip.AddrPort]string
 }
 
 const maxPeerIPs = 4096

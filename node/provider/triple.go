@@ -167,15 +167,19 @@ func (c *peerIPs) ipOf(ap netip.AddrPort) string {
 	if !ap.IsValid() {
 		return ""
 	}
-	if v, ok := c.m.Load(ap); ok {
-		return v.(string)
+	c.mu.RLock()
+	s, ok := c.tri[ap]
+	c.mu.RUnlock()
+	if ok {
+		return s
 	}
-	s := ap.Addr().Unmap().String()
-	if c.n.Add(1) > maxPeerIPs {
-		c.m.Clear()
-		c.n.Store(1)
+	s = ap.Addr().Unmap().String()
+	c.mu.Lock()
+	if c.tri == nil || len(c.tri) >= maxPeerIPs {
+		c.tri = make(map[netip.AddrPort]string)
 	}
-	c.m.Store(ap, s)
+	c.tri[ap] = s
+	c.mu.Unlock()
 	return s
 }
 
