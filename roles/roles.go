@@ -409,12 +409,12 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 		log := n.log.With("role", Provider, "replica", i+1)
 		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats, Ready: n.isReady})
 		if err != nil {
-			var le *provider.ListenError
-			if errors.As(err, &le) {
+			err = fmt.Errorf("provider %d: %w", i+1, err)
+			if le := (*provider.ListenError)(nil); errors.As(err, &le) {
 				err = inUse(err, fmt.Sprintf("provider %d", i+1), le.Addr,
 					fmt.Sprintf("set %s.port to a free port (replicas take the ports after it), or -1 for any free port", le.Key))
 			}
-			return fmt.Errorf("provider %d: %w", i+1, err)
+			return err
 		}
 		n.onStop(fmt.Sprintf("provider %d", i+1), func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
 		n.addProvider(p, cfg.Application.Name)

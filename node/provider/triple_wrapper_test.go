@@ -319,3 +319,32 @@ func concurrently(n int, f func() error) []error {
 	wg.Wait()
 	return errs
 }
+
+// Attachments travel as metadata both ways in wrapper mode: the client's
+// reach the service's invocation, the service's result attachments come
+// back in the trailer.
+func TestTripleWrapperAttachments(t *testing.T) {
+	p := startTriple(t, provider.Config{}, provider.Options{})
+	var got sync.Map
+	svc := providertest.Greeter(nil)
+	svc.Invoker = rpc.InvokerFunc(func(_ context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+		for k, v := range inv.Attachments {
+			got.Store(k, v)
+		}
+		return &rpc.Result{Value: "ok", Attachments: map[string]any{"served-by": "tri-test"}}, nil
+	})
+	if err := p.Export(testCtx(t), svc); err != nil {
+		t.Fatal(err)
+	}
+	inv := greeterTri("sayHello", str, "x")
+	inv.SetAttachment("trace-id", "abc")
+	res, err := tripleClient(t, p.Addr()).Invoke(testCtx(t), inv)
+	if err != nil || res.Value != "ok" || res.Attachments["served-by"] != "tri-test" {
+		t.Errorf("sayHello: %+v, %v; want the service's attachment back", res, err)
+	}
+	for k, want := range map[string]string{"trace-id": "abc", "interface": providertest.GreeterInterface, "version": providertest.GreeterVersion} {
+		if v, _ := got.Load(k); v != want {
+			t.Errorf("the service got attachment %s = %v, want %q", k, v, want)
+		}
+	}
+}
