@@ -104,7 +104,9 @@ func (p *Provider) healthOf(service string) (st healthpb.HealthCheckResponse_Ser
 	}
 	switch service {
 	case "":
-		if h := p.health.ready; h != nil && !h() {
+		// Not asked while shutting down: the node's readiness may wait for
+		// the registry work of the shutdown.
+		if h := p.health.ready; serving == healthpb.HealthCheckResponse_SERVING && h != nil && !h() {
 			return healthpb.HealthCheckResponse_NOT_SERVING, true
 		}
 		return serving, true
