@@ -28,6 +28,12 @@
 // and org.example.Greeter in wrapper mode, through both registries, at
 // application level and by url = "tri://...".
 //
+// Triple, provider side (tripletree_test.go): our Triple provider's
+// ZooKeeper nodes against dgprovider -protocol tri's, node for node, in
+// both registries; and dgconsumer -protocol tri calling our provider
+// (greet.GreetService's four methods, org.example.Greeter's five in
+// wrapper mode) at interface and application level and by url.
+//
 // Missing peers (dubbo-go's modules, Apache ZooKeeper) skip a test, or fail
 // it when CI=true.
 package interop
