@@ -67,6 +67,31 @@ func TestAddressEnvironment(t *testing.T) {
 	}
 }
 
+// Each protocol reads the variables with its name in front; the bare ones
+// are the main protocol's, whose hosts the others take.
+func TestAddressEnvironmentPerProtocol(t *testing.T) {
+	file := "[protocol]\nport = 20880\n[protocols.tri]\nport = 50051\n"
+	f, err := Load(writeFile(t, file), false, []string{"DUBBO_PORT_TO_BIND=20999", "TRI_DUBBO_PORT_TO_BIND=50099",
+		"TRI_DUBBO_PORT_TO_REGISTRY=30051", "DUBBO_IP_TO_REGISTRY=192.168.7.7"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc := f.Provider.Protocol; pc.Port != 20999 || pc.RegistryHost != "192.168.7.7" || pc.RegistryPort != 0 {
+		t.Errorf("protocol %+v", pc)
+	}
+	if tri := f.Provider.Protocols.Tri; tri.Port != 50099 || tri.RegistryPort != 30051 || tri.RegistryHost != "" {
+		t.Errorf("protocols.tri %+v", tri)
+	}
+	if len(f.Warnings) != 2 || !strings.Contains(f.Warnings[1], "TRI_DUBBO_PORT_TO_BIND=50099 overrides protocols.tri.port = 50051") {
+		t.Errorf("warnings %q", f.Warnings)
+	}
+	// With tri the main protocol, TRI_ is its prefix and the bare ones are its too.
+	f, err = Load("", false, []string{"TRI_DUBBO_PORT_TO_BIND=50098", "DUBBO_DUBBO_PORT_TO_BIND=1"}, []string{"protocol.name=tri"})
+	if err != nil || f.Provider.Protocol.Port != 50098 {
+		t.Errorf("protocol.name=tri with TRI_DUBBO_PORT_TO_BIND: %+v, %v", f.Provider.Protocol, err)
+	}
+}
+
 // No config key's DUBBO_<KEY> variable is one of Dubbo's address
 // variables, so neither can be taken for the other.
 func TestAddressEnvironmentIsNoKey(t *testing.T) {

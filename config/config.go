@@ -48,10 +48,14 @@ type File struct {
 	DataDir     string      `koanf:"data-dir"`
 	Application Application `koanf:"application"`
 	Registry    Registry    `koanf:"registry"`
-	// Protocol is a provider's dubbo server; replicas take the following ports.
+	// Protocol is a provider's main protocol (dubbo, or tri) and its
+	// business pool; replicas take the following ports.
 	Protocol provider.ProtocolConfig `koanf:"protocol"`
-	Provider Provider                `koanf:"provider"`
-	Consumer Consumer                `koanf:"consumer"`
+	// Protocols are more protocols a provider serves ([protocols.dubbo],
+	// [protocols.tri]); replicas take the following ports of each.
+	Protocols provider.Protocols `koanf:"protocols"`
+	Provider  Provider           `koanf:"provider"`
+	Consumer  Consumer           `koanf:"consumer"`
 	// Monitor is how nodes report their statistics, and the monitor role.
 	Monitor monitor.Config `koanf:"monitor"`
 	// Console is the monitor role's HTTP server (package console): the
@@ -331,7 +335,7 @@ func (f *File) applyDefaults() {
 	// sees one complete Config.
 	f.Provider.Application, f.Consumer.Application = f.Application.Name, f.Application.Name
 	f.Provider.Registry, f.Consumer.Registry = f.Registry.Address, f.Registry.Address
-	f.Provider.Protocol = f.Protocol
+	f.Provider.Protocol, f.Provider.Protocols = f.Protocol, f.Protocols
 	if f.Monitor.Server.DB == "" {
 		f.Monitor.Server.DB = filepath.Join(f.DataDir, "monitor.db")
 	}

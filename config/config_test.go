@@ -527,3 +527,69 @@ func TestRegistryServerOff(t *testing.T) {
 		t.Errorf("default: %q, %v", f.Registry.Server.Listen, err)
 	}
 }
+
+// [protocol] names the main protocol, [protocols.<name>] tables add more,
+// each taking [protocol]'s settings where it says nothing; what cannot be
+// served is refused with its file, line and key.
+func TestProtocols(t *testing.T) {
+	f, err := Load(writeFile(t, `[protocol]
+host = "127.0.0.1"
+port = 20880
+payload = 1000
+[protocols.tri]
+port = 50051
+[[provider.services]]
+interface = "org.example.Greeter"
+protocols = ["tri"]
+`), false, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := f.Provider.Protocols.Tri; p == nil || p.Port != 50051 || f.Provider.Protocols.Dubbo != nil {
+		t.Errorf("protocols %+v", f.Provider.Protocols)
+	}
+	if s := f.Provider.Services; len(s) != 1 || !reflect.DeepEqual(s[0].Protocols, []string{"tri"}) {
+		t.Errorf("services %+v", s)
+	}
+
+	// Triple only, from the command line.
+	f, err = Load("", false, nil, []string{"protocol.name=tri", "protocol.port=50052"})
+	if err != nil || f.Provider.Protocol.Name != "tri" || f.Provider.Protocol.Port != 50052 {
+		t.Errorf("--set protocol.name=tri: %+v, %v", f.Provider.Protocol, err)
+	}
+	f, err = Load("", false, []string{"DUBBO_PROTOCOLS_TRI_PORT=50053"}, nil)
+	if err != nil || f.Provider.Protocols.Tri == nil || f.Provider.Protocols.Tri.Port != 50053 {
+		t.Errorf("DUBBO_PROTOCOLS_TRI_PORT: %+v, %v", f.Provider.Protocols, err)
+	}
+
+	for _, tt := range []struct {
+		name string
+		body string
+		sets []string
+		want []string
+	}{
+		{"unknown protocol", "[protocol]\nname = \"rest\"\n", nil, []string{":2: key protocol.name:", `"rest"`, "dubbo or tri"}},
+		{"unknown table", "[protocols.rest]\nport = 8080\n", nil, []string{":1: key protocols.rest: unknown key"}},
+		{"main protocol as a table", "[protocol]\nname = \"tri\"\n[protocols.tri]\nport = 50051\n", nil,
+			[]string{":3: key protocols.tri:", "main protocol"}},
+		{"one port for two", "[protocol]\nport = 20880\n[protocols.tri]\nport = 20880\n", nil,
+			[]string{":4: key protocols.tri.port:", "protocol.port already"}},
+		{"default port taken", "[protocol]\nport = 50051\n[protocols.tri]\nhost = \"127.0.0.1\"\n", nil,
+			[]string{":3: key protocols.tri:", "by default 50051, is protocol.port already; set protocols.tri.port"}},
+		{"bad port by --set", "", []string{"protocols.tri.port=70000"}, []string{"key protocols.tri.port (set by environment or --set)", "not a port"}},
+		{"service on a protocol not served", "[[provider.services]]\ninterface = \"a.B\"\nprotocols = [\"tri\"]\n", nil,
+			[]string{":3: key provider.services[0].protocols:", `"tri" is not a protocol this provider serves (dubbo)`, "[protocols.tri]"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeFile(t, tt.body), false, nil, tt.sets)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}

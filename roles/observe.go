@@ -71,9 +71,8 @@ func (n *node) addProvider(p *provider.Provider, app string) {
 	n.providers = append(n.providers, p)
 	n.mu.Unlock()
 	n.count(p.Stats())
-	srv := p.Server()
 	n.metrics.AddPool(stats.Pool{Application: app, Name: "DubboServerHandler-" + p.Addr(), Stats: func() stats.PoolStats {
-		s := srv.Stats().Pool
+		s := p.PoolStats()
 		return stats.PoolStats{Core: s.Core, Max: s.Max, Largest: s.Largest, Active: s.Active,
 			Threads: s.Workers, Queued: s.Queued, Rejected: s.Rejected}
 	}})
@@ -162,7 +161,7 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		Store:       st,
 		Application: cfg.Application.Name,
 		Registry:    cfg.Registry.Address,
-		Protocol:    cfg.Protocol,
+		Protocol:    monitorProtocol(cfg.Protocol),
 		Logger:      log,
 	})
 	if err != nil {
@@ -181,6 +180,13 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		fmt.Fprintf(n.out, "stats      http://%s/api/v1/stats?interface=<interface>   /metrics\n", c.Addr())
 	}
 	return nil
+}
+
+// monitorProtocol is [protocol] as the monitor's server takes it: always
+// dubbo, which the nodes' reporters call (Dubbo's MonitorService).
+func monitorProtocol(pc provider.ProtocolConfig) provider.ProtocolConfig {
+	pc.Name = provider.ProtocolDubbo
+	return pc
 }
 
 // monitorInUse names the MonitorService's port when another process holds
@@ -265,6 +271,13 @@ func (n *node) qosChange(offline bool) func(ctx context.Context, pattern *regexp
 		}
 		return found, errors.Join(errs...)
 	}
+}
+
+// isReady is ready's verdict alone: the Triple ports' health service
+// reports it.
+func (n *node) isReady() bool {
+	ok, _ := n.ready()
+	return ok
 }
 
 // ready is the readiness probe: start-up finished, every plugin up, every

@@ -19,10 +19,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +31,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/embeddedzk"
+	"github.com/dubbo-lab/dubbo/internal/pluginsvc"
 	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/gateway"
@@ -404,26 +403,30 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 	}
 	for i := 0; i < replicas; i++ {
 		pc := cfg.Provider.Config
-		if pc.Protocol.Port > 0 {
-			pc.Protocol.Port += i
-		}
-		if pc.Protocol.RegistryPort > 0 {
-			pc.Protocol.RegistryPort += i // each replica's port is mapped as the first one's
+		if replicas > 1 {
+			pc = pc.Replica(i)
 		}
 		log := n.log.With("role", Provider, "replica", i+1)
-		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats})
+		p, err := provider.Start(ctx, pc, provider.Options{Logger: log, RegistryStats: n.regStats, Ready: n.isReady})
 		if err != nil {
-			return inUse(fmt.Errorf("provider %d: %w", i+1, err), fmt.Sprintf("provider %d", i+1),
-				net.JoinHostPort(pc.Protocol.Host, strconv.Itoa(pc.Protocol.Port)),
-				"set protocol.port to a free port (replicas take the ports after it), or -1 for any free port")
+			err = fmt.Errorf("provider %d: %w", i+1, err)
+			if le := (*provider.ListenError)(nil); errors.As(err, &le) {
+				err = inUse(err, fmt.Sprintf("provider %d", i+1), le.Addr,
+					fmt.Sprintf("set %s.port to a free port (replicas take the ports after it), or -1 for any free port", le.Key))
+			}
+			return err
 		}
 		n.onStop(fmt.Sprintf("provider %d", i+1), func(stopCtx context.Context) error { return p.Shutdown(stopCtx) })
 		n.addProvider(p, cfg.Application.Name)
-		bound := ""
-		if b := p.BindAddr().String(); b != p.Addr() {
-			bound = "   bound " + b
+		var where []string
+		for _, ep := range p.Endpoints() {
+			w := ep.URL()
+			if b := ep.Bound.String(); b != ep.Addr {
+				w += "   bound " + b
+			}
+			where = append(where, w)
 		}
-		fmt.Fprintf(n.out, "provider   dubbo://%s%s   plugins %v\n", p.Addr(), bound, cfg.Provider.Plugins)
+		fmt.Fprintf(n.out, "provider   %s   plugins %v\n", strings.Join(where, "   "), cfg.Provider.Plugins)
 		for _, path := range cfg.Provider.Plugins {
 			n.superviseProviderPlugin(ctx, p, fmt.Sprintf("provider %d", i+1), path, log, n.hostInvoker(ctx, cfg))
 		}
@@ -463,16 +466,13 @@ type pluginExports struct {
 	exported []plugins.ServiceDesc
 }
 
-// up exports services, whose calls go to inv (the plugin's supervisor).
+// up exports services, whose calls go to pl (the plugin's supervisor).
 // One that fails is logged and left out; the others are served.
-func (e *pluginExports) up(services []plugins.ServiceDesc, inv rpc.Invoker) {
+func (e *pluginExports) up(services []plugins.ServiceDesc, pl pluginsvc.Plugin) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, sd := range services {
-		if sd.Proto != nil {
-			continue // a protobuf service is for Triple, not for the Dubbo protocol
-		}
-		if err := e.p.Export(e.ctx, serviceOf(sd, inv)); err != nil {
+		if err := e.p.Export(e.ctx, pluginsvc.Service(sd, pl)); err != nil {
 			e.log.Error("export plugin service", "plugin", e.plugin, "service", sd.Key(), "err", err)
 			continue
 		}
@@ -495,17 +495,6 @@ func (e *pluginExports) down(err error) {
 	}
 	e.exported = nil
 	e.log.Warn("plugin down; its services are unregistered until it is back", "plugin", e.plugin, "err", err)
-}
-
-// serviceOf turns what a plugin described into a provider service whose
-// calls go to the plugin, with the settings the plugin gave it (a
-// [[provider.services]] table wins over them in the provider).
-func serviceOf(sd plugins.ServiceDesc, inv rpc.Invoker) provider.Service {
-	methods := make([]provider.Method, len(sd.Methods))
-	for i, m := range sd.Methods {
-		methods[i] = provider.Method{Name: m.Name, ParamTypes: m.ParamTypes, ReturnType: m.ReturnType}
-	}
-	return provider.Service{Interface: sd.Interface, Version: sd.Version, Group: sd.Group, Methods: methods, Invoker: inv, Params: sd.Params}
 }
 
 // startConsumer starts the consumer with its references, the HTTP/JSON

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,16 +17,22 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
+	"github.com/dubbo-lab/dubbo/internal/testkit/child"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	tripleclient "github.com/dubbo-lab/dubbo/node/triple/client"
 	"github.com/dubbo-lab/dubbo/plugins"
 	"github.com/dubbo-lab/dubbo/plugins/sdk"
 )
@@ -232,10 +239,11 @@ func TestPluginExportsFollowPlugin(t *testing.T) {
 	greeterDesc := plugins.ServiceDesc{Interface: providertest.GreeterInterface, Version: providertest.GreeterVersion,
 		Methods: []plugins.MethodDesc{{Name: "sayHello", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"}}}
 	refused := plugins.ServiceDesc{} // no interface: the provider refuses it
-	// A protobuf service is not a Dubbo one: the provider does not export it.
+	// A protobuf service goes over tri only, which this provider does not
+	// serve: it is refused too.
 	greet := plugins.ServiceDesc{Interface: "greet.GreetService", Methods: []plugins.MethodDesc{{Name: "Greet"}},
 		Proto: greetpb.File_greet_proto.Services().Get(0)}
-	inv := rpc.InvokerFunc(func(context.Context, *rpc.Invocation) (*rpc.Result, error) { return &rpc.Result{Value: "plugin"}, nil })
+	inv := answering{}
 
 	for round := 1; round <= 2; round++ {
 		ex.up([]plugins.ServiceDesc{refused, greet, greeterDesc}, inv)
@@ -427,4 +435,70 @@ func readPid(t *testing.T, path string) int {
 		return err == nil && pid > 0, string(b)
 	})
 	return pid
+}
+
+// answering is a plugin that answers every Dubbo call with "plugin" and
+// serves no protobuf call.
+type answering struct{}
+
+func (answering) Invoke(context.Context, *rpc.Invocation) (*rpc.Result, error) {
+	return &rpc.Result{Value: "plugin"}, nil
+}
+
+func (answering) CallProto(_ context.Context, _ plugins.ProtoCall, _ []byte, done func([]byte, plugins.Metadata, *plugins.Status)) {
+	done(nil, nil, &plugins.Status{Code: codes.Unimplemented, Message: "no protobuf service"})
+}
+
+func (answering) OpenStream(context.Context, plugins.ProtoCall) (*plugins.Stream, error) {
+	return nil, &plugins.Status{Code: codes.Unimplemented, Message: "no protobuf service"}
+}
+
+// TestRunTripleProvider runs the provider role serving Triple only, with
+// the example plugins: greet.GreetService's protobuf calls and
+// org.example.Greeter's wrapper-mode calls reach them, and the health
+// service says the node is ready.
+func TestRunTripleProvider(t *testing.T) {
+	dir, err := child.Build("../examples/greet", "../examples/greeter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := loadConfig(t, fmt.Sprintf(`
+registry.address = ""
+protocol.name = "tri"
+protocol.host = "127.0.0.1"
+protocol.port = -1
+provider.plugins = [%q, %q]
+monitor.enabled = false
+`, filepath.Join(dir, "greet"), filepath.Join(dir, "greeter")))
+	out, stop := startRun(t, cfg, []string{Provider}, slog.New(slog.DiscardHandler))
+	defer stop()
+	m := regexp.MustCompile(`provider   tri://(\S+)   plugins`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no tri:// address in %q", out)
+	}
+	cc, err := grpc.Dial(m[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx := testCtx(t)
+	var resp greetpb.GreetResponse
+	if err := cc.Invoke(ctx, "/greet.GreetService/Greet", &greetpb.GreetRequest{Name: "x"}, &resp); err != nil || resp.Greeting != "Hello, x" {
+		t.Errorf("Greet: %q, %v", resp.Greeting, err)
+	}
+	tc := tripleclient.New(m[1], tripleclient.Config{})
+	defer tc.Close()
+	waitFor(t, "a Triple connection", func() (bool, string) { return tc.Available(), "" })
+	res, err := tc.Invoke(ctx, &rpc.Invocation{Service: providertest.GreeterInterface, Version: providertest.GreeterVersion,
+		Method: "sayHello", ParamTypes: []string{"java.lang.String"}, Args: []any{"tri"}})
+	if err != nil || res.Value != "Hello, tri" {
+		t.Errorf("sayHello in wrapper mode: %v, %v", res, err)
+	}
+	for _, svc := range []string{"", "greet.GreetService", "org.example.Greeter"} {
+		h, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health of %q: %v, %v", svc, h, err)
+		}
+	}
 }

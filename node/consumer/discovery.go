@@ -575,21 +575,23 @@ func (c *Consumer) metadataInfo(ctx context.Context, in *metadata.Instance, conn
 }
 
 // callMetadataService calls getMetadataInfo(revision) on the instance's
-// MetadataService, at the endpoint its dubbo.metadata-service.url-params
-// name (the port there, else the dubbo endpoint's), through the shared
-// client of that address.
+// MetadataService, over the protocol and at the endpoint its
+// dubbo.metadata-service.url-params name (the port there, else that
+// protocol's endpoint's), through the shared client of that address: over
+// tri in wrapper mode, as dubbo-go's consumers call it.
 func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instance, rev string, connections int, heartbeat time.Duration) (*metadata.Info, func(), error) {
 	params, err := in.MetadataServiceParams()
 	if err != nil {
 		return nil, nil, err
 	}
-	if p := cmp.Or(params["protocol"], ProtocolDubbo); p != ProtocolDubbo {
-		return nil, nil, fmt.Errorf("MetadataService of %s is served over %q; only dubbo is supported (configure the provider's metadata-service protocol as dubbo, or remote metadata)", in.ID, p)
+	proto := cmp.Or(params["protocol"], ProtocolDubbo)
+	if !callableProtocol("", proto) {
+		return nil, nil, fmt.Errorf("MetadataService of %s is served over %q; only %v are supported (configure the provider's metadata-service protocol, or remote metadata)", in.ID, proto, Protocols())
 	}
 	port, _ := strconv.Atoi(params["port"])
 	if port == 0 {
 		eps, _ := in.Endpoints()
-		port = cmp.Or(endpointPort(eps, ProtocolDubbo), in.Port)
+		port = cmp.Or(endpointPort(eps, proto), in.Port)
 	}
 	addr := net.JoinHostPort(in.Address, strconv.Itoa(port))
 	if ms, _ := strconv.Atoi(params[keyHeartbeat]); heartbeat <= 0 && ms > 0 {
@@ -597,8 +599,8 @@ func (c *Consumer) callMetadataService(ctx context.Context, in *metadata.Instanc
 		// it pings at the provider's heartbeat too.
 		heartbeat = time.Duration(ms) * time.Millisecond
 	}
-	client := c.clients.acquire(ProtocolDubbo, addr, clientOptions{connections: connections, heartbeat: heartbeat})
-	release := func() { c.clients.release(ProtocolDubbo, addr) }
+	client := c.clients.acquire(proto, addr, clientOptions{connections: connections, heartbeat: heartbeat})
+	release := func() { c.clients.release(proto, addr) }
 	if err := waitClient(ctx, client); err != nil {
 		return nil, release, &rpc.CallError{Kind: rpc.ErrConnection, Service: metadataServiceInterface,
 			Method: "getMetadataInfo", Address: addr, Detail: "not connected: " + err.Error()}

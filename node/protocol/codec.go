@@ -580,7 +580,7 @@ func (e *Encoder) okBody(dst []byte, r *Response) ([]byte, error) {
 	var err error
 	switch {
 	case r.Exception != nil:
-		if dst, err = e.encode(dst, r.Exception.javaThrowable(), "exception"); err != nil {
+		if dst, err = e.encode(dst, r.Exception.Throwable(), "exception"); err != nil {
 			return dst, err
 		}
 	case r.Value != nil:

@@ -37,11 +37,11 @@ var throwables = map[string]func(string) java_exception.Throwabler{
 	},
 }
 
-// javaThrowable turns e into the object written on the wire: its own class
+// Throwable turns e into the object written on the wire: its own class
 // when it is a JDK class we know, else java.lang.RuntimeException whose
 // message starts with the original class name, as Java's ExceptionFilter
 // wraps exceptions the consumer may not have.
-func (e *Exception) javaThrowable() java_exception.Throwabler {
+func (e *Exception) Throwable() java_exception.Throwabler {
 	if e.Class == "" {
 		return java_exception.NewRuntimeException(e.Message)
 	}

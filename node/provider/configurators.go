@@ -157,10 +157,11 @@ func (p *Provider) watchService(ctx context.Context, e *exporter) error {
 	}
 	var errs []error
 	if c.sub != nil {
-		params := e.url.Params()
+		u := e.url()
+		params := u.Params()
 		params[url.KeyCategory] = registry.CategoryConfigurators
 		params["check"] = "false"
-		su := url.New("provider", e.url.Host(), e.url.Port(), e.url.Path(), params)
+		su := url.New("provider", u.Host(), u.Port(), u.Path(), params)
 		err := c.sub.Subscribe(ctx, su, registry.ListenerFunc(func(n registry.Notification) {
 			rules, err := configurator.ParseURLs(n.URLs)
 			if err != nil {
@@ -285,13 +286,13 @@ func (p *Provider) runConfigurators(ctx context.Context) {
 	}
 }
 
-// configuredURL is e's URL after the rules, nil when a rule disables it
-// or the service was taken offline. regMu is held.
-func (p *Provider) configuredURL(e *exporter) *url.URL {
+// configuredURL is the URL of e on ep after the rules, nil when a rule
+// disables it or the service was taken offline. regMu is held.
+func (p *Provider) configuredURL(e *exporter, ep *endpoint) *url.URL {
 	if p.offline[e.key] {
 		return nil
 	}
-	u := e.url
+	u := ep.url
 	if c := p.conf; c != nil {
 		c.mu.Lock()
 		var sr serviceRules
@@ -342,27 +343,30 @@ func (p *Provider) reconcile(ctx context.Context) error {
 	var errs []error
 	changed := false
 	for _, e := range exporters {
-		want := p.configuredURL(e)
-		if sameURL(want, e.published) {
-			continue
+		for _, ep := range e.eps {
+			want := p.configuredURL(e, ep)
+			if sameURL(want, ep.published) {
+				continue
+			}
+			changed = true
+			p.log.Info("published provider URL changed",
+				"service", e.key, "old", urlString(ep.published), "new", urlString(want))
+			if err := p.republish(ctx, ep.published, want); err != nil {
+				errs = append(errs, fmt.Errorf("re-publish %s: %w", e.key, err))
+			}
+			old := ep.published
+			p.mu.Lock()
+			ep.published = want
+			p.mu.Unlock()
+			ep.setLimits(want)
+			p.resizePool(old, want)
 		}
-		changed = true
-		p.log.Info("published provider URL changed",
-			"service", e.key, "old", urlString(e.published), "new", urlString(want))
-		if err := p.republish(ctx, e.published, want); err != nil {
-			errs = append(errs, fmt.Errorf("re-publish %s: %w", e.key, err))
-		}
-		old := e.published
-		p.mu.Lock()
-		e.published = want
-		p.mu.Unlock()
-		e.setLimits(want)
-		p.resizePool(old, want)
 	}
 	if changed {
 		if err := p.refreshInstance(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("update the instance: %w", err))
 		}
+		p.health.changed()
 	}
 	return errors.Join(errs...)
 }

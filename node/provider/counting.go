@@ -2,6 +2,7 @@ package provider
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -19,14 +20,14 @@ type counting struct {
 	input int
 }
 
-// begin counts a call of method of e from the consumer at peer in, when the
-// provider keeps statistics.
-func (p *Provider) begin(e *exporter, method string, peer net.Addr, input int) counting {
+// begin counts a call of method of e from the consumer with IP peer in,
+// when the provider keeps statistics.
+func (p *Provider) begin(e *exporter, method string, peer string, input int) counting {
 	if p.rec == nil {
 		return counting{}
 	}
 	c := p.rec.Counter(stats.Key{Interface: e.svc.Interface, Group: e.svc.Group, Version: e.svc.Version,
-		Method: method, Peer: p.peers.ip(peer)})
+		Method: method, Peer: peer})
 	return counting{c: c, start: c.Begin(), input: input}
 }
 
@@ -47,6 +48,11 @@ func (k counting) end(o stats.Outcome, resp *protocol.Response) {
 type peerIPs struct {
 	m sync.Map // net.Addr -> string
 	n atomic.Int32
+
+	// Triple's peers come as netip.AddrPort values, which a sync.Map key
+	// would move to the heap on every lookup.
+	mu  sync.RWMutex
+	tri map[netip.AddrPort]string
 }
 
 const maxPeerIPs = 4096

@@ -29,20 +29,23 @@ const (
 func (p *Provider) onConnect(remote net.Addr)    { p.connectionEvent(remote, KeyOnConnect) }
 func (p *Provider) onDisconnect(remote net.Addr) { p.connectionEvent(remote, KeyOnDisconnect) }
 
-// connectionEvent calls the key method of every service that names one.
+// connectionEvent calls the key method of every service on the dubbo
+// server that names one.
 func (p *Provider) connectionEvent(remote net.Addr, key string) {
 	p.mu.RLock()
 	var targets []*exporter
 	for _, e := range p.exporters {
-		if e.url.Param(key) != "" {
+		if ep := e.endpoint(p.dubbo); ep != nil && ep.url.Param(key) != "" {
 			targets = append(targets, e)
 		}
 	}
 	p.mu.RUnlock()
 	sort.Slice(targets, func(i, j int) bool { return targets[i].key < targets[j].key })
 	ctx := transport.WithPeer(context.Background(), remote)
+	at := arrival{peer: p.peers.ip(remote)}
 	for _, e := range targets {
-		method := e.url.Param(key)
+		at.ep = e.endpoint(p.dubbo)
+		method := at.ep.url.Param(key)
 		att := map[string]any{"path": e.svc.Interface, url.KeyInterface: e.svc.Interface}
 		if e.svc.Version != "" {
 			att[url.KeyVersion] = e.svc.Version
@@ -50,7 +53,7 @@ func (p *Provider) connectionEvent(remote net.Addr, key string) {
 		if e.svc.Group != "" {
 			att[url.KeyGroup] = e.svc.Group
 		}
-		resp := p.invoke(ctx, &protocol.Response{Status: protocol.StatusOK}, e, method, []string{}, nil, att, false, 0, nil)
+		resp := p.invoke(ctx, &protocol.Response{Status: protocol.StatusOK}, e, at, method, []string{}, nil, att, false, 0, nil)
 		switch {
 		case resp.Exception != nil:
 			p.log.Warn("Failed to invoke event method "+method+"()", "service", e.key, "event", key,

@@ -16,6 +16,10 @@ import (
 // else "executes", and follows the override rules with the URL consumers
 // see; 0 or absent is no limit, and then nothing is counted.
 
+// executesRefusal is in the message of every call refused for its
+// executes, as in Java's.
+const executesRefusal = "The service using threads greater than <dubbo:service executes="
+
 // executeLimits are the executes of one service URL.
 type executeLimits struct {
 	all      int            // executes
@@ -25,7 +29,7 @@ type executeLimits struct {
 
 // setLimits reads the executes of u (nil: a disabled service keeps its
 // last limits; it is still served).
-func (e *exporter) setLimits(u *url.URL) {
+func (ep *endpoint) setLimits(u *url.URL) {
 	if u == nil {
 		return
 	}
@@ -44,14 +48,15 @@ func (e *exporter) setLimits(u *url.URL) {
 			l.byMethod[m] = n
 		}
 	}
-	e.limits.Store(l)
+	ep.limits.Store(l)
 }
 
-// beginExecute counts one call of method against its executes: ok false,
-// with the refusal's message, when that many already run; else end must
-// be called when the call is over.
-func (e *exporter) beginExecute(method string) (end func(), refusal string, ok bool) {
-	l := e.limits.Load()
+// beginExecute counts one call of method that came in on ep against the
+// executes of ep's URL: ok false, with the refusal's message, when that
+// many already run (on every protocol); else end must be called when the
+// call is over.
+func (e *exporter) beginExecute(ep *endpoint, method string) (end func(), refusal string, ok bool) {
+	l := ep.limits.Load()
 	if l == nil {
 		return func() {}, "", true
 	}
@@ -70,7 +75,7 @@ func (e *exporter) beginExecute(method string) (end func(), refusal string, ok b
 			// (LIMIT_EXCEEDED); the exchange layer answers SERVICE_ERROR
 			// with the exception's class and message.
 			return nil, fmt.Sprintf("org.apache.dubbo.rpc.RpcException: Failed to invoke method %s in provider %s, "+
-				"cause: The service using threads greater than <dubbo:service executes=\"%d\" /> limited.", method, l.url, max), false
+				"cause: "+executesRefusal+"\"%d\" /> limited.", method, l.url, max), false
 		}
 		if running.CompareAndSwap(n, n+1) {
 			break

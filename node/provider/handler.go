@@ -44,7 +44,7 @@ func (p *Provider) Async(req *protocol.Request) bool {
 	case protocol.MethodEcho, protocol.MethodInvoke, protocol.MethodInvokeAsync:
 		return false
 	}
-	e := p.lookup(requestKey(req))
+	e, _ := p.lookupOn(p.dubbo, requestKey(req))
 	if e == nil {
 		return false
 	}
@@ -85,23 +85,24 @@ func requestKey(req *protocol.Request) string {
 func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func(*protocol.Response)) (out *protocol.Response) {
 	resp := protocol.ResponseTo(req)
 	key := requestKey(req)
-	e := p.lookup(key)
+	e, ep := p.lookupOn(p.dubbo, key)
 	if e == nil {
 		// Java answers an unexported service with SERVICE_ERROR and this
 		// wording, which consumers (ours included) recognise as "not found".
 		resp.Status = protocol.StatusServiceError
 		resp.ErrorMessage = fmt.Sprintf("Not found exported service: %s:%d in %v, may be version or group mismatch; "+
 			"check the interface, version and group of the reference (consumer %s, provider %s)",
-			key, p.port, p.keys(), peer(ctx), p.Addr())
+			key, p.dubbo.port, p.keysOn(p.dubbo), peer(ctx), p.dubbo.addr())
 		return resp
 	}
+	at := arrival{ep: ep, peer: p.peers.ip(transport.Peer(ctx))}
 	if e.token != "" && req.Attachment("token") != e.token {
 		// Java's TokenFilter throws, which the exchange layer turns into
 		// SERVICE_ERROR with the message.
 		resp.Status = protocol.StatusServiceError
 		resp.ErrorMessage = fmt.Sprintf("Invalid token! Forbid invoke remote service %s method %s() from consumer %s to provider %s: "+
 			"the consumer must send the token published in the provider URL (subscribe through the registry, or set it)",
-			e.svc.Interface, req.Method, peer(ctx), p.Addr())
+			e.svc.Interface, req.Method, peer(ctx), p.dubbo.addr())
 		return resp
 	}
 	types, err := protocol.ParseDescriptor(req.ParamDesc)
@@ -146,14 +147,21 @@ func (p *Provider) serve(ctx context.Context, req *protocol.Request, finish func
 				Message: fmt.Sprintf("generic call of %s: %v", key, err)}
 			return resp
 		}
-		return p.invoke(ctx, resp, e, method, gtypes, args, req.Attachments, true, req.Size, finish)
+		return p.invoke(ctx, resp, e, at, method, gtypes, args, req.Attachments, true, req.Size, finish)
 	}
-	return p.invoke(ctx, resp, e, req.Method, types, req.Args, req.Attachments, false, req.Size, finish)
+	return p.invoke(ctx, resp, e, at, req.Method, types, req.Args, req.Attachments, false, req.Size, finish)
+}
+
+// arrival is where a call came in: the endpoint of the service on the
+// protocol that carried it, and the consumer's IP.
+type arrival struct {
+	ep   *endpoint
+	peer string
 }
 
 // invoke runs one method of e and returns resp filled, or starts it and
 // returns nil (serve). size is the request's, for the statistics.
-func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *exporter, name string, types []string,
+func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *exporter, at arrival, name string, types []string,
 	args []any, att map[string]any, isGeneric bool, size int, finish func(*protocol.Response)) *protocol.Response {
 	m, ok := e.method(name, types)
 	if !ok {
@@ -186,8 +194,8 @@ func (p *Provider) invoke(ctx context.Context, resp *protocol.Response, e *expor
 		Args:        conv,
 		Attachments: att,
 	}
-	end := p.begin(e, m.Name, transport.Peer(ctx), size)
-	executed, refusal, ok := e.beginExecute(m.Name)
+	end := p.begin(e, m.Name, at.peer, size)
+	executed, refusal, ok := e.beginExecute(at.ep, m.Name)
 	if !ok {
 		end.end(stats.Limit, resp)
 		resp.Status = protocol.StatusServiceError
@@ -223,7 +231,7 @@ func (p *Provider) complete(ctx context.Context, resp *protocol.Response, e *exp
 		// consumers read SERVER_TIMEOUT as a TimeoutException).
 		resp.Status = protocol.StatusServerTimeout
 		resp.ErrorMessage = fmt.Sprintf("Invoke remote method timeout: service %s method %s on provider %s did not finish within the consumer's timeout of %s: %v",
-			e.key, m.Name, p.Addr(), fmt.Sprint(att["timeout"])+"ms", err)
+			e.key, m.Name, p.Addr(), timeoutText(ctx, att), err)
 	case err != nil:
 		end.end(stats.OutcomeOf(err), resp)
 		// Not a business exception: the service itself failed (a plugin
@@ -281,14 +289,36 @@ func exceptionClass(ex *rpc.Exception) string {
 	return ex.Class
 }
 
-// lookup finds the exporter of a service key, the MetadataService included.
-func (p *Provider) lookup(key string) *exporter {
+// lookupOn finds the exporter of a service key served on s, the
+// MetadataService included, and its endpoint there.
+func (p *Provider) lookupOn(s *server, key string) (*exporter, *endpoint) {
+	var e *exporter
 	if key == p.metadata.exporter.key {
-		return p.metadata.exporter
+		e = p.metadata.exporter
+	} else {
+		p.mu.RLock()
+		e = p.exporters[key]
+		p.mu.RUnlock()
 	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.exporters[key]
+	if e == nil {
+		return nil, nil
+	}
+	if ep := e.endpoint(s); ep != nil {
+		return e, ep
+	}
+	return nil, nil
+}
+
+// timeoutText is the consumer's timeout of a call, for messages: its
+// timeout attachment, else what its deadline left it.
+func timeoutText(ctx context.Context, att map[string]any) string {
+	if t, ok := att["timeout"]; ok {
+		return fmt.Sprint(t) + "ms"
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		return "its deadline (" + dl.Format("15:04:05.000") + ")"
+	}
+	return "none"
 }
 
 func (e *exporter) methodNames() []string {

@@ -27,7 +27,11 @@ type metadataService struct {
 	info     atomic.Pointer[metadata.Info]
 }
 
-func newMetadataService(app string) *metadataService {
+// newMetadataService makes p's MetadataService, served on each of its
+// servers: natively on dubbo, in wrapper mode on tri (which dubbo-go's
+// consumers call when the instance names tri).
+func newMetadataService(p *Provider) *metadataService {
+	app := p.cfg.Application
 	ms := &metadataService{}
 	ms.info.Store(metadata.NewInfo(app, nil))
 	get := Method{Name: "getMetadataInfo", ParamTypes: []string{"java.lang.String"}, ReturnType: metadataInfoClass}
@@ -41,6 +45,13 @@ func newMetadataService(app string) *metadataService {
 			Invoker:   rpc.InvokerFunc(ms.invoke),
 		},
 		methods: map[string][]Method{get.Name: {get}},
+	}
+	for _, s := range p.servers {
+		ep := &endpoint{srv: s}
+		ms.exporter.eps = append(ms.exporter.eps, ep)
+		if s.cfg.Name == ProtocolTriple {
+			ms.exporter.wrapped = wrapperMethods(p, ms.exporter, ep)
+		}
 	}
 	return ms
 }

@@ -10,8 +10,9 @@ import (
 // ServiceState is one exported service as the QoS port shows it.
 type ServiceState struct {
 	Key string // [group/]interface[:version]
-	// Published: its URL is in the registry (or, without a registry, it
-	// would be). False while offline or disabled by an override rule.
+	// Published: its URLs, one per protocol, are in the registry (or,
+	// without a registry, would be). False while offline or while an
+	// override rule disables one.
 	Published bool
 	// Offline: withdrawn by the QoS offline command.
 	Offline bool
@@ -29,7 +30,7 @@ func (p *Provider) Services() []ServiceState {
 	out := make([]ServiceState, 0, len(p.exporters))
 	for k, e := range p.exporters {
 		if p.delayed[k] == nil {
-			out = append(out, ServiceState{Key: k, Published: e.published != nil, Offline: p.offline[k]})
+			out = append(out, ServiceState{Key: k, Published: len(e.publishedURLs()) == len(e.eps), Offline: p.offline[k]})
 		}
 	}
 	for k, d := range p.delayed {

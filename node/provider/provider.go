@@ -1,32 +1,46 @@
-// Package provider is the provider role: it serves in-process services over
-// the dubbo protocol and publishes them in the registry the way Apache
-// Dubbo 3 does, so Java, dubbo-go and our own consumers find and call them.
+// Package provider is the provider role: it serves in-process services and
+// handler plugins' services over the dubbo protocol and over Triple
+// (tri://, gRPC-compatible), and publishes them in the registry the way
+// Apache Dubbo 3 does, so Java, dubbo-go, gRPC clients and our own
+// consumers find and call them.
 //
-// Start opens the dubbo server and the registry session; Export adds a
-// [Service] (and Unexport removes it) while the provider runs, because
-// handler plugins come and go. For every exported service the provider
+// Start opens one server per configured protocol ([protocol] and
+// [protocols.<name>]: protocols.go, servers.go) and the registry session;
+// Export adds a [Service] (and Unexport removes it) while the provider
+// runs, because handler plugins come and go. A service is served on every
+// protocol that can carry it (a protobuf service on tri only) unless its
+// [[provider.services]] table names its protocols. For every exported
+// service the provider
 //
-//   - registers the interface-level provider URL under
+//   - registers its provider URL on each protocol (dubbo://, tri://) under
 //     /dubbo/<interface>/providers (register mode interface or all);
-//   - registers the application instance under /services/<app>, the
-//     interface → application mapping and the service definition
-//     (register mode instance or all), and serves Dubbo's MetadataService so
-//     a Dubbo 3 consumer in application-first mode can read the MetadataInfo;
+//   - registers the application instance under /services/<app>, with
+//     every protocol's port in dubbo.endpoints, the interface →
+//     application mapping and the service definition (register mode
+//     instance or all), and serves Dubbo's MetadataService, on every
+//     protocol, so a Dubbo 3 consumer in application-first mode can read
+//     the MetadataInfo;
 //   - follows the override rules meant for it (/dubbo/<interface>/configurators,
 //     <app>.configurators, <interface>:<version>:<group>.configurators) and
-//     re-publishes its URL when they change it (configurators.go).
+//     re-publishes its URLs when they change them (configurators.go).
 //
 // A service's settings ([[provider.services]], a plugin's sdk.Settings:
-// weight, dubbo.tag, timeout, ...) go into its URL as Java's ServiceConfig
+// weight, dubbo.tag, timeout, ...) go into its URLs as Java's ServiceConfig
 // writes them (service.go, settings.go); the provider itself enforces
 // token, executes (executes.go), delay (Export) and onconnect/ondisconnect
 // (events.go), and resizes its pool when a rule sets threads.
 //
-// Requests are routed like Java's DubboProtocol: by path, version and group
-// attachments, with the token check, $echo and generic $invoke handled here
-// before the service's Invoker runs. Shutdown is Dubbo's graceful shutdown:
-// unregister everything first, then tell consumers the server is read-only
-// and let in-flight calls finish, then close.
+// dubbo:// requests are routed like Java's DubboProtocol (handler.go): by
+// path, version and group attachments, with the token check, $echo and
+// generic $invoke handled here before the service's Invoker runs. Triple
+// calls are routed by :path and the tri-service-version and
+// tri-service-group headers (triple.go) to a protobuf service's rpc
+// (triple_proto.go), to a Java-interface service in Dubbo's wrapper mode
+// (triple_wrapper.go), or to gRPC's health and reflection services
+// (triple_grpc.go); every protocol's calls share the business pool,
+// executes and the statistics. Shutdown is Dubbo's graceful shutdown:
+// unregister everything first, then tell consumers the servers are going
+// (read-only event, GOAWAY) and let in-flight calls finish, then close.
 package provider
 
 import (
@@ -35,8 +49,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +79,6 @@ const (
 const registryConnectWait = 30 * time.Second
 
 const (
-	DefaultPort            = 20880
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultApplication     = "dubbo-app"
 )
@@ -84,8 +97,12 @@ type Config struct {
 	// both the /dubbo/<interface>/providers URLs and the /services/<app>
 	// instance with its mapping and metadata.
 	RegisterMode string `koanf:"register-mode"`
-	// Protocol is the dubbo server; in dubbo.toml the [protocol] section.
+	// Protocol is the main protocol's server and the business pool; in
+	// dubbo.toml the [protocol] section.
 	Protocol ProtocolConfig `koanf:"-"`
+	// Protocols are more protocols to serve; in dubbo.toml the
+	// [protocols.dubbo] and [protocols.tri] tables.
+	Protocols Protocols `koanf:"-"`
 	// Token makes callers present a token: "true" or "default" means a
 	// random UUID per service (published in the provider URL), any other
 	// value is used as is. Default "": no token.
@@ -104,61 +121,6 @@ type Config struct {
 	ShutdownTimeout time.Duration `koanf:"shutdown-timeout"`
 }
 
-// ProtocolConfig is the dubbo server of a provider ([protocol] in dubbo.toml).
-type ProtocolConfig struct {
-	// Host is the address to bind and to register. Default "": the first
-	// non-loopback IPv4 address of the machine, else 127.0.0.1. "0.0.0.0"
-	// binds every interface and registers the machine's address with
-	// anyhost=true.
-	Host string `koanf:"host"`
-	// Port to listen on. Default 20880; -1 picks a free port (Dubbo's
-	// convention), which tests use.
-	Port int `koanf:"port"`
-	// Payload is the largest request accepted, in bytes. Default 8 MiB.
-	Payload int `koanf:"payload"`
-	// Accepts is the most consumer connections the provider keeps (Dubbo's
-	// accepts); one more is closed at once with an error log. Default 0:
-	// unlimited.
-	Accepts int `koanf:"accepts"`
-	// FrameTimeout closes a connection whose request, once begun, has not
-	// fully arrived after this long. Default 10s.
-	FrameTimeout time.Duration `koanf:"frame-timeout"`
-	// BodyMemory bounds the bytes of large (over 16 KiB) request bodies
-	// being received at once, across connections; a body that does not
-	// fit waits on its own connection, at most FrameTimeout. Default 64 MiB,
-	// never below Payload.
-	BodyMemory int `koanf:"body-memory"`
-	// RegistryHost is the address registered for consumers to dial, when
-	// it differs from Host (behind NAT, in a container). The environment
-	// variable DUBBO_IP_TO_REGISTRY wins over it. Default: the bound one.
-	RegistryHost string `koanf:"registry-host"`
-	// RegistryPort is the port registered, when it differs from Port (a
-	// mapped port). DUBBO_PORT_TO_REGISTRY wins over it. Default: the
-	// bound one.
-	RegistryPort int `koanf:"registry-port"`
-	// Dispatcher is all, direct, message, execution or connection. Default all.
-	Dispatcher string `koanf:"dispatcher"`
-	// ThreadPool is fixed, cached, limited or eager. Default fixed.
-	ThreadPool string `koanf:"threadpool"`
-	// Serialization is the serialization consumers must use; only
-	// hessian2 is implemented. Default hessian2.
-	Serialization string `koanf:"serialization"`
-	// Threads is the business pool size. Default 200.
-	Threads int `koanf:"threads"`
-	// Queues is how many calls may wait for a worker. Default 0: none, a
-	// call that finds every worker busy is refused with status 100.
-	Queues int `koanf:"queues"`
-	// Heartbeat is Dubbo's heartbeat; connections silent for three of them
-	// are closed. Default 60s.
-	Heartbeat time.Duration `koanf:"heartbeat"`
-	// PoolOnly sends every request to the pool, as Java's dispatchers do.
-	// Default false: when nothing else of its connection runs, the
-	// connection's reader runs a request itself (counted by the pool as a
-	// busy worker), which saves waking a worker; another goroutine reads on
-	// once such a request has run 2ms.
-	PoolOnly bool `koanf:"pool-only"`
-}
-
 // Validate reports the first setting that is wrong, naming its key as
 // dubbo.toml spells it (protocol.dispatcher, provider.services[0].weight),
 // with the values it may take.
@@ -171,14 +133,14 @@ func (c Config) Validate() error {
 	if c.Weight != nil && *c.Weight < 0 {
 		return fmt.Errorf("provider.weight: %d is negative", *c.Weight)
 	}
-	if err := c.Protocol.validate(); err != nil {
+	if err := c.validateProtocols(); err != nil {
 		return err
 	}
 	seen := map[string]int{}
 	for i := range c.Services {
 		s := &c.Services[i]
 		key := fmt.Sprintf("provider.services[%d]", i)
-		if err := s.validate(key); err != nil {
+		if err := s.validate(key, c.served()); err != nil {
 			return err
 		}
 		id := url.ServiceKey(s.Interface, s.Version, s.Group)
@@ -186,36 +148,6 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s.interface: %s (version %q, group %q) has settings in provider.services[%d] already", key, s.Interface, s.Version, s.Group, j)
 		}
 		seen[id] = i
-	}
-	return nil
-}
-
-func (pc ProtocolConfig) validate() error {
-	if err := dispatch.CheckDispatcher(pc.Dispatcher); err != nil {
-		return fmt.Errorf("protocol.dispatcher: %w", err)
-	}
-	if err := dispatch.CheckPool(pc.ThreadPool); err != nil {
-		return fmt.Errorf("protocol.threadpool: %w", err)
-	}
-	if err := protocol.CheckSerialization(pc.Serialization); err != nil {
-		return fmt.Errorf("protocol.serialization: %w", err)
-	}
-	if pc.Port < -1 || pc.Port > 65535 {
-		return fmt.Errorf("protocol.port: %d is not a port (-1 picks a free one)", pc.Port)
-	}
-	if pc.RegistryPort < 0 || pc.RegistryPort > 65535 {
-		return fmt.Errorf("protocol.registry-port: %d is not a port", pc.RegistryPort)
-	}
-	if h := pc.RegistryHost; h != "" && (h == "0.0.0.0" || h == "::" || strings.ContainsAny(h, "/:?& ") && net.ParseIP(h) == nil) {
-		return fmt.Errorf("protocol.registry-host: %q is not an address consumers can dial", h)
-	}
-	for _, n := range []struct {
-		key string
-		n   int
-	}{{"threads", pc.Threads}, {"accepts", pc.Accepts}, {"payload", pc.Payload}} {
-		if n.n < 0 {
-			return fmt.Errorf("protocol.%s: %d is negative", n.key, n.n)
-		}
 	}
 	return nil
 }
@@ -231,7 +163,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.RegisterMode = RegisterAll
 	}
 	if c.Protocol.Port == 0 {
-		c.Protocol.Port = DefaultPort
+		c.Protocol.Port = defaultPort(c.Protocol.name())
 	}
 	if c.Protocol.Heartbeat <= 0 {
 		c.Protocol.Heartbeat = transport.DefaultHeartbeat
@@ -262,28 +194,32 @@ type Options struct {
 	// RegistryStats, if set, counts the provider's registrations (Dubbo
 	// 3's dubbo_registry_register_requests_* metrics).
 	RegistryStats *stats.RegistryStats
+	// Ready, if set, is the node's readiness (its QoS ready probe), which
+	// the Triple port's health service reports for the whole server ("").
+	// Default: ready from Start until Shutdown.
+	Ready func() bool
 }
 
 // Provider is a running provider. Its methods are safe for concurrent use.
 type Provider struct {
-	cfg      Config
-	log      *slog.Logger
-	server   *transport.Server
-	pool     *dispatch.Pool
-	poolBase int // the pool's size as configured, when no rule sets threads
-	disp     *dispatch.Dispatcher
-	host     string   // registered address
-	port     int      // registered port
-	bound    net.Addr // the address the server listens on
-	anyhost  bool
-	rec      *stats.Recorder // nil: no statistics
-	peers    peerIPs
-	regStats *stats.RegistryStats // nil: not counted
-	reg      Registry
-	instReg  registry.InstanceRegistry // nil: no application-level registration
-	ownsReg  func() error              // closes a registry we created
-	metadata *metadataService
-	conf     *configurators // nil: the registry offers no override rules
+	cfg        Config
+	log        *slog.Logger
+	servers    []*server // the protocols served, [protocol]'s first
+	dubbo      *server   // the dubbo one, nil when none
+	pool       *dispatch.Pool
+	poolBase   int // the pool's size as configured, when no rule sets threads
+	disp       *dispatch.Dispatcher
+	rec        *stats.Recorder // nil: no statistics
+	peers      peerIPs
+	regStats   *stats.RegistryStats // nil: not counted
+	reg        Registry
+	instReg    registry.InstanceRegistry // nil: no application-level registration
+	ownsReg    func() error              // closes a registry we created
+	metadata   *metadataService
+	conf       *configurators // nil: the registry offers no override rules
+	health     *health        // what the Triple port's grpc.health.v1 reports
+	reflection reflectionServers
+	routes     atomic.Pointer[tripleRoutes]
 
 	// regMu serialises registry work (export, unexport, shutdown) so that
 	// the instance node always reflects the last exported set.
@@ -301,9 +237,9 @@ type Provider struct {
 	shutdown  bool
 }
 
-// Start opens the dubbo server and, when a registry is configured, the
-// registry session. Services are added with Export. A start that fails
-// undoes the steps it had taken.
+// Start opens the servers of the configured protocols and, when a
+// registry is configured, the registry session. Services are added with
+// Export. A start that fails undoes the steps it had taken.
 func Start(ctx context.Context, cfg Config, opts Options) (_ *Provider, err error) {
 	if cfg, err = cfg.withDefaults(); err != nil {
 		return nil, err
@@ -319,22 +255,35 @@ func Start(ctx context.Context, cfg Config, opts Options) (_ *Provider, err erro
 		}
 	}()
 
-	ln, err := p.listen()
-	if err != nil {
-		return nil, err
+	for _, pc := range cfg.served() {
+		s, err := p.listen(pc)
+		if err != nil {
+			return nil, err
+		}
+		p.servers = append(p.servers, s)
+		undo.add(func() { s.ln.Close() })
 	}
-	undo.add(func() { ln.Close() })
+	p.dubbo = p.serverOf(ProtocolDubbo)
 	if !opts.NoStatistics {
-		p.rec = stats.NewRecorder(stats.Config{Side: stats.Provider, Application: cfg.Application, Host: p.host, Port: p.port})
+		p.rec = stats.NewRecorder(stats.Config{Side: stats.Provider, Application: cfg.Application, Host: p.main().host, Port: p.main().port})
 	}
 	if err := p.startPool(); err != nil {
 		return nil, err
 	}
 	undo.add(func() { p.closePool() })
-	if err := p.startServer(ln); err != nil {
-		return nil, err
+	p.metadata = newMetadataService(p)
+	p.health = newHealth(opts.Ready)
+	p.reflection = p.newReflection()
+	p.routes.Store(&tripleRoutes{})
+	p.mu.Lock()
+	p.reroute()
+	p.mu.Unlock()
+	for _, s := range p.servers {
+		if err := p.startServer(s); err != nil {
+			return nil, err
+		}
+		undo.add(s.close)
 	}
-	undo.add(func() { p.server.Close() })
 	if err := p.connectRegistry(ctx, opts); err != nil {
 		return nil, err
 	}
@@ -347,7 +296,7 @@ func Start(ctx context.Context, cfg Config, opts Options) (_ *Provider, err erro
 			return nil, err
 		}
 	}
-	p.log.Info("provider started", "registry", url.Redact(cfg.Registry), "register_mode", cfg.RegisterMode)
+	p.log.Info("provider started", "protocols", p.Endpoints(), "registry", url.Redact(cfg.Registry), "register_mode", cfg.RegisterMode)
 	return p, nil
 }
 
@@ -361,30 +310,6 @@ func (u unwind) run() {
 	for i := len(u) - 1; i >= 0; i-- {
 		u[i]()
 	}
-}
-
-// listen binds the dubbo server's port and decides the address to
-// register: the bound one unless protocol.registry-host and registry-port
-// say otherwise.
-func (p *Provider) listen() (net.Listener, error) {
-	pc := p.cfg.Protocol
-	bindHost, regHost, anyhost := hosts(pc.Host)
-	if pc.RegistryHost != "" {
-		regHost = pc.RegistryHost
-	}
-	port := max(pc.Port, 0) // -1 picks a free port
-	ln, err := net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(port)))
-	if err != nil {
-		return nil, fmt.Errorf("provider %s: listen on %s:%d: %w; pick a free [protocol] port or -1 for any",
-			p.cfg.Application, bindHost, port, err)
-	}
-	p.bound = ln.Addr()
-	p.port = ln.Addr().(*net.TCPAddr).Port
-	if pc.RegistryPort > 0 {
-		p.port = pc.RegistryPort
-	}
-	p.host, p.anyhost = regHost, anyhost
-	return ln, nil
 }
 
 // startPool makes the business pool and the dispatcher in front of it.
@@ -406,29 +331,6 @@ func (p *Provider) startPool() error {
 	return nil
 }
 
-// startServer starts the dubbo server on ln, with Dubbo's MetadataService.
-func (p *Provider) startServer(ln net.Listener) error {
-	pc := p.cfg.Protocol
-	p.metadata = newMetadataService(p.cfg.Application)
-	server, err := transport.Serve(ln, p, transport.ServerConfig{
-		Payload:          pc.Payload,
-		Accepts:          pc.Accepts,
-		FrameTimeout:     pc.FrameTimeout,
-		BodyMemory:       pc.BodyMemory,
-		HeartbeatTimeout: 3 * pc.Heartbeat,
-		Dispatcher:       p.disp,
-		PoolOnly:         pc.PoolOnly,
-		OnConnect:        p.onConnect,
-		OnDisconnect:     p.onDisconnect,
-		Logger:           p.log,
-	})
-	if err != nil {
-		return fmt.Errorf("provider %s: %w", p.cfg.Application, err)
-	}
-	p.server = server
-	return nil
-}
-
 // connectRegistry opens the configured registry unless opts gives one.
 func (p *Provider) connectRegistry(ctx context.Context, opts Options) error {
 	p.reg = opts.Registry
@@ -447,18 +349,6 @@ func (p *Provider) connectRegistry(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// hosts decides the address to bind and the one to register.
-func hosts(configured string) (bind, register string, anyhost bool) {
-	switch configured {
-	case "":
-		h := url.LocalIP()
-		return h, h, false
-	case "0.0.0.0", "::":
-		return configured, url.LocalIP(), true
-	}
-	return configured, configured, false
-}
-
 // register registers u, counting the attempt.
 func (p *Provider) register(ctx context.Context, u *url.URL) error {
 	err := p.reg.Register(ctx, u)
@@ -468,25 +358,35 @@ func (p *Provider) register(ctx context.Context, u *url.URL) error {
 	return err
 }
 
-// Addr is the registered host:port of the dubbo server, the address
-// consumers dial: the bound one unless protocol.registry-host and
-// registry-port (or Dubbo's DUBBO_IP_TO_REGISTRY and
-// DUBBO_PORT_TO_REGISTRY) say otherwise.
-func (p *Provider) Addr() string { return net.JoinHostPort(p.host, strconv.Itoa(p.port)) }
+// Addr is the registered host:port of the main protocol's server
+// ([protocol]), the address consumers dial and the instance's id: the
+// bound one unless protocol.registry-host and registry-port (or Dubbo's
+// DUBBO_IP_TO_REGISTRY and DUBBO_PORT_TO_REGISTRY) say otherwise.
+// Endpoints lists every protocol's.
+func (p *Provider) Addr() string { return p.main().addr() }
 
-// Port is the registered port.
-func (p *Provider) Port() int { return p.port }
+// Port is the main protocol's registered port.
+func (p *Provider) Port() int { return p.main().port }
 
-// BindAddr is the address the dubbo server listens on.
-func (p *Provider) BindAddr() net.Addr { return p.bound }
+// BindAddr is the address the main protocol's server listens on.
+func (p *Provider) BindAddr() net.Addr { return p.main().bound }
 
 // Stats returns the provider's call statistics (per service, method and
 // consumer IP, for the monitor and Prometheus); nil with
 // Options.NoStatistics.
 func (p *Provider) Stats() *stats.Recorder { return p.rec }
 
-// Server returns the dubbo server, for its connection and pool statistics.
-func (p *Provider) Server() *transport.Server { return p.server }
+// Server returns the dubbo server, for its connection statistics; nil
+// when the provider does not serve dubbo.
+func (p *Provider) Server() *transport.Server {
+	if s := p.serverOf(ProtocolDubbo); s != nil {
+		return s.dubbo
+	}
+	return nil
+}
+
+// PoolStats are the business pool's, which every protocol's calls use.
+func (p *Provider) PoolStats() dispatch.PoolStats { return p.pool.Stats() }
 
 // URLs lists the provider URLs of the exported services as published,
 // sorted: with the override rules applied, and without the services a rule
@@ -496,9 +396,7 @@ func (p *Provider) URLs() []*url.URL {
 	defer p.mu.RUnlock()
 	out := make([]*url.URL, 0, len(p.exporters))
 	for _, e := range p.exporters {
-		if e.published != nil {
-			out = append(out, e.published)
-		}
+		out = append(out, e.publishedURLs()...)
 	}
 	sortURLs(out)
 	return out
@@ -580,9 +478,11 @@ func (p *Provider) export(ctx context.Context, e *exporter) error {
 	if err := p.watchService(ctx, e); err != nil {
 		errs = append(errs, err)
 	}
-	e.published = p.configuredURL(e)
-	e.setLimits(e.published)
-	p.resizePool(e.url, e.published)
+	for _, ep := range e.eps {
+		ep.published = p.configuredURL(e, ep)
+		ep.setLimits(ep.published)
+		p.resizePool(ep.url, ep.published)
+	}
 	p.mu.Lock()
 	if p.shutdown {
 		p.mu.Unlock()
@@ -591,16 +491,21 @@ func (p *Provider) export(ctx context.Context, e *exporter) error {
 	old := p.exporters[e.key]
 	p.exporters[e.key] = e
 	p.async.Add(asyncCount(e) - asyncCount(old))
+	p.reroute()
 	p.mu.Unlock()
 
-	if old != nil && old.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance && !sameURL(old.published, e.published) {
-		if err := p.reg.Unregister(ctx, old.published); err != nil {
-			errs = append(errs, err)
+	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
+		for _, u := range old.publishedURLs() {
+			if !slices.ContainsFunc(e.publishedURLs(), u.Equal) {
+				if err := p.reg.Unregister(ctx, u); err != nil {
+					errs = append(errs, err)
+				}
+			}
 		}
-	}
-	if e.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
-		if err := p.register(ctx, e.published); err != nil {
-			errs = append(errs, fmt.Errorf("register %s: %w", e.key, err))
+		for _, u := range e.publishedURLs() {
+			if err := p.register(ctx, u); err != nil {
+				errs = append(errs, fmt.Errorf("register %s: %w", e.key, err))
+			}
 		}
 	}
 	if p.instReg != nil {
@@ -614,7 +519,8 @@ func (p *Provider) export(ctx context.Context, e *exporter) error {
 	if err := p.refreshInstance(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	p.log.Info("service exported", "service", e.key, "methods", len(svc.Methods))
+	p.health.changed()
+	p.log.Info("service exported", "service", e.key, "methods", len(svc.Methods), "protocols", e.protocols())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("export %s: %w", e.key, err)
 	}
@@ -632,6 +538,7 @@ func (p *Provider) Unexport(ctx context.Context, iface, version, group string) e
 	e := p.exporters[key]
 	delete(p.exporters, key)
 	p.async.Add(-asyncCount(e))
+	p.reroute()
 	p.mu.Unlock()
 	if e == nil {
 		if delayed {
@@ -643,14 +550,17 @@ func (p *Provider) Unexport(ctx context.Context, iface, version, group string) e
 	if err := p.unwatchService(ctx, key); err != nil {
 		errs = append(errs, err)
 	}
-	if e.published != nil && p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
-		if err := p.reg.Unregister(ctx, e.published); err != nil {
-			errs = append(errs, err)
+	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
+		for _, u := range e.publishedURLs() {
+			if err := p.reg.Unregister(ctx, u); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := p.refreshInstance(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	p.health.changed()
 	p.log.Info("service unexported", "service", key)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("unexport %s: %w", key, err)
@@ -672,10 +582,15 @@ func (p *Provider) refreshInstance(ctx context.Context) error {
 	if len(urls) == 0 {
 		return p.instReg.UnregisterInstance(ctx, p.cfg.Application, id)
 	}
+	eps := make([]metadata.Endpoint, len(p.servers))
+	for i, s := range p.servers {
+		eps[i] = metadata.Endpoint{Port: s.port, Protocol: s.cfg.Name}
+	}
 	in, err := metadata.NewInstance(metadata.InstanceSpec{
 		App:                   p.cfg.Application,
-		Host:                  p.host,
-		Port:                  p.port,
+		Host:                  p.main().host,
+		Port:                  p.main().port,
+		Endpoints:             eps,
 		Revision:              info.Revision,
 		MetadataServiceParams: p.metadataServiceParams(),
 		Metadata:              map[string]string{metadata.KeyTimestamp: strconv.FormatInt(time.Now().UnixMilli(), 10)},
@@ -689,9 +604,11 @@ func (p *Provider) refreshInstance(ctx context.Context) error {
 
 // Shutdown is Dubbo's graceful shutdown (the SIGTERM path): unregister
 // every URL and the instance first, so consumers stop choosing this
-// provider; then send the read-only event and let in-flight calls finish
-// for up to ShutdownTimeout (or ctx); then close the server and the
-// registry session. It returns the first error but always finishes.
+// provider, and report NOT_SERVING on the Triple port's health service;
+// then send the read-only event (dubbo) and GOAWAY (tri) and let
+// in-flight calls finish for up to ShutdownTimeout (or ctx); then close
+// the servers and the registry session. It returns the first error but
+// always finishes.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	// Rules stop first: their goroutine takes regMu.
 	confErr := p.stopConfigurators(ctx)
@@ -704,11 +621,10 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	p.shutdown = true
 	var urls []*url.URL
 	for _, e := range p.exporters {
-		if e.published != nil {
-			urls = append(urls, e.published)
-		}
+		urls = append(urls, e.publishedURLs()...)
 	}
 	p.mu.Unlock()
+	p.health.changed() // NOT_SERVING from here on
 	if already {
 		p.regMu.Unlock()
 		return nil
@@ -733,7 +649,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 
 	sctx, cancel := context.WithTimeout(ctx, p.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := p.server.Shutdown(sctx); err != nil {
+	if err := p.shutdownServers(sctx); err != nil {
 		errs = append(errs, err)
 	}
 	if err := p.closePool(); err != nil {
@@ -767,7 +683,9 @@ func (p *Provider) Close() error {
 		p.cancelDelayed(key)
 	}
 	p.regMu.Unlock()
-	p.server.Close()
+	for _, s := range p.servers {
+		s.close()
+	}
 	p.closePool()
 	if p.ownsReg != nil {
 		return p.ownsReg()
@@ -781,12 +699,17 @@ func (p *Provider) closePool() error {
 	return nil
 }
 
-func (p *Provider) keys() []string {
+func (p *Provider) keys() []string { return p.keysOn(nil) }
+
+// keysOn lists the keys of the services served on s (nil: on any).
+func (p *Provider) keysOn(s *server) []string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := make([]string, 0, len(p.exporters))
-	for k := range p.exporters {
-		out = append(out, k)
+	for k, e := range p.exporters {
+		if s == nil || e.endpoint(s) != nil {
+			out = append(out, k)
+		}
 	}
 	sortStrings(out)
 	return out

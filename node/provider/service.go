@@ -41,8 +41,15 @@ type Service struct {
 	// Map → map[string]any when the keys are strings) and returns the
 	// value, a *rpc.Exception result, or an error: an *rpc.Exception error
 	// is a business exception, any other error a failure of the service
-	// (answered with SERVICE_ERROR, so consumers fail over). Required.
+	// (answered with SERVICE_ERROR, so consumers fail over). Required,
+	// unless Proto is set.
 	Invoker rpc.Invoker
+	// Proto makes the service a protobuf (IDL) one, served over Triple
+	// only: its descriptor and the way to its handlers (triple_proto.go).
+	// Methods then name its rpcs, each with its request message as the
+	// one parameter type and its response message as the return type.
+	// Default nil: a Java-interface service.
+	Proto *ProtoService
 	// Params are the service's settings as Dubbo URL parameters, by Java's
 	// names (weight, dubbo.tag, timeout and warmup and delay in ms,
 	// retries, loadbalance, token, executes, actives, or any other); a
@@ -62,28 +69,81 @@ type Method struct {
 	ReturnType string
 }
 
-// exporter is one exported service: what the request router looks up.
+// exporter is one exported service: what the request routers look up.
 type exporter struct {
-	key string // [group/]interface[:version]
-	svc Service
-	url *url.URL // as exported, before override rules
-	// published is the URL in the registry: url after the override rules,
-	// nil while a rule disables the service. Written with regMu and mu held.
-	published *url.URL
-	token     string // "" = none
-	methods   map[string][]Method
+	key     string // [group/]interface[:version]
+	svc     Service
+	token   string // "" = none
+	methods map[string][]Method
 	// delay postpones the export (the delay parameter).
 	delay time.Duration
-	// running counts the calls of each method in flight, for executes;
-	// the map is fixed at export.
+	// running counts the calls of each method in flight, for executes,
+	// whatever protocol they came over; the map is fixed at export.
 	running map[string]*atomic.Int32
+	// eps are the service on each protocol it is served on, in the
+	// provider's order of protocols; fixed at export.
+	eps []*endpoint
+	// rpcs are a protobuf service's methods as Triple serves them, by
+	// name; nil for a Java-interface service.
+	rpcs map[string]*protoMethod
+	// wrapped are a Java-interface service's methods as Triple serves
+	// them in wrapper mode, by name ($echo and $invoke too); nil when it
+	// is not served on tri.
+	wrapped map[string]*wrapperMethod
+}
+
+// endpoint is a service on one of the provider's protocols.
+type endpoint struct {
+	srv *server
+	url *url.URL // as exported, before override rules
+	// published is the URL in the registry: url after the override rules,
+	// nil while a rule disables the service or it is offline. Written with
+	// regMu and mu held.
+	published *url.URL
 	// limits are the executes of the URL consumers see (the override
 	// rules included); replaced when that URL changes.
 	limits atomic.Pointer[executeLimits]
 }
 
+// endpoint is e's endpoint on s, nil when e is not served there.
+func (e *exporter) endpoint(s *server) *endpoint {
+	for _, ep := range e.eps {
+		if ep.srv == s {
+			return ep
+		}
+	}
+	return nil
+}
+
+// url is the service's URL on its first protocol, for the settings every
+// protocol's URL shares.
+func (e *exporter) url() *url.URL { return e.eps[0].url }
+
+// publishedURLs are the URLs of e in the registry; none for a nil e.
+func (e *exporter) publishedURLs() []*url.URL {
+	if e == nil {
+		return nil
+	}
+	var out []*url.URL
+	for _, ep := range e.eps {
+		if ep.published != nil {
+			out = append(out, ep.published)
+		}
+	}
+	return out
+}
+
+// protocols names the protocols e is served on.
+func (e *exporter) protocols() []string {
+	out := make([]string, len(e.eps))
+	for i, ep := range e.eps {
+		out[i] = ep.srv.cfg.Name
+	}
+	return out
+}
+
 func (p *Provider) newExporter(svc Service) (*exporter, error) {
-	if svc.Interface == "" || svc.Invoker == nil {
+	if svc.Interface == "" || svc.Invoker == nil && svc.Proto == nil {
 		return nil, fmt.Errorf("provider: service needs an Interface and an Invoker (got interface %q)", svc.Interface)
 	}
 	e := &exporter{
@@ -118,9 +178,63 @@ func (p *Provider) newExporter(svc Service) (*exporter, error) {
 	if ms, err := strconv.Atoi(params[settings.KeyDelay]); err == nil && ms > 0 {
 		e.delay = time.Duration(ms) * time.Millisecond
 	}
-	e.url = p.providerURL(e, params)
-	e.setLimits(e.url)
+	servers, err := p.serversFor(e)
+	if err != nil {
+		return nil, fmt.Errorf("provider: service %s: %w", e.key, err)
+	}
+	for _, s := range servers {
+		ep := &endpoint{srv: s, url: p.providerURL(e, s, params)}
+		ep.setLimits(ep.url)
+		e.eps = append(e.eps, ep)
+	}
+	if svc.Proto != nil {
+		if e.rpcs, err = protoMethods(p, e, e.eps[0]); err != nil { // served on tri only
+			return nil, fmt.Errorf("provider: service %s: %w", e.key, err)
+		}
+	} else if tri := e.endpoint(p.serverOf(ProtocolTriple)); tri != nil {
+		e.wrapped = wrapperMethods(p, e, tri)
+	}
 	return e, nil
+}
+
+// serversFor are the provider's servers e is served on: those of the
+// protocols that can carry it (a protobuf service goes over tri only),
+// narrowed to the ones its [[provider.services]] table names.
+func (p *Provider) serversFor(e *exporter) ([]*server, error) {
+	var want []string
+	if sc := p.cfg.serviceConfig(e.svc.Interface, e.svc.Version, e.svc.Group); sc != nil {
+		want = sc.Protocols
+	}
+	var out []*server
+	for _, s := range p.servers {
+		if (e.svc.Proto == nil || s.cfg.Name == ProtocolTriple) && (len(want) == 0 || slices.Contains(want, s.cfg.Name)) {
+			out = append(out, s)
+		}
+	}
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case e.svc.Proto != nil:
+		return nil, fmt.Errorf("a protobuf service is served over tri only, and this provider serves %s%s; set protocol.name = \"tri\" or add [protocols.tri]",
+			strings.Join(p.protocolNames(), ", "), wantNote(want))
+	}
+	return nil, fmt.Errorf("this provider serves %s, not %s as its [[provider.services]] protocols say", strings.Join(p.protocolNames(), ", "), strings.Join(want, ", "))
+}
+
+func wantNote(want []string) string {
+	if len(want) == 0 {
+		return ""
+	}
+	return " (its [[provider.services]] protocols: " + strings.Join(want, ", ") + ")"
+}
+
+// protocolNames are the protocols the provider serves.
+func (p *Provider) protocolNames() []string {
+	out := make([]string, len(p.servers))
+	for i, s := range p.servers {
+		out[i] = s.cfg.Name
+	}
+	return out
 }
 
 // settingsParams are the service's URL parameters from its settings: the
@@ -141,9 +255,9 @@ func (p *Provider) settingsParams(svc Service) map[string]string {
 	return out
 }
 
-// providerURL builds the URL a Java 3.3 provider registers (PROTOCOLS.md
-// C.2), with the service's settings.
-func (p *Provider) providerURL(e *exporter, settingsParams map[string]string) *url.URL {
+// providerURL builds the URL a Java 3.3 provider registers for e on s
+// (PROTOCOLS.md C.2), with the service's settings.
+func (p *Provider) providerURL(e *exporter, s *server, settingsParams map[string]string) *url.URL {
 	names := make([]string, 0, len(e.methods))
 	for n := range e.methods {
 		names = append(names, n)
@@ -153,11 +267,17 @@ func (p *Provider) providerURL(e *exporter, settingsParams map[string]string) *u
 	if serialization == "" {
 		serialization = "hessian2"
 	}
-	params := map[string]string{
-		"deprecated":           "false",
-		"dynamic":              "true",
-		"serialization":        serialization,
-		"prefer.serialization": serialization,
+	params := map[string]string{"deprecated": "false", "dynamic": "true"}
+	if e.svc.Proto == nil {
+		// Not for a protobuf service: dubbo-go's consumer takes the
+		// provider's serialization over its own, and would encode its
+		// messages with hessian.
+		params["serialization"], params["prefer.serialization"] = serialization, serialization
+	}
+	if s.cfg.Name == ProtocolTriple {
+		// Dubbo's defaults, written as dubbo-go's Triple providers write
+		// them, for its consumers.
+		params["cluster"], params[settings.KeyLoadBalance] = "failover", "random"
 	}
 	if p.cfg.RegisterMode != RegisterInterface {
 		params["service-name-mapping"] = "true"
@@ -175,14 +295,14 @@ func (p *Provider) providerURL(e *exporter, settingsParams map[string]string) *u
 	// (milliseconds, as Java writes it): one pinging at the default while
 	// this provider closes connections silent for three of its shorter
 	// heartbeats would lose its connections between calls.
-	if hb := p.cfg.Protocol.Heartbeat; hb != transport.DefaultHeartbeat {
+	if hb := s.cfg.Heartbeat; s.cfg.Name == ProtocolDubbo && hb != transport.DefaultHeartbeat {
 		params[KeyHeartbeat] = strconv.FormatInt(hb.Milliseconds(), 10)
 	}
 	maps.Copy(params, settingsParams)
 	// What the service itself says last: no setting may change it
 	// (CheckParams refuses them anyway).
 	maps.Copy(params, map[string]string{
-		"anyhost":        strconv.FormatBool(p.anyhost),
+		"anyhost":        strconv.FormatBool(s.anyhost),
 		"application":    p.cfg.Application,
 		"dubbo":          protocolVersion,
 		"generic":        "false",
@@ -199,7 +319,7 @@ func (p *Provider) providerURL(e *exporter, settingsParams map[string]string) *u
 	if e.svc.Group != "" {
 		params[url.KeyGroup] = e.svc.Group
 	}
-	return url.New("dubbo", p.host, p.port, e.svc.Interface, params)
+	return url.New(s.cfg.Name, s.host, s.port, e.svc.Interface, params)
 }
 
 // metadataServiceParams describe the MetadataService endpoint in the
@@ -207,7 +327,8 @@ func (p *Provider) providerURL(e *exporter, settingsParams map[string]string) *u
 // the default: an application-level consumer's first connection to this
 // provider is the one it reads the metadata over.
 func (p *Provider) metadataServiceParams() map[string]string {
-	params := metadata.DefaultMetadataServiceParams(p.port, Release)
+	params := metadata.DefaultMetadataServiceParams(p.main().port, Release)
+	params["protocol"] = p.main().cfg.Name
 	if hb := p.cfg.Protocol.Heartbeat; hb != transport.DefaultHeartbeat {
 		params[KeyHeartbeat] = strconv.FormatInt(hb.Milliseconds(), 10)
 	}
@@ -221,7 +342,7 @@ func (e *exporter) definition() *metadata.ServiceDefinition {
 		CanonicalName: e.svc.Interface,
 		Types:         []metadata.TypeDefinition{},
 		Annotations:   []string{},
-		Parameters:    e.url.Params(),
+		Parameters:    e.url().Params(),
 	}
 	var types []string
 	for _, m := range e.svc.Methods {

@@ -27,6 +27,11 @@ type ServiceConfig struct {
 	// to. Default: every version and group.
 	Version string `koanf:"version"`
 	Group   string `koanf:"group"`
+	// Protocols limits the service to these of the provider's protocols
+	// (dubbo, tri), as Dubbo's service protocol. Default: every protocol
+	// the provider serves that can carry the service (a protobuf service
+	// goes over tri only).
+	Protocols []string `koanf:"protocols"`
 	// The settings, written in the same table.
 	settings.Settings `koanf:",squash"`
 }
@@ -98,10 +103,16 @@ func CheckParams(params map[string]string) error {
 }
 
 // validate checks one [[provider.services]] table; key is its config key
-// ("provider.services[0]").
-func (c *ServiceConfig) validate(key string) error {
+// ("provider.services[0]"), served the protocols the provider serves.
+func (c *ServiceConfig) validate(key string, served []ProtocolConfig) error {
 	if c.Interface == "" {
 		return fmt.Errorf("%s.interface: missing; name the Java interface the settings are for", key)
+	}
+	for _, name := range c.Protocols {
+		if !slices.ContainsFunc(served, func(pc ProtocolConfig) bool { return pc.Name == name }) {
+			return fmt.Errorf("%s.protocols: %q is not a protocol this provider serves (%s); set protocol.name or add a [protocols.%s] table",
+				key, name, strings.Join(servedNames(served), ", "), name)
+		}
 	}
 	for _, d := range []struct {
 		name string
@@ -126,4 +137,13 @@ func (c *ServiceConfig) validate(key string) error {
 		return fmt.Errorf("%s.parameters: %w", key, err)
 	}
 	return nil
+}
+
+// servedNames are the names of served protocols.
+func servedNames(served []ProtocolConfig) []string {
+	names := make([]string, len(served))
+	for i, pc := range served {
+		names[i] = pc.Name
+	}
+	return names
 }

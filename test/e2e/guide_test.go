@@ -103,6 +103,7 @@ func TestFirstHandlerGuide(t *testing.T) {
 		fmt.Sprintf("DUBBO_REGISTRY_SERVER_LISTEN=127.0.0.1:%d", p.registry),
 		"DUBBO_REGISTRY_ADDRESS="+p.registryURL(),
 		fmt.Sprintf("DUBBO_PROTOCOL_PORT=%d", p.provider),
+		fmt.Sprintf("DUBBO_PROTOCOLS_TRI_PORT=%d", p.tri),
 		fmt.Sprintf("DUBBO_CONSUMER_GATEWAY_LISTEN=127.0.0.1:%d", p.gateway),
 		fmt.Sprintf("DUBBO_MONITOR_SERVER_PORT=%d", p.monitor),
 		fmt.Sprintf("DUBBO_CONSOLE_LISTEN=127.0.0.1:%d", p.console),

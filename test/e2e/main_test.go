@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 func buildAndRun(m *testing.M) int {
 	// One go build for all: the module root is the dubbo command; the
 	// plugins of testdata serve only tests.
-	dir, err := child.Build("../..", "../../examples/greeter", "../../examples/chain", "../../examples/greeter-caller", "./testdata/tagrelay")
+	dir, err := child.Build("../..", "../../examples/greeter", "../../examples/greet", "../../examples/chain", "../../examples/greeter-caller", "./testdata/tagrelay")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building dubbo and the example plugins:", err)
 		return 1
@@ -49,6 +49,7 @@ func binary(name string) string { return filepath.Join(bin, name) }
 type ports struct {
 	registry int
 	provider int // replicas take provider+1, ...
+	tri      int // the providers' Triple ports, as provider's
 	gateway  int
 	monitor  int // the MonitorService
 	console  int // the monitor's HTTP server
@@ -59,6 +60,7 @@ func (p ports) registryURL() string { return fmt.Sprintf("zookeeper://127.0.0.1:
 func (p ports) providerAddr(i int) string {
 	return fmt.Sprintf("127.0.0.1:%d", p.provider+i)
 }
+func (p ports) triAddr(i int) string { return fmt.Sprintf("127.0.0.1:%d", p.tri+i) }
 func (p ports) consoleURL(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", p.console, path)
 }
@@ -101,18 +103,22 @@ func freePorts(t *testing.T, replicas int) ports {
 	p.monitor = anyPort()
 	p.console = anyPort()
 	p.qos = anyPort()
-	for range 50 {
-		base := anyPort()
-		ok := true
-		for i := 1; i < replicas && ok; i++ {
-			_, ok = listen(base + i)
+	consecutive := func() int {
+		for range 50 {
+			base := anyPort()
+			ok := true
+			for i := 1; i < replicas && ok; i++ {
+				_, ok = listen(base + i)
+			}
+			if ok {
+				return base
+			}
 		}
-		if ok {
-			p.provider = base
-			return p
-		}
+		t.Fatalf("no %d consecutive free ports on 127.0.0.1", replicas)
+		return 0
 	}
-	t.Fatalf("no %d consecutive free ports on 127.0.0.1", replicas)
+	p.provider = consecutive()
+	p.tri = consecutive()
 	return p
 }
 
@@ -124,6 +130,7 @@ type setup struct {
 	consumerPlugins []string
 	references      []string // interfaces, version 1.0.0
 	gateway         bool
+	tri             bool   // the providers serve Triple too, on p.tri
 	qos             bool   // the QoS port on p.qos; else off
 	extra           string // more TOML, appended
 }
@@ -145,6 +152,9 @@ func writeConfig(t *testing.T, dir string, p ports, s setup) string {
 	fmt.Fprintf(&b, "[registry.server]\nlisten = \"127.0.0.1:%d\"\ndata-dir = %q\ntick-time = \"2s\"\n\n",
 		p.registry, filepath.Join(dir, "data", "registry"))
 	fmt.Fprintf(&b, "[protocol]\nhost = \"127.0.0.1\"\nport = %d\n\n", p.provider)
+	if s.tri {
+		fmt.Fprintf(&b, "[protocols.tri]\nport = %d\n\n", p.tri)
+	}
 	replicas := max(s.replicas, 1)
 	fmt.Fprintf(&b, "[provider]\nplugins = %s\nreplicas = %d\n\n", quoted(s.providerPlugins), replicas)
 	fmt.Fprintf(&b, "[consumer]\nplugins = %s\n", quoted(s.consumerPlugins))

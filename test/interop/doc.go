@@ -45,6 +45,12 @@
 // (internal/testkit/greetgrpc) and dgprovider -protocol tri. The tools are
 // installed once per machine, outside go.mod (internal/testkit/toolbuild).
 //
+// Triple, provider side (tripletree_test.go): our Triple provider's
+// ZooKeeper nodes against dgprovider -protocol tri's, node for node, in
+// both registries; and dgconsumer -protocol tri calling our provider
+// (greet.GreetService's four methods, org.example.Greeter's five in
+// wrapper mode) at interface and application level and by url.
+//
 // Missing peers and tools (dubbo-go's modules, Apache ZooKeeper, grpcurl,
 // ghz, node and npm) skip a test, or fail it when CI=true.
 package interop

@@ -124,17 +124,17 @@ func startProvider(t testing.TB, cfg provider.Config) *inProcessProvider {
 	return ip
 }
 
-// ourBuilds are the dubbo binary and the example handler plugin, built once
-// per test binary into a temporary directory.
+// ourBuilds are the dubbo binary and the example handler plugins, built
+// once per test binary into a temporary directory.
 var ourBuilds struct {
 	sync.Mutex
-	done          bool
-	dir, err      string
-	dubbo, plugin string
+	done                 bool
+	dir, err             string
+	dubbo, plugin, greet string
 }
 
-// buildOurs builds `dubbo` and examples/greeter.
-func buildOurs(t testing.TB) (dubboBin, greeterPlugin string) {
+// buildOurs builds `dubbo`, examples/greeter and examples/greet.
+func buildOurs(t testing.TB) (dubboBin, greeterPlugin, greetPlugin string) {
 	t.Helper()
 	ourBuilds.Lock()
 	defer ourBuilds.Unlock()
@@ -152,7 +152,8 @@ func buildOurs(t testing.TB) (dubboBin, greeterPlugin string) {
 			ourBuilds.dir = dir
 			ourBuilds.dubbo = filepath.Join(dir, "dubbo")
 			ourBuilds.plugin = filepath.Join(dir, "greeter")
-			for _, b := range [][2]string{{ourBuilds.dubbo, "."}, {ourBuilds.plugin, "./examples/greeter"}} {
+			ourBuilds.greet = filepath.Join(dir, "greet")
+			for _, b := range [][2]string{{ourBuilds.dubbo, "."}, {ourBuilds.plugin, "./examples/greeter"}, {ourBuilds.greet, "./examples/greet"}} {
 				cmd := exec.Command("go", "build", "-o", b[0], b[1])
 				cmd.Dir = root
 				if out, err := cmd.CombinedOutput(); err != nil {
@@ -165,7 +166,7 @@ func buildOurs(t testing.TB) (dubboBin, greeterPlugin string) {
 	if ourBuilds.err != "" {
 		t.Fatal(ourBuilds.err)
 	}
-	return ourBuilds.dubbo, ourBuilds.plugin
+	return ourBuilds.dubbo, ourBuilds.plugin, ourBuilds.greet
 }
 
 func removeBuilds() {
@@ -235,7 +236,10 @@ func startProcess(t testing.TB, cmd *exec.Cmd, prefix string, holdStdin bool) *p
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-				addr := strings.TrimPrefix(strings.TrimSpace(rest), "dubbo://")
+				addr := strings.TrimSpace(rest)
+				if _, a, ok := strings.Cut(addr, "://"); ok { // dubbo:// or tri://
+					addr = a
+				}
 				addr, _, _ = strings.Cut(addr, " ")
 				select {
 				case ready <- addr:
@@ -268,7 +272,7 @@ func startProcess(t testing.TB, cmd *exec.Cmd, prefix string, holdStdin bool) *p
 // e.g. --set provider.register-mode=instance.
 func startPluginProvider(t testing.TB, registry string, extra ...string) *process {
 	t.Helper()
-	bin, plugin := buildOurs(t)
+	bin, plugin, _ := buildOurs(t)
 	dir := t.TempDir()
 	port, err := freePort()
 	if err != nil {

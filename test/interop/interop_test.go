@@ -285,7 +285,7 @@ func stringKeys(v any) map[string]any {
 // registry and prints the JSON result.
 func TestDubboCallAgainstDubboGoProvider(t *testing.T) {
 	dubbogo.Build(t)
-	bin, _ := buildOurs(t)
+	bin, _, _ := buildOurs(t)
 	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	registry := "zookeeper://" + zkAddr
 	dg := dubbogo.StartProvider(t, dubbogo.ProviderOptions{Registry: registry})

@@ -97,7 +97,7 @@ func benchGhz(b *testing.B, load *ghz.Tool, proto string, conc int, addr string,
 // waits until it answers Greet.
 func startGreetServer(t testing.TB) *process {
 	t.Helper()
-	dir := buildGreetBinaries(t)
+	dir := buildGreetServer(t)
 	p := startProcess(t, exec.Command(filepath.Join(dir, "greetserver")), "READY ", true)
 	waitGreet(t, p.Addr, p.log)
 	return p
@@ -109,8 +109,7 @@ func startGreetServer(t testing.TB) *process {
 // not serve Triple fails t with its log.
 func startTripleProvider(t testing.TB) *process {
 	t.Helper()
-	bin, _ := buildOurs(t)
-	plugin := filepath.Join(buildGreetBinaries(t), "greet")
+	bin, _, plugin := buildOurs(t)
 	dir := t.TempDir()
 	port, err := freePort()
 	if err != nil {
@@ -149,11 +148,11 @@ listen = ""
 	return p
 }
 
-// buildGreetBinaries builds the examples/greet plugin and greetserver
+// buildGreetServer builds greetserver, the plain grpc-go greet server,
 // into a directory removed when t ends.
-func buildGreetBinaries(t testing.TB) string {
+func buildGreetServer(t testing.TB) string {
 	t.Helper()
-	dir, err := child.Build("../../examples/greet", "../../internal/testkit/greetgrpc/greetserver")
+	dir, err := child.Build("../../internal/testkit/greetgrpc/greetserver")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,7 +156,7 @@ func TestOurConsumerFindsDubboGoTripleInstance(t *testing.T) {
 // stdin.
 func TestDubboCallAgainstDubboGoTripleProvider(t *testing.T) {
 	dubbogo.Build(t)
-	bin, _ := buildOurs(t)
+	bin, _, _ := buildOurs(t)
 	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
 	registry := "zookeeper://" + zkAddr
 	dg := dubbogo.StartProvider(t, dubbogo.ProviderOptions{Registry: registry, Protocol: "tri"})

@@ -1,5 +1,8 @@
 // Command dgconsumer is a stock dubbo-go v3.3.0 consumer of the example
-// service org.example.Greeter:1.0.0 over the dubbo protocol with hessian2.
+// service org.example.Greeter:1.0.0 over the dubbo protocol with hessian2,
+// or with -protocol tri over Triple: org.example.Greeter in wrapper mode
+// (hessian2, as dubbo-go calls a Java-interface service), or with -service
+// greet.GreetService the protobuf service's four methods.
 // It is a test peer: it makes the requested calls and prints one JSON object
 // per call on stdout,
 //
@@ -12,6 +15,7 @@
 //
 //	dgconsumer -registry zookeeper://127.0.0.1:2181 -calls all
 //	dgconsumer -url dubbo://127.0.0.1:20880 -calls sayHello,add -n 10
+//	dgconsumer -url tri://127.0.0.1:50051 -protocol tri -service greet.GreetService
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 	_ "dubbo.apache.org/dubbo-go/v3/imports"
 
 	"github.com/dubbo-lab/dubbo/examples/interop/dgrun"
+	"github.com/dubbo-lab/dubbo/examples/interop/greet"
 	"github.com/dubbo-lab/dubbo/examples/interop/greeter"
 )
 
@@ -44,28 +49,30 @@ type callResult struct {
 
 // call is one method of the example service with its arguments (Go types
 // chosen for the Java signature: int32 is int, a map is java.util.Map) and
-// the check of its outcome.
+// the check of its outcome; or, with run set, a call of greet.GreetService
+// that makes itself.
 type call struct {
 	method string
 	args   []any
 	check  func(result any, err error) bool
+	run    func(ctx context.Context, conn *client.Connection, opts []client.CallOption) (any, error)
 }
 
 func calls(sleepMS int32) []call {
 	return []call{
-		{"sayHello", []any{"world"}, func(r any, err error) bool {
+		{method: "sayHello", args: []any{"world"}, check: func(r any, err error) bool {
 			return err == nil && r == "Hello, world"
 		}},
-		{"add", []any{int32(2), int32(3)}, func(r any, err error) bool {
+		{method: "add", args: []any{int32(2), int32(3)}, check: func(r any, err error) bool {
 			return err == nil && r == int32(5)
 		}},
-		{"echoMap", []any{map[string]any{"k": "v", "n": "1"}}, func(r any, err error) bool {
+		{method: "echoMap", args: []any{map[string]any{"k": "v", "n": "1"}}, check: func(r any, err error) bool {
 			return err == nil && reflect.DeepEqual(stringKeys(r), map[string]any{"k": "v", "n": "1"})
 		}},
-		{"fail", []any{"boom"}, func(_ any, err error) bool {
+		{method: "fail", args: []any{"boom"}, check: func(_ any, err error) bool {
 			return err != nil && strings.Contains(err.Error(), "boom")
 		}},
-		{"sleep", []any{sleepMS}, func(r any, err error) bool {
+		{method: "sleep", args: []any{sleepMS}, check: func(r any, err error) bool {
 			return err == nil && r == "slept"
 		}},
 	}
@@ -74,6 +81,8 @@ func calls(sleepMS int32) []call {
 func main() {
 	out := dgrun.TakeStdout()
 	var (
+		proto          = flag.String("protocol", dgrun.ProtocolDubbo, "dubbo (hessian2) or tri (Triple: the Java interface in wrapper mode, or -service greet.GreetService)")
+		service        = flag.String("service", greeter.Interface, "org.example.Greeter, or over tri greet.GreetService")
 		registryAddr   = flag.String("registry", "", "registry URL, zookeeper://host:port")
 		registerMode   = flag.String("register-mode", dgrun.ModeInterface, "how to register and discover: interface, instance (application level, dubbo-go's default) or all")
 		direct         = flag.String("url", "", "direct provider URL, dubbo://host:port (bypasses the registry)")
@@ -94,14 +103,30 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dgconsumer: give exactly one of -registry and -url")
 		os.Exit(2)
 	}
-	plan, err := selectCalls(*which, int32(*sleepMS))
+	if *proto != dgrun.ProtocolDubbo && *proto != dgrun.ProtocolTriple ||
+		*service != greeter.Interface && (*service != greet.Service || *proto != dgrun.ProtocolTriple) {
+		fmt.Fprintf(os.Stderr, "dgconsumer: -protocol %q -service %q: want dubbo or tri, and %s, or over tri %s\n", *proto, *service, greeter.Interface, greet.Service)
+		os.Exit(2)
+	}
+	all := calls(int32(*sleepMS))
+	if *service == greet.Service {
+		all = greetCalls()
+	}
+	plan, err := selectCalls(all, *which)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dgconsumer:", err)
 		os.Exit(2)
 	}
 
 	enc := json.NewEncoder(out)
-	conn, err := connect(*registryAddr, *registerMode, *direct, *app, *version, *group, *retries, *sessionTimeout, *logLevel)
+	if *service == greet.Service {
+		*version = "" // the protobuf service has none
+	}
+	var methods []string
+	for _, c := range all {
+		methods = append(methods, c.method)
+	}
+	conn, err := connect(*proto, *service, methods, *registryAddr, *registerMode, *direct, *app, *version, *group, *retries, *sessionTimeout, *logLevel)
 	if err != nil {
 		// Still one line per planned call, so that a test sees each fail.
 		fmt.Fprintln(os.Stderr, "dgconsumer:", err)
@@ -142,8 +167,7 @@ func main() {
 	os.Exit(0)
 }
 
-func selectCalls(which string, sleepMS int32) ([]call, error) {
-	all := calls(sleepMS)
+func selectCalls(all []call, which string) ([]call, error) {
 	if which == "all" {
 		return all, nil
 	}
@@ -157,7 +181,11 @@ func selectCalls(which string, sleepMS int32) ([]call, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown call %q (want all or sayHello,add,echoMap,fail,sleep)", name)
+			var names []string
+			for _, c := range all {
+				names = append(names, c.method)
+			}
+			return nil, fmt.Errorf("unknown call %q (want all or %s)", name, strings.Join(names, ","))
 		}
 	}
 	return plan, nil
@@ -166,7 +194,7 @@ func selectCalls(which string, sleepMS int32) ([]call, error) {
 // connect builds the client and the reference. dubbo-go dials a direct URL
 // inside Dial and panics (nil pointer) when nobody listens there; that
 // becomes an error.
-func connect(registryAddr, registerMode, direct, app, version, group string, retries int,
+func connect(proto, service string, methods []string, registryAddr, registerMode, direct, app, version, group string, retries int,
 	sessionTimeout time.Duration, logLevel string) (conn *client.Connection, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -189,15 +217,24 @@ func connect(registryAddr, registerMode, direct, app, version, group string, ret
 	if err != nil {
 		return nil, fmt.Errorf("new instance: %w", err)
 	}
-	// Clients default to triple; the wire we test is dubbo + hessian2.
-	cli, err := ins.NewClient(client.WithClientProtocolDubbo(), client.WithClientSerialization("hessian2"))
+	// Clients default to triple with protobuf: the dubbo protocol and the
+	// Java interface's hessian2 are chosen explicitly.
+	cliOpts := []client.ClientOption{client.WithClientProtocolDubbo(), client.WithClientSerialization("hessian2")}
+	refOpts := []client.ReferenceOption{client.WithProtocolDubbo(), client.WithSerialization("hessian2")}
+	switch {
+	case proto == dgrun.ProtocolTriple && service == greet.Service:
+		cliOpts = []client.ClientOption{client.WithClientProtocolTriple()}
+		refOpts = []client.ReferenceOption{client.WithProtocolTriple()}
+	case proto == dgrun.ProtocolTriple:
+		cliOpts = []client.ClientOption{client.WithClientProtocolTriple(), client.WithClientSerialization("hessian2")}
+		refOpts = []client.ReferenceOption{client.WithProtocolTriple(), client.WithSerialization("hessian2")}
+	}
+	cli, err := ins.NewClient(cliOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("new client: %w", err)
 	}
-	refOpts := []client.ReferenceOption{
-		client.WithProtocolDubbo(),
-		client.WithSerialization("hessian2"),
-		client.WithVersion(version),
+	if version != "" {
+		refOpts = append(refOpts, client.WithVersion(version))
 	}
 	if group != "" {
 		refOpts = append(refOpts, client.WithGroup(group))
@@ -208,7 +245,13 @@ func connect(registryAddr, registerMode, direct, app, version, group string, ret
 	if direct != "" {
 		refOpts = append(refOpts, client.WithURL(direct))
 	}
-	return cli.Dial(greeter.Interface, refOpts...)
+	if proto == dgrun.ProtocolTriple {
+		// With a ClientInfo, as protoc-gen-go-triple's code dials, dubbo-go
+		// takes its current Triple client; without one, its old one, which
+		// sends a Java interface's arguments as an empty wrapper.
+		return cli.DialWithInfo(service, &client.ClientInfo{InterfaceName: service, MethodNames: methods}, refOpts...)
+	}
+	return cli.Dial(service, refOpts...)
 }
 
 // invoke makes one call. Until waitUntil it retries while the registry has
@@ -233,6 +276,9 @@ func invokeOnce(conn *client.Connection, c call, timeout time.Duration) (result 
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Second)
 	defer cancel()
+	if c.run != nil {
+		return c.run(ctx, conn, []client.CallOption{client.WithCallRequestTimeout(timeout)})
+	}
 	var reply any
 	err = conn.CallUnary(ctx, c.args, &reply, c.method, client.WithCallRequestTimeout(timeout))
 	if err == nil && reply == nil {

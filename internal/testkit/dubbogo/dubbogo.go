@@ -4,7 +4,8 @@
 // dubbo-go's consumer), all over the dubbo protocol with hessian2; with
 // ProviderOptions.Protocol "tri", dgprovider serves org.example.Greeter over
 // Triple in wrapper mode (hessian2) and the protobuf service
-// greet.GreetService.
+// greet.GreetService, and with ConsumerOptions.Protocol "tri" dgconsumer
+// calls either.
 //
 // The programs live in their own Go module, examples/interop, so that
 // dubbo-go never enters this module's dependency graph; this package only
@@ -379,10 +380,18 @@ type ConsumerOptions struct {
 	// dubbo.metadata-service.url-params, or the metadata report when
 	// dubbo.metadata.storage-type is remote); RegisterAll does both.
 	RegisterMode string
-	// URL is a direct provider address, dubbo://host:port.
+	// URL is a direct provider address, dubbo://host:port (tri://host:port
+	// over Triple).
 	URL string
+	// Protocol is "dubbo" (the default) or "tri": org.example.Greeter in
+	// wrapper mode (hessian2), or Service.
+	Protocol string
+	// Service is org.example.Greeter (the default) or, over tri,
+	// greet.GreetService, whose calls are Greet, GreetServerStream,
+	// GreetClientStream and GreetStream.
+	Service string
 	// Calls is "all" (default) or a comma-separated list of sayHello, add,
-	// echoMap, fail, sleep.
+	// echoMap, fail, sleep (of greet.GreetService's methods).
 	Calls string
 	// N repeats the call list. Default 1.
 	N int
@@ -429,6 +438,12 @@ func RunConsumer(t testing.TB, opts ConsumerOptions) ([]CallResult, error) {
 	}
 	if opts.URL != "" {
 		args = append(args, "-url", opts.URL)
+	}
+	if opts.Protocol != "" {
+		args = append(args, "-protocol", opts.Protocol)
+	}
+	if opts.Service != "" {
+		args = append(args, "-service", opts.Service)
 	}
 	if opts.Calls != "" {
 		args = append(args, "-calls", opts.Calls)
