@@ -68,6 +68,16 @@ var grpcTargets = []grpcTarget{
 		failName: "fail:boom", failCode: 17, failMessage: "boom",
 		health: true, healthUnknownCode: 17,
 	},
+	{
+		// The dubbo binary serving Triple with the examples/greet plugin:
+		// reflection both ways, health, and an unknown health service
+		// NOT_FOUND (5), within gRPC's codes.
+		name:  "ours",
+		start: func(t *testing.T) string { return startTripleProvider(t).Addr },
+		services: []string{greetService, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+			"grpc.reflection.v1alpha.ServerReflection"},
+		health: true, healthUnknownCode: 5,
+	},
 }
 
 // Every target answers grpcurl, grpc-js and ghz as a gRPC server must.
