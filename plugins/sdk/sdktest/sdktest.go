@@ -56,6 +56,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
@@ -188,6 +189,11 @@ func (h *Handler) invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result,
 		return nil, callError(inv, rpc.ErrBadRequest, err.Error())
 	default:
 		return nil, callError(inv, rpc.ErrConnection, err.Error())
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// An answer that raced the deadline home (typically the handler's
+		// own "deadline exceeded") is a timeout, as the node reports it.
+		return nil, callError(inv, rpc.ErrTimeout, "the handler did not answer in time")
 	}
 	res, err := wire.DecodeReply(reply)
 	var ce *rpc.CallError
