@@ -11,8 +11,9 @@
 // once, so a sample sent again after a lost answer is not counted twice).
 // Retention runs in the background. The monitor serves no HTTP: package
 // console owns the URL space on console.listen, and the role that runs
-// the monitor (package roles) hands it the store (GET /api/v1/stats) and a
-// metrics registry holding Collector (GET /metrics).
+// the monitor (package roles) hands it the store (GET /api/v1/stats,
+// /api/v1/series, /api/v1/traffic) and a metrics registry holding
+// Collector (GET /metrics).
 //
 // Nodes report through a Reporter (NewReporter): every monitor.interval it
 // sends each interval's samples of the node's stats.Recorders, over the

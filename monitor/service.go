@@ -214,6 +214,7 @@ func RowOf(s stats.Sample) store.Row {
 		MaxConcurrent: s.MaxConcurrent,
 		MaxInput:      s.MaxInput,
 		MaxOutput:     s.MaxOutput,
+		Histogram:     s.Histogram,
 	}
 	if r.Node == "" {
 		r.Node = cut(s.Application + "@" + self)
