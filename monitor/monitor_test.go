@@ -296,27 +296,47 @@ func scrape(t *testing.T, m running) map[string]float64 {
 	return out
 }
 
-// A node stopping while no monitor is there does not wait for one.
-func TestReporterCloseWithoutMonitor(t *testing.T) {
+// A node stopping while its monitor (monitor.address) is down tries it
+// until its deadline, as a monitor may be restarting, then leaves what it
+// could not send in the spool; the monitor, started with that spool,
+// stores it. Without a spool the loss is Close's error.
+func TestMonitorDownAtCloseSpools(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	rec := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "a", Host: "127.0.0.1"})
-	rep, err := monitor.NewReporter(monitor.Config{Address: "dubbo://" + addr}, monitor.ReporterOptions{Logger: quiet()}, rec)
-	if err != nil {
-		t.Fatal(err)
+	spool := filepath.Join(t.TempDir(), "spool")
+	for _, dir := range []string{"", spool} {
+		rec := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "a", Host: "127.0.0.1"})
+		rep, err := monitor.NewReporter(monitor.Config{Address: "dubbo://" + addr, Spool: dir}, monitor.ReporterOptions{Logger: quiet(), Node: "gone-node"}, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Start()
+		count(rec, hello, 3, stats.Success)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		start := time.Now()
+		err = rep.Close(ctx)
+		cancel()
+		if took := time.Since(start); took < 400*time.Millisecond || took > 5*time.Second {
+			t.Errorf("spool %q: Close took %v; want it to try until its 500ms deadline", dir, took)
+		}
+		if (dir == "") != (err != nil) || errors.Is(err, report.ErrNoMonitor) {
+			t.Errorf("spool %q: Close = %v; want an error (not ErrNoMonitor) without a spool, none with one", dir, err)
+		}
 	}
-	rep.Start()
-	count(rec, hello, 3, stats.Success)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	err = rep.Close(ctx)
-	if took := time.Since(start); took > 5*time.Second || err == nil {
-		t.Fatalf("Close took %v and returned %v; want an error at once", took, err)
+	m := startMonitorWith(t, monitor.Options{Spool: spool})
+	deadline := time.Now().Add(10 * time.Second)
+	for rows := getStats(t, m, "interface=org.example.Greeter"); calls(rows) != 3; rows = getStats(t, m, "interface=org.example.Greeter") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the monitor did not store the spooled report: %+v", rows)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left, _, _ := (&report.Spool{Dir: spool}).Read(); len(left) != 0 {
+		t.Errorf("%d reports left in the spool once stored", len(left))
 	}
 }
 

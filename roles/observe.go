@@ -120,6 +120,8 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 	n.gatherer.MustRegister(rep)
 	rep.Start()
 	n.onStop("statistics reporter", func(stopCtx context.Context) error {
+		// What a monitor that was there does not take in time is spooled
+		// under data-dir for the next process to send.
 		cctx, cancel := context.WithTimeout(stopCtx, report.CloseTimeout)
 		defer cancel()
 		if err := rep.Close(cctx); errors.Is(err, report.ErrNoMonitor) {
@@ -164,6 +166,7 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		Registry:    cfg.Registry.Address,
 		Protocol:    cfg.Protocol,
 		Logger:      log,
+		Spool:       cfg.Monitor.Spool,
 	})
 	if err != nil {
 		return monitorInUse(err)

@@ -41,8 +41,9 @@ type InvokerSender struct {
 }
 
 // Send calls collect for every sample of r; it fails if any call failed,
-// with ErrNoMonitor when the Invoker found no monitor (no provider of the
-// service, or no connection to it).
+// with ErrNoMonitor when the Invoker found no monitor registered (no
+// provider of the service). A monitor registered but not reached (no
+// connection) is an ordinary failure: it may be restarting.
 func (s *InvokerSender) Send(ctx context.Context, r *Report) error {
 	iface := cmpOr(s.Interface, MonitorService)
 	class := cmpOr(s.URLClass, URLClass)
@@ -92,7 +93,7 @@ func (s *InvokerSender) Send(ctx context.Context, r *Report) error {
 		return nil
 	}
 	err := fmt.Errorf("%s.%s: %d of %d samples not taken: %w", iface, CollectMethod, failed, len(r.Samples), first)
-	if errors.Is(first, rpc.ErrNoProvider) || errors.Is(first, rpc.ErrConnection) {
+	if errors.Is(first, rpc.ErrNoProvider) {
 		err = fmt.Errorf("%w: %w", ErrNoMonitor, err)
 	}
 	return err
