@@ -122,9 +122,11 @@ func TestReportOverDubbo(t *testing.T) {
 }
 
 // InvokerSender's error says whether a monitor is registered: no
-// provider of the MonitorService is ErrNoMonitor (a closing node does not
-// wait for one); a closed port (a monitor killed or restarting) and a
-// monitor that answers with an exception are not (they are tried again).
+// provider of the MonitorService that the registry (an Offerer) confirms
+// is ErrNoMonitor (a closing node does not wait for one); a monitor
+// registered but unreachable (a node's consumer lists only providers it
+// reaches), a closed port (killed or restarting) and a monitor that
+// answers with an exception are not (they are tried again).
 func TestInvokerSenderSaysNoMonitor(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	mon := &monitorServer{refuse: 1000, samples: map[stats.SampleID]stats.Sample{}}
@@ -145,21 +147,25 @@ func TestInvokerSenderSaysNoMonitor(t *testing.T) {
 	c.End(c.Begin(), stats.Success, 1, 1)
 	rep := &report.Report{Node: "node-a", Samples: rec.Collect(time.Now())}
 	noProvider := rpc.InvokerFunc(func(_ context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-		return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method, Detail: "no provider of this service is registered"}
+		return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method, Detail: "the directory lists no provider"}
 	})
 	for _, tc := range []struct {
 		name      string
-		addr      string // "": noProvider
+		addr      string      // "": inv
+		inv       rpc.Invoker // the consumer, when addr is ""
 		noMonitor bool
 	}{
-		{"none registered", "", true},
-		{"nothing listens", closedPort, false},
-		{"the monitor refuses", srv.Addr().String(), false},
+		{"no provider, and no registry to ask", "", noProvider, true},
+		{"none registered", "", offerer{noProvider, &rpc.CallError{Kind: rpc.ErrNoProvider, Detail: "none registered"}}, true},
+		{"registered, none reachable", "", offerer{noProvider, nil}, false},
+		{"registered, the registry cannot be read", "", offerer{noProvider, errors.New("zookeeper: connection lost")}, false},
+		{"nothing listens", closedPort, nil, false},
+		{"the monitor refuses", srv.Addr().String(), nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			var inv rpc.Invoker = noProvider
+			inv := tc.inv
 			if tc.addr != "" {
 				client := transport.NewClient(tc.addr, transport.ClientConfig{Logger: quiet})
 				defer client.Close()
@@ -175,3 +181,11 @@ func TestInvokerSenderSaysNoMonitor(t *testing.T) {
 		})
 	}
 }
+
+// offerer is a consumer whose registry answers Offered with err.
+type offerer struct {
+	rpc.Invoker
+	err error
+}
+
+func (o offerer) Offered(context.Context, string, string, string) error { return o.err }
