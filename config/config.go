@@ -339,6 +339,7 @@ func (f *File) applyDefaults() {
 	if f.Monitor.Server.DB == "" {
 		f.Monitor.Server.DB = filepath.Join(f.DataDir, "monitor.db")
 	}
+	f.Monitor.Spool = filepath.Join(f.DataDir, "spool")
 	if f.Consumer.CacheFile == "" {
 		f.Consumer.CacheFile = filepath.Join(f.DataDir, "cache", "consumer-"+f.Application.Name+".json")
 	}

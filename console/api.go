@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	neturl "net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,8 +63,9 @@ func (c *Console) handleError(err error, ec echo.Context) {
 // serves instead.
 func (c *Console) apiIndex(ec echo.Context) error {
 	return ec.String(http.StatusOK, "dubbo monitor: no web console without a registry (registry.address)\n\n"+
-		"GET /api/v1/stats?interface=&method=&side=provider|consumer&address=&from=&to=&limit=\n"+
-		"GET /api/v1/series?interface=&method=&side=&address=&from=&to=&step=\n"+
+		"GET /api/v1/stats?interface=&method=&side=provider|consumer&address=&version=&group=&from=&to=&limit=\n"+
+		"GET /api/v1/series?interface=&method=&side=&address=&version=&group=&from=&to=&step=\n"+
+		"GET /api/v1/traffic?by=service|method|provider|consumer|application|edge&interface=&method=&side=&version=&group=&application=&host=&from=&to=\n"+
 		"GET /metrics\n")
 }
 
@@ -308,7 +310,9 @@ func (c *Console) apiTree(ec echo.Context) error {
 }
 
 // apiStats answers GET /api/v1/stats with the store's rows (the README's
-// fields, plus the row's interval, node, service and peer).
+// fields, plus the row's interval, node, service and peer, and its
+// percentiles: p50_ms, p90_ms, p99_ms, null for reporters that send no
+// histogram).
 func (c *Console) apiStats(ec echo.Context) error {
 	if c.opts.Stats == nil {
 		return errNoStats
@@ -327,7 +331,8 @@ func (c *Console) apiStats(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, rows)
 }
 
-// apiSeries answers the charts' sums: GET /api/v1/series?interface=&from=&to=&step=.
+// apiSeries answers the charts' sums, with each bucket's percentiles:
+// GET /api/v1/series?interface=&from=&to=&step=.
 func (c *Console) apiSeries(ec echo.Context) error {
 	if c.opts.Stats == nil {
 		return errNoStats
@@ -341,4 +346,34 @@ func (c *Console) apiSeries(ec echo.Context) error {
 		return err
 	}
 	return ec.JSON(http.StatusOK, bs)
+}
+
+// apiTraffic answers the pages' summaries (store.Summary): the calls of a
+// time range per service, method, provider, consumer, application or
+// application → service edge, with rates, errors, latency percentiles and
+// concurrency. from and to default to the last five complete minutes.
+func (c *Console) apiTraffic(ec echo.Context) error {
+	if c.opts.Stats == nil {
+		return errNoStats
+	}
+	v := ec.Request().URL.Query()
+	if !v.Has("to") {
+		v.Set("to", strconv.FormatInt(c.opts.Now().Unix()/60*60, 10))
+	}
+	if !v.Has("from") {
+		to, err := strconv.ParseInt(v.Get("to"), 10, 64)
+		if err != nil {
+			return badRequest("to=%q is not a Unix time in seconds", v.Get("to"))
+		}
+		v.Set("from", strconv.FormatInt(to-5*60+1, 10))
+	}
+	q, err := store.ParseSummaryQuery(v)
+	if err != nil {
+		return err
+	}
+	s, err := c.opts.Stats.Summary(ec.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	return ec.JSON(http.StatusOK, s)
 }

@@ -30,8 +30,8 @@
 //	c.Shutdown(ctx)
 //
 // Without a registry (Registry "") there is nothing for the pages to show:
-// the console then serves GET /api/v1/stats, GET /api/v1/series and GET
-// /metrics only, under the same rules.
+// the console then serves the statistics (GET /api/v1/stats, /api/v1/series
+// and /api/v1/traffic) and GET /metrics only, under the same rules.
 //
 // With a registry the console opens two ZooKeeper sessions of its own: the
 // catalog's, which watches the registry so that pages read memory (package
@@ -81,6 +81,7 @@ const DefaultListen = "127.0.0.1:8080"
 type Stats interface {
 	Query(ctx context.Context, f store.Filter) ([]store.Row, error)
 	Series(ctx context.Context, q store.SeriesQuery) ([]store.Bucket, error)
+	Summary(ctx context.Context, q store.SummaryQuery) (store.Summary, error)
 }
 
 // Caller makes the console's test calls; *consumer.Consumer implements it.
@@ -108,10 +109,10 @@ type Options struct {
 	Token string
 	// Registry is the registry URL (zookeeper://host:port[,host:port]).
 	// Default "": no pages, and of the API only the statistics
-	// (/api/v1/stats, /api/v1/series) and /metrics.
+	// (/api/v1/stats, /api/v1/series, /api/v1/traffic) and /metrics.
 	Registry string
 	// Stats are the monitor's statistics; nil: pages say there are none
-	// and /api/v1/stats and /api/v1/series answer 503.
+	// and /api/v1/stats, /api/v1/series and /api/v1/traffic answer 503.
 	Stats Stats
 	// Caller makes test calls; default: a consumer of the console's own
 	// (application dubbo-console) on Registry. Unused without Registry.
@@ -309,6 +310,7 @@ func (c *Console) routes() {
 	api := e.Group("/api/v1")
 	api.GET("/stats", c.apiStats)
 	api.GET("/series", c.apiSeries)
+	api.GET("/traffic", c.apiTraffic)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(c.opts.Metrics, promhttp.HandlerOpts{})))
 	c.echo = e
 	if !c.hasPages() {
