@@ -19,22 +19,34 @@ import (
 // Overview is the front page's figures.
 type Overview struct {
 	catalog.Counts
+	Rules    int            `json:"rules"` // what the rules page lists
 	Registry catalog.Health `json:"registry"`
-	Traffic  *Traffic       `json:"traffic"` // nil without statistics
+	// Traffic is the calls of the last five complete minutes; nil
+	// without statistics.
+	Traffic *Traffic `json:"traffic"`
+	// Busiest are the services with the most calls in that window, at
+	// most ten: those with failures first, the highest error rate on
+	// top (busiest).
+	Busiest []ServiceRow `json:"busiest"`
 }
 
+// overviewTop is how many services the overview ranks.
+const overviewTop = 10
+
 func (c *Console) overview(ctx context.Context) Overview {
-	o := Overview{Counts: c.cat.Counts(), Registry: c.cat.Health()}
-	if c.opts.Stats != nil {
-		var ifaces []string
-		for _, s := range c.cat.Services() {
-			if len(ifaces) == 0 || ifaces[len(ifaces)-1] != s.Interface {
-				ifaces = append(ifaces, s.Interface)
-			}
-		}
-		t := c.traffic(ctx, ifaces)
-		o.Traffic = &t
+	o := Overview{Counts: c.cat.Counts(), Rules: len(c.ruleViews(nil)), Registry: c.cat.Health(), Busiest: []ServiceRow{}}
+	if c.opts.Stats == nil {
+		return o
 	}
+	w := recent(c.opts.Now())
+	sc, err := c.serviceCalls(ctx, w, "")
+	if err != nil {
+		o.Traffic = &Traffic{Window: w, Error: err.Error()}
+		return o
+	}
+	t := sc.total(w)
+	o.Traffic = &t
+	o.Busiest = busiest(withCalls(c.cat.Services(), sc), overviewTop)
 	return o
 }
 

@@ -53,7 +53,22 @@ var funcs = template.FuncMap{
 		return time.UnixMilli(ms).Format("2006-01-02 15:04:05")
 	},
 	"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
-	"join":  strings.Join,
+	"ms":    msText,
+	// pms is a percentile: "—" when no reporter sent a histogram.
+	"pms": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return msText(*v)
+	},
+	"clock": func(unix int64) string {
+		if unix == 0 {
+			return "—"
+		}
+		return time.Unix(unix, 0).Format("2006-01-02 15:04:05")
+	},
+	"localInput": localInput,
+	"join":       strings.Join,
 	"ruleURL": func(kind, key string) string {
 		return "/rules/" + neturl.PathEscape(kind) + "/" + neturl.PathEscape(key)
 	},
@@ -76,6 +91,18 @@ var funcs = template.FuncMap{
 		}
 		return out
 	},
+}
+
+// msText is a latency in milliseconds, to three significant digits or
+// the millisecond.
+func msText(v float64) string {
+	switch {
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
 type crumb struct{ Name, Path string }

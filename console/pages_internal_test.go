@@ -51,17 +51,27 @@ func pageSamples() []struct {
 		}
 		return p
 	}
-	counts := catalog.Counts{Services: 11, Applications: 12, Providers: 13, Consumers: 14, Instances: 15, Rules: 16}
+	p99 := 4.2
+	failing := ServiceRow{Service: catalog.Service{Interface: "org.example.Failing", Version: "2.0.0"},
+		Traffic: &store.SummaryRow{Interface: "org.example.Failing", Version: "2.0.0", Side: "consumer", Calls: 10, Failure: 5, ErrorRate: 0.5, CallsPerSecond: 0.03}}
+	busy := ServiceRow{Service: svc, Traffic: &store.SummaryRow{Interface: svc.Interface, Version: "1.0.0", Group: "g", Side: "provider", Calls: 3750, CallsPerSecond: 12.5,
+		Percentiles: store.Percentiles{P99Ms: &p99}}}
+	counts := catalog.Counts{Services: 11, Applications: 12, Providers: 13, Consumers: 14, Instances: 15}
 	health := catalog.Health{Servers: []string{"127.0.0.1:2181"}, Connected: true, Since: time.Now(), Server: "127.0.0.1:2181", Nodes: 17}
-	app := catalog.Application{Name: "greeter-app", Instances: []catalog.Instance{inst}, Services: []string{"org.example.Greeter"}}
+	app := catalog.Application{Name: "greeter-app", Instances: []catalog.Instance{inst}, Services: []string{"org.example.Greeter"},
+		References: []string{"org.example.Stock"}}
 	return []struct {
 		page page
 		want []string
 	}{
-		{overviewPage{Overview{Counts: counts, Registry: health, Traffic: &Traffic{CallsPerSecond: 2.5, ErrorRate: 0.25, Calls: 150, Failures: 3}}},
-			[]string{`id="count-rules">16<`, `id="calls-per-second">2.50<`, "25.00%", "3 of 150 calls", "connected", "127.0.0.1:2181"}},
+		{overviewPage{Overview{Counts: counts, Rules: 16, Registry: health, Traffic: &Traffic{CallsPerSecond: 2.5, ErrorRate: 0.25, Calls: 150, Failures: 3},
+			Busiest: []ServiceRow{failing, busy}}},
+			[]string{`id="count-rules">16<`, `id="calls-per-second">2.50<`, "25.00%", "3 of 150 calls", "connected", "127.0.0.1:2181",
+				`<tr data-interface="org.example.Failing" class="bad">`, `href="/services/org.example.Failing?group=&amp;version=2.0.0"`,
+				`<td class="n error-rate">50.00%</td>`, `<td class="n p99" title="no histogram`, `<td class="n calls-per-second">12.50</td>`,
+				`<td class="n p99" >4.20</td>`}},
 		{overviewPage{Overview{Counts: counts, Registry: health, Traffic: &Traffic{Error: "store is gone"}}},
-			[]string{"Statistics: store is gone"}},
+			[]string{"Statistics: store is gone", "No calls reported in the last 5 minutes"}},
 		{overviewPage{Overview{Counts: counts}}, []string{"No statistics", "disconnected"}},
 		{servicesPage{Query: "greet", Services: []catalog.Service{svc}}, []string{`value="greet"`, "/services/org.example.Greeter", "greeter-app"}},
 		{servicesPage{Query: "nothing"}, []string{"No service matches “nothing”"}},
@@ -77,8 +87,10 @@ func pageSamples() []struct {
 			Error: &errorDetail{Kind: "exception", Message: "boom"}, Class: "java.lang.IllegalStateException"},
 			[]string{"<b>exception</b> <code>java.lang.IllegalStateException</code>: boom"}},
 		{testPage{Interface: "org.example.Nope"}, []string{"No methods are known"}},
-		{applicationsPage{Apps: []catalog.Application{app}}, []string{"/applications/greeter-app", "rev-1234abcd", "/services/org.example.Greeter"}},
-		{applicationPage{App: app, Rules: []RuleView{rule, off}}, []string{"<h1>greeter-app</h1>", "raw-instance-data", "dubbo.metadata.revision", "(disabled)"}},
+		{applicationsPage{Apps: []catalog.Application{app}}, []string{"/applications/greeter-app", "rev-1234abcd", "/services/org.example.Greeter", "/services/org.example.Stock"}},
+		{applicationsPage{}, []string{"No application is registered."}},
+		{applicationPage{App: app, Rules: []RuleView{rule, off}}, []string{"<h1>greeter-app</h1>", "raw-instance-data", "dubbo.metadata.revision", "(disabled)",
+			`Calls: <a href="/services/org.example.Stock">`}},
 		{rulesPage{Rules: []RuleView{rule, off}}, []string{rule.Path, "enabled", "disabled"}},
 		{rulePage{New: true, Kind: "tag", Key: "greeter-app", Doc: "tags: []", Kinds: []string{"condition", "tag", "override"}},
 			[]string{"<h1>New rule</h1>", `<option value="tag" selected>`, "tags: []"}},

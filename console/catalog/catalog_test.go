@@ -80,7 +80,7 @@ func TestCatalogFollowsChangesCheaply(t *testing.T) {
 		}
 
 		c := loadedCatalog(t, addr)
-		want := Counts{Services: catalogSize, Applications: 1, Providers: catalogSize, Instances: catalogSize, Rules: catalogSize}
+		want := Counts{Services: catalogSize, Applications: 1, Providers: catalogSize, Instances: catalogSize}
 		if got := c.Counts(); got != want {
 			t.Fatalf("counts after loading %+v, want %+v", got, want)
 		}

@@ -1,0 +1,165 @@
+package console_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbo-lab/dubbo/monitor/store"
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
+)
+
+// The traffic pages' tests store what nodes would have reported, at
+// known minutes, so that every figure is known.
+
+// calls is one report: a node's calls of one method towards one peer in
+// the minute ending at Time, each taking took.
+type calls struct {
+	time              int64
+	side, app, iface  string
+	version, group    string
+	method            string
+	address, consumer string
+	ok, failed        int64
+	took              time.Duration
+	noHistogram       bool // a Java node's report
+	maxConcurrent     int64
+}
+
+func (c calls) row() store.Row {
+	n := c.ok + c.failed
+	r := store.Row{Time: c.time, Interval: 60, Side: c.side, Application: c.app, Node: c.address + "/" + c.consumer + "/" + c.side,
+		Interface: c.iface, Version: c.version, Group: c.group, Method: c.method, Address: c.address, Consumer: c.consumer,
+		Success: c.ok, Failure: c.failed, ElapsedMs: n * c.took.Milliseconds(), MaxElapsedMs: c.took.Milliseconds(), MaxConcurrent: c.maxConcurrent}
+	if !c.noHistogram {
+		var h histogram.Counts
+		h[histogram.Of(c.took)] = n
+		r.Histogram = h.Sparse()
+	}
+	return r
+}
+
+// stored inserts the reports into the system's store.
+func stored(t *testing.T, e *env, cs ...calls) {
+	t.Helper()
+	rows := make([]store.Row, len(cs))
+	for i, c := range cs {
+		rows[i] = c.row()
+	}
+	if _, err := e.store.Insert(testCtx(t), rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lastMinute is the end of the last complete minute. Tests store their
+// reports in the four minutes up to it: the last five complete minutes
+// still hold them if the minute turns before the page is read.
+func lastMinute() int64 { return time.Now().Unix() / 60 * 60 }
+
+// registered creates registry nodes (and their parents) as Dubbo nodes
+// and Admin write them, and waits until the console's copy has them.
+func registered(t *testing.T, e *env, paths ...string) {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{e.zkAddr}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	acl := zk.WorldACL(zk.PermAll)
+	for _, p := range paths {
+		parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+		for i := range parts {
+			if _, err := conn.Create("/"+strings.Join(parts[:i+1], "/"), nil, 0, acl); err != nil && err != zk.ErrNodeExists {
+				t.Fatalf("create %s: %v", p, err)
+			}
+		}
+	}
+	before := e.console.Catalog().Version()
+	waitFor(t, "the console's copy of the new nodes", func() bool {
+		return e.console.Catalog().Version() != before
+	})
+}
+
+// providerNode is the path of a provider node of url u.
+func providerNode(iface, u string) string {
+	return "/dubbo/" + iface + "/providers/" + url.QueryEscape(u)
+}
+
+// The overview ranks the services by their calls of the last five
+// complete minutes, the failing ones first, from the consumers' reports
+// where there are some; its counts are those of the lists they link to.
+func TestOverviewRanksServices(t *testing.T) {
+	e := startSystem(t, envOptions{noLoad: true})
+	registered(t, e, providerNode("org.example.Failing", "dubbo://127.0.0.1:20999/org.example.Failing?application=failing-app&interface=org.example.Failing&side=provider&version=2.0.0"),
+		"/dubbo/config/dubbo/dubbo.properties") // a config document that is no rule
+	waitFor(t, "Failing in the console", func() bool { _, ok := e.console.Catalog().Service("org.example.Failing"); return ok })
+	end := lastMinute()
+	var cs []calls
+	for m := int64(0); m < 4; m++ {
+		at := end - 60*m
+		cs = append(cs,
+			calls{time: at, side: "consumer", app: "greeter-consumer", iface: greeter, version: "1.0.0", method: "sayHello",
+				address: e.Providers[0], consumer: "127.0.0.1", ok: 750, took: time.Millisecond},
+			calls{time: at, side: "provider", app: "greeter-app", iface: greeter, version: "1.0.0", method: "sayHello",
+				address: e.Providers[0], consumer: "127.0.0.1", ok: 700, took: time.Millisecond})
+	}
+	cs = append(cs, calls{time: end, side: "provider", app: "failing-app", iface: "org.example.Failing", version: "2.0.0", method: "fail",
+		address: "127.0.0.1:20999", consumer: "127.0.0.1", ok: 80, failed: 20, took: 50 * time.Millisecond, noHistogram: true})
+	stored(t, e, cs...)
+
+	var o struct {
+		Applications, Rules int
+		Traffic             struct {
+			Calls, Failures int64
+			CallsPerSecond  float64 `json:"calls_per_second"`
+			Range           string
+		}
+		Busiest []struct {
+			Interface string
+			Traffic   struct {
+				Side           string
+				Calls          int64
+				CallsPerSecond float64  `json:"calls_per_second"`
+				ErrorRate      float64  `json:"error_rate"`
+				P99            *float64 `json:"p99_ms"`
+			}
+		}
+	}
+	getJSON(t, e, "/api/v1/overview", &o)
+	if tr := o.Traffic; tr.Calls != 3100 || tr.Failures != 20 || tr.CallsPerSecond != 3100.0/300 || tr.Range != "5m" {
+		t.Errorf("overview traffic %+v: want Greeter's 3000 calls (the consumers'), Failing's 100, over 300 s", tr)
+	}
+	if len(o.Busiest) != 2 {
+		t.Fatalf("busiest %+v: want Failing and Greeter", o.Busiest)
+	}
+	f, g := o.Busiest[0], o.Busiest[1]
+	if f.Interface != "org.example.Failing" || f.Traffic.ErrorRate != 0.2 || f.Traffic.Side != "provider" || f.Traffic.P99 != nil {
+		t.Errorf("first %+v: want Failing, 20%% failed, from its providers, no p99 (no histogram)", f)
+	}
+	if g.Interface != greeter || g.Traffic.Calls != 3000 || g.Traffic.CallsPerSecond != 10 || g.Traffic.Side != "consumer" ||
+		g.Traffic.P99 == nil || *g.Traffic.P99 < 0.896 || *g.Traffic.P99 > 1.024 {
+		t.Errorf("second %+v: want Greeter, 10 calls/s from its consumers, p99 in 1 ms's bucket", g)
+	}
+
+	// The counts agree with the lists they link to.
+	var apps, rules []any
+	getJSON(t, e, "/api/v1/applications", &apps)
+	getJSON(t, e, "/api/v1/rules", &rules)
+	if o.Applications != len(apps) || o.Applications != 3 || o.Rules != len(rules) || o.Rules != 0 {
+		t.Errorf("overview counts %d applications and %d rules; the lists have %d and %d; want 3 (greeter-app, greeter-consumer, failing-app) and 0",
+			o.Applications, o.Rules, len(apps), len(rules))
+	}
+
+	_, page, _ := do(t, "GET", e.ConsoleURL+"/", "", "")
+	fi := strings.Index(page, `<tr data-interface="org.example.Failing" class="bad">`)
+	gi := strings.Index(page, `<tr data-interface="`+greeter+`" >`)
+	if fi < 0 || gi < fi || !strings.Contains(page[gi:], `<td class="n calls-per-second">10.00</td>`) || !strings.Contains(page[fi:], `20.00%`) {
+		t.Errorf("overview page: want Failing in red above Greeter at 10.00 calls/s:\n%s", page)
+	}
+	if !strings.Contains(page, `href="/services/org.example.Failing?group=&amp;version=2.0.0"`) {
+		t.Errorf("overview page: Failing does not link to its page")
+	}
+}
