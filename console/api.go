@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -73,10 +74,18 @@ func (c *Console) apiOverview(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.overview(ec.Request().Context()))
 }
 
-// serviceRow is GET /api/v1/services' element (the README's API table), with the
-// providing applications and the registration level added.
+// apiServices answers GET /api/v1/services?q=&sort= with the services
+// list's rows (the README's API table): the registry's fields, and the
+// calls of the last five complete minutes in "traffic".
 func (c *Console) apiServices(ec echo.Context) error {
-	return ec.JSON(http.StatusOK, c.services(ec.QueryParam("q")))
+	l, err := c.services(ec.Request().Context(), ec.QueryParam("q"), ec.QueryParam("sort"))
+	if err != nil {
+		return err
+	}
+	if l.StatsError != "" {
+		return errors.New(l.StatsError)
+	}
+	return ec.JSON(http.StatusOK, l.Services)
 }
 
 // apiService answers with what the service page shows, its traffic over

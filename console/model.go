@@ -50,23 +50,68 @@ func (c *Console) overview(ctx context.Context) Overview {
 	return o
 }
 
-// services lists the services whose interface or application contains q
-// (case-insensitive).
-func (c *Console) services(q string) []catalog.Service {
-	all := c.cat.Services()
-	q = strings.ToLower(strings.TrimSpace(q))
-	if q == "" {
-		return all
+// ServiceList is the services list: the registry's services with their
+// calls over the last five complete minutes.
+type ServiceList struct {
+	Window   Window       `json:"window"`
+	Services []ServiceRow `json:"services"`
+	// StatsError says why the calls are missing; "" when they are not
+	// (or there are no statistics).
+	StatsError string `json:"-"`
+}
+
+// services lists the services q finds, in the order sort names (checkSort).
+// q is a case-insensitive part of an interface or application name, or a
+// machine (an IP) or process (host:port): the services it serves or calls,
+// in the registry (its provider and consumer nodes, its application's
+// instances) or in the monitor's reports of the window.
+func (c *Console) services(ctx context.Context, q, sort string) (ServiceList, error) {
+	sort, err := checkSort(sort)
+	if err != nil {
+		return ServiceList{}, err
 	}
-	out := all[:0:0]
-	for _, s := range all {
-		if strings.Contains(strings.ToLower(s.Interface), q) || slices.ContainsFunc(s.Applications, func(a string) bool {
-			return strings.Contains(strings.ToLower(a), q)
-		}) {
-			out = append(out, s)
+	w := recent(c.opts.Now())
+	var sc serviceCalls
+	out := ServiceList{Window: w}
+	if c.opts.Stats != nil {
+		if sc, err = c.serviceCalls(ctx, w, ""); err != nil {
+			out.StatsError = err.Error()
 		}
 	}
-	return out
+	svcs := c.cat.Services()
+	rows := withCalls(svcs, sc)
+	if q = strings.TrimSpace(q); q != "" {
+		if rows, err = c.findServices(ctx, w, q, svcs, rows); err != nil {
+			out.StatsError = err.Error()
+		}
+	}
+	slices.SortStableFunc(rows, sortKeys[sort])
+	out.Services = rows
+	return out, nil
+}
+
+// findServices keeps the rows (of svcs) q finds (services).
+func (c *Console) findServices(ctx context.Context, w Window, q string, svcs []catalog.Service, rows []ServiceRow) ([]ServiceRow, error) {
+	lq := strings.ToLower(q)
+	var reg map[string]bool
+	var at []ServiceRow // the rows with the host's calls alone
+	var err error
+	if hostQuery(q) {
+		reg = c.registeredAt(q)
+		if c.opts.Stats != nil {
+			var sc serviceCalls
+			sc, err = c.serviceCalls(ctx, w, q)
+			at = withCalls(svcs, sc)
+		}
+	}
+	out := rows[:0:0]
+	for i, r := range rows {
+		if strings.Contains(strings.ToLower(r.Interface), lq) || reg[r.Interface] || (at != nil && at[i].Traffic != nil) ||
+			slices.ContainsFunc(r.Applications, func(a string) bool { return strings.Contains(strings.ToLower(a), lq) }) {
+			out = append(out, r)
+		}
+	}
+	return out, err
 }
 
 // ProviderView is a provider as the console shows it: the registered URL

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -195,18 +196,29 @@ func (c *Console) pageOverview(ec echo.Context) error {
 	return c.render(ec, http.StatusOK, overviewPage{Overview: c.overview(ec.Request().Context())})
 }
 
-// servicesPage is /services?q=.
+// servicesPage is /services?q=&sort=.
 type servicesPage struct {
-	Query    string
-	Services []catalog.Service
+	Query string
+	Sort  string
+	Stats bool // the console has statistics
+	ServiceList
 }
 
 func (servicesPage) name() string  { return "services" }
 func (servicesPage) title() string { return "Services" }
 
+// SortURL is the list in another order.
+func (p servicesPage) SortURL(sort string) string {
+	return "/services?" + neturl.Values{"q": {p.Query}, "sort": {sort}}.Encode()
+}
+
 func (c *Console) pageServices(ec echo.Context) error {
-	q := ec.QueryParam("q")
-	return c.render(ec, http.StatusOK, servicesPage{Query: q, Services: c.services(q)})
+	q, sort := ec.QueryParam("q"), ec.QueryParam("sort")
+	l, err := c.services(ec.Request().Context(), q, sort)
+	if err != nil {
+		return err
+	}
+	return c.render(ec, http.StatusOK, servicesPage{Query: q, Sort: cmp.Or(sort, SortName), Stats: c.opts.Stats != nil, ServiceList: l})
 }
 
 // servicePage is /services/{interface}?range=&side=: the service's view,

@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +163,76 @@ func TestOverviewRanksServices(t *testing.T) {
 	}
 	if !strings.Contains(page, `href="/services/org.example.Failing?group=&amp;version=2.0.0"`) {
 		t.Errorf("overview page: Failing does not link to its page")
+	}
+}
+
+// The services list shows each service's calls/s, error rate and p99,
+// sorts by them, and finds the services a machine or a process serves or
+// calls, from the registry's nodes and from the monitor's reports.
+func TestServicesListSortsAndFindsByHost(t *testing.T) {
+	e := startSystem(t, envOptions{noLoad: true})
+	registered(t, e,
+		providerNode("org.example.Failing", "dubbo://127.0.0.1:20999/org.example.Failing?application=failing-app&interface=org.example.Failing&side=provider&version=2.0.0"),
+		providerNode("org.example.Quiet", "dubbo://10.9.9.9:20880/org.example.Quiet?application=quiet-app&interface=org.example.Quiet&side=provider"),
+		"/dubbo/org.example.Quiet/consumers/"+url.QueryEscape("consumer://10.8.8.8/org.example.Quiet?application=quiet-web&interface=org.example.Quiet&side=consumer"))
+	waitFor(t, "Quiet's consumer in the console", func() bool {
+		d, ok := e.console.Catalog().Service("org.example.Quiet")
+		return ok && len(d.Consumers) == 1
+	})
+	end := lastMinute()
+	stored(t, e,
+		calls{time: end, side: "consumer", app: "greeter-consumer", iface: greeter, version: "1.0.0", method: "sayHello",
+			address: e.Providers[0], consumer: "127.0.0.1", ok: 600, took: time.Millisecond},
+		// A consumer the registry does not know (dubbo call, a bench).
+		calls{time: end - 60, side: "consumer", app: "bench", iface: greeter, version: "1.0.0", method: "sayHello",
+			address: e.Providers[1], consumer: "10.7.7.7", ok: 300, took: 2 * time.Millisecond},
+		calls{time: end, side: "provider", app: "failing-app", iface: "org.example.Failing", version: "2.0.0", method: "fail",
+			address: "127.0.0.1:20999", consumer: "127.0.0.1", ok: 1, failed: 1, took: 9 * time.Millisecond, noHistogram: true})
+
+	list := func(query string) []string {
+		t.Helper()
+		var rows []struct {
+			Interface string
+			Traffic   *struct{ Calls int64 }
+		}
+		getJSON(t, e, "/api/v1/services"+query, &rows)
+		var out []string
+		for _, r := range rows {
+			n := int64(0)
+			if r.Traffic != nil {
+				n = r.Traffic.Calls
+			}
+			out = append(out, fmt.Sprintf("%s %d", r.Interface, n))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"org.example.Failing 2", greeter + " 900", "org.example.Quiet 0"}},
+		{"?sort=calls", []string{greeter + " 900", "org.example.Failing 2", "org.example.Quiet 0"}},
+		{"?sort=errors", []string{"org.example.Failing 2", greeter + " 900", "org.example.Quiet 0"}},
+		{"?sort=p99", []string{greeter + " 900", "org.example.Failing 2", "org.example.Quiet 0"}},
+		{"?q=QUIET-APP", []string{"org.example.Quiet 0"}},
+		{"?q=10.9.9.9", []string{"org.example.Quiet 0"}},       // a provider node's host
+		{"?q=10.9.9.9:20880", []string{"org.example.Quiet 0"}}, // and the process
+		{"?q=10.9.9.9:20881", nil},                                           // another process
+		{"?q=10.8.8.8", []string{"org.example.Quiet 0"}},                     // a consumer node's host
+		{"?q=10.7.7.7", []string{greeter + " 900"}},                          // a caller only the monitor knows
+		{"?q=127.0.0.1:20999&sort=calls", []string{"org.example.Failing 2"}}, // a provider only the registry and its own reports know
+		{"?q=" + e.Providers[1], []string{greeter + " 900"}},                 // a provider by its calls and its node
+		{"?q=10.6.6.6", nil},
+	} {
+		if got := list(c.query); !slices.Equal(got, c.want) {
+			t.Errorf("services%s: %q, want %q", c.query, got, c.want)
+		}
+	}
+	if st, body, _ := do(t, "GET", e.ConsoleURL+"/api/v1/services?sort=fastest", "", ""); st != 400 || !strings.Contains(body, "p99") {
+		t.Errorf("an unknown order: %d %s", st, body)
+	}
+	_, page, _ := do(t, "GET", e.ConsoleURL+"/services?q=10.7.7.7", "", "")
+	if !strings.Contains(page, `<td class="n calls-per-second">3.00</td>`) || strings.Contains(page, "org.example.Quiet") {
+		t.Errorf("services page for 10.7.7.7: want Greeter alone at 3.00 calls/s:\n%s", page)
 	}
 }
