@@ -89,9 +89,14 @@ func (c *Console) apiServices(ec echo.Context) error {
 }
 
 // apiService answers with what the service page shows, its traffic over
-// ?range= (15m, 1h, 24h, 30d) on ?side= (consumer, provider) included.
+// ?range= (15m, 1h, 24h, 30d) or ?from=&to=, on ?side= (consumer,
+// provider), of ?version= and ?group= (absent: all) included.
 func (c *Console) apiService(ec echo.Context) error {
-	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), ec.QueryParam("range"), ec.QueryParam("side"))
+	sel, err := c.trafficSelOf(ec)
+	if err != nil {
+		return err
+	}
+	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), sel)
 	if err != nil {
 		return err
 	}

@@ -149,9 +149,9 @@ type ServiceView struct {
 }
 
 // serviceView gathers what the service page shows of iface, its traffic
-// over the range rng on side. Methods that cannot be read are left out
-// (the page says no definition was published).
-func (c *Console) serviceView(ctx context.Context, iface, rng, side string) (ServiceView, error) {
+// as sel selects. Methods that cannot be read are left out (the page says
+// no definition was published).
+func (c *Console) serviceView(ctx context.Context, iface string, sel trafficSel) (ServiceView, error) {
 	d, err := c.service(iface)
 	if err != nil {
 		return ServiceView{}, err
@@ -167,7 +167,7 @@ func (c *Console) serviceView(ctx context.Context, iface, rng, side string) (Ser
 	}
 	return ServiceView{Interface: d.Interface, Rows: d.Rows, Providers: ps, Consumers: d.Consumers,
 		Instances: d.Instances, Apps: d.Apps, Routers: d.Routers, Overrides: d.Overrides,
-		Methods: ms, Rules: c.serviceRules(d), Traffic: c.serviceTraffic(ctx, d.Interface, rng, side)}, nil
+		Methods: ms, Rules: c.serviceRules(d), Traffic: c.serviceTraffic(ctx, d.Interface, sel)}, nil
 }
 
 func (c *Console) service(iface string) (catalog.ServiceDetail, error) {

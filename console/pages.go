@@ -45,8 +45,10 @@ type pages struct {
 var funcs = template.FuncMap{
 	"pathesc":  neturl.PathEscape,
 	"queryesc": neturl.QueryEscape,
-	"percent":  func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" },
-	"rate":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"percent":  percentText,
+	// success is the success rate of calls with this error rate.
+	"success": func(errorRate float64) string { return percentText(1 - errorRate) },
+	"rate":    func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
 	"millis": func(ms int64) string {
 		if ms == 0 {
 			return ""
@@ -93,6 +95,8 @@ var funcs = template.FuncMap{
 		return out
 	},
 }
+
+func percentText(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
 
 // msText is a latency in milliseconds, to three significant digits or
 // the millisecond.
@@ -221,8 +225,9 @@ func (c *Console) pageServices(ec echo.Context) error {
 	return c.render(ec, http.StatusOK, servicesPage{Query: q, Sort: cmp.Or(sort, SortName), Stats: c.opts.Stats != nil, ServiceList: l})
 }
 
-// servicePage is /services/{interface}?range=&side=: the service's view,
-// its traffic drawn, and where a new rule for it starts.
+// servicePage is /services/{interface}?range=&from=&to=&side=&version=&group=:
+// the service's view, its traffic drawn, and where a new rule for it
+// starts.
 type servicePage struct {
 	Service ServiceView
 	Charts  Charts // drawn when Service.Traffic has no Error
@@ -236,7 +241,11 @@ func (servicePage) name() string    { return "service" }
 func (p servicePage) title() string { return p.Service.Interface }
 
 func (c *Console) pageService(ec echo.Context) error {
-	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), ec.QueryParam("range"), ec.QueryParam("side"))
+	sel, err := c.trafficSelOf(ec)
+	if err != nil {
+		return err
+	}
+	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), sel)
 	if err != nil {
 		// /services/<app> is where Dubbo keeps an application's
 		// instances; the console shows them at /applications/<app>.

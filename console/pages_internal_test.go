@@ -28,8 +28,20 @@ func pageSamples() []struct {
 	off.Enabled, off.Key = false, "greeter-app"
 	method := MethodView{Name: "sayHello", ParameterTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String",
 		Signature: "java.lang.String sayHello(java.lang.String)", Version: "1.0.0", Group: "g", Typed: true}
-	traffic := ServiceTraffic{Range: "1h", Side: "provider", Step: 60, Calls: 4321, Failures: 12,
-		Buckets: []store.Bucket{{Time: 1700000040, Calls: 2, Success: 1, Failure: 1, ElapsedMs: 4, MaxElapsedMs: 3}}}
+	p50, p99 := 1.25, 4.2
+	ver, grp := "1.0.0", "g"
+	traffic := ServiceTraffic{Window: Window{Range: "1h", From: 1700000000 - 3599, To: 1700000000, Step: 60}, Side: "provider",
+		Version: &ver, Group: &grp, Calls: 4321, Failures: 12,
+		Buckets: []store.Bucket{{Time: 1700000040, Calls: 2, Success: 1, Failure: 1, ElapsedMs: 4, MaxElapsedMs: 3,
+			Percentiles: store.Percentiles{P50Ms: &p50, P90Ms: &p99, P99Ms: &p99, HistogramCalls: 2}}},
+		Methods: []store.SummaryRow{
+			{Method: "sayHello", Calls: 4000, Failure: 12, ErrorRate: 0.003, AvgMs: 1.5, MaxElapsedMs: 33, MaxConcurrent: 7,
+				Percentiles: store.Percentiles{P50Ms: &p50, P99Ms: &p99, HistogramCalls: 3000}},
+			{Method: "legacy", Calls: 321, AvgMs: 20, MaxElapsedMs: 80},
+		},
+		Providers: []Share{{SummaryRow: store.SummaryRow{Address: "10.0.0.1:20880", Application: "greeter-app", Calls: 3000,
+			Percentiles: store.Percentiles{P99Ms: &p99}}, Share: 0.75}},
+		Consumers: []Share{{SummaryRow: store.SummaryRow{Consumer: "10.0.0.9", Application: "web-app", Calls: 1000}, Share: 0.25}}}
 	view := ServiceView{Interface: "org.example.Greeter", Rows: []catalog.Service{svc},
 		Providers: []ProviderView{
 			{Address: "10.0.0.1:20880", URL: "dubbo://10.0.0.1:20880/org.example.Greeter", Weight: 250, Enabled: true,
@@ -43,7 +55,7 @@ func pageSamples() []struct {
 		Routers: []string{"route://0.0.0.0/org.example.Greeter"}, Overrides: []string{"override://0.0.0.0/org.example.Greeter"},
 		Methods: []MethodView{method}, Rules: []RuleView{rule, off}, Traffic: traffic}
 	noStats := view
-	noStats.Traffic = ServiceTraffic{Range: "15m", Side: "consumer", Error: errNoStats.msg}
+	noStats.Traffic = ServiceTraffic{Window: Window{Range: "custom", From: 1700000000, To: 1700003600, Step: 60}, Side: "consumer", Error: errNoStats.msg}
 	pager := func(v ServiceView) servicePage {
 		p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v)}
 		if v.Traffic.Error == "" {
@@ -51,7 +63,6 @@ func pageSamples() []struct {
 		}
 		return p
 	}
-	p99 := 4.2
 	failing := ServiceRow{Service: catalog.Service{Interface: "org.example.Failing", Version: "2.0.0"},
 		Traffic: &store.SummaryRow{Interface: "org.example.Failing", Version: "2.0.0", Side: "consumer", Calls: 10, Failure: 5, ErrorRate: 0.5, CallsPerSecond: 0.03}}
 	busy := ServiceRow{Service: svc, Traffic: &store.SummaryRow{Interface: svc.Interface, Version: "1.0.0", Group: "g", Side: "provider", Calls: 3750, CallsPerSecond: 12.5,
@@ -83,8 +94,17 @@ func pageSamples() []struct {
 			"<svg", "10.0.0.1:20880", `value="250"`, "disabled (withdrawn)",
 			"stale: its session is gone, removed by 16:04:05", "a newer session registered 10.0.0.1:20880", "timeout", "rev-1234abcd", "web-app",
 			"java.lang.String sayHello(java.lang.String)", "org.example.Greeter:1.0.0:g", "route://", "override://",
-			"key=org.example.Greeter%3a1.0.0%3ag"}},
-		{pager(noStats), []string{"no statistics: the console runs without the monitor"}},
+			"key=org.example.Greeter%3a1.0.0%3ag",
+			`<tr data-method="sayHello" class="bad"><td>sayHello</td><td class="n calls">4000</td><td class="n">12</td><td class="n">99.70%</td>`,
+			`<td class="n p50">1.25<span class="muted" title="of the 3000 calls whose nodes send a histogram">*</span></td><td class="n p99">4.20</td>`,
+			`<td class="n">33</td><td class="n">7</td>`, `<td class="n p50" title="no histogram`,
+			`<td class="n share">75.00%</td>`, `<td class="n share">25.00%</td>`, `href="/services?q=10.0.0.9"`,
+			`href="?group=g&amp;range=15m&amp;side=provider&amp;version=1.0.0"`, `href="?group=g&amp;range=1h&amp;side=consumer&amp;version=1.0.0"`,
+			`<a href="?group=g&amp;range=1h&amp;side=provider&amp;version=1.0.0" class="on">1.0.0 · g</a>`, `<a href="?range=1h&amp;side=provider" >every version</a>`,
+			"<title>Success rate</title>", "<title>Concurrency</title>", "<title>Latency</title>"}},
+		{pager(noStats), []string{"no statistics: the console runs without the monitor", `<button class="on">Show</button>`,
+			`href="?range=15m&amp;side=consumer"`, `<a href="?from=1700000000&amp;group=g&amp;side=consumer&amp;to=1700003600&amp;version=1.0.0" >1.0.0 · g</a>`,
+			`<a href="?from=1700000000&amp;side=consumer&amp;to=1700003600" class="on">every version</a>`}},
 		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Args: `["x"]`, Done: true, Status: 200,
 			Result: "result-text", Types: "java.lang.String"}, []string{"Test org.example.Greeter", "result-text", "HTTP 200", `[&#34;x&#34;]`}},
 		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Done: true, Status: 500,

@@ -236,3 +236,120 @@ func TestServicesListSortsAndFindsByHost(t *testing.T) {
 		t.Errorf("services page for 10.7.7.7: want Greeter alone at 3.00 calls/s:\n%s", page)
 	}
 }
+
+// The service page's traffic: per method (calls, failures, success rate,
+// avg, p50, p99, max, concurrency), each provider's and consumer's share,
+// on either side, for one version and group or all, over a preset or a
+// custom window.
+func TestServiceTrafficPerMethodAndShare(t *testing.T) {
+	e := startSystem(t, envOptions{noLoad: true})
+	end := lastMinute()
+	p0, p1 := e.Providers[0], e.Providers[1]
+	prov := func(addr, consumer, method, version, group string, ok, failed int64, took time.Duration) calls {
+		return calls{time: end, side: "provider", app: "greeter-app", iface: greeter, version: version, group: group, method: method,
+			address: addr, consumer: consumer, ok: ok, failed: failed, took: took, maxConcurrent: ok / 100}
+	}
+	java := prov(p1, "10.7.7.7", "legacy", "1.0.0", "", 10, 0, 20*time.Millisecond)
+	java.noHistogram = true
+	stored(t, e,
+		prov(p0, "127.0.0.1", "sayHello", "1.0.0", "", 300, 0, time.Millisecond),
+		prov(p1, "10.7.7.7", "sayHello", "1.0.0", "", 100, 0, time.Millisecond),
+		prov(p0, "127.0.0.1", "add", "1.0.0", "", 50, 50, 4*time.Millisecond),
+		java,
+		prov(p1, "10.7.7.7", "sayHello", "2.0.0", "gray", 1000, 0, time.Millisecond),
+		calls{time: end, side: "consumer", app: "greeter-consumer", iface: greeter, version: "1.0.0", method: "sayHello",
+			address: p0, consumer: "127.0.0.1", ok: 300, took: 2 * time.Millisecond})
+
+	type row struct {
+		Method, Address, Consumer string
+		Calls, Failure            int64
+		Share                     float64
+		AvgMs                     float64  `json:"avg_ms"`
+		MaxMs                     int64    `json:"max_elapsed_ms"`
+		MaxConcurrent             int64    `json:"max_concurrent"`
+		P50                       *float64 `json:"p50_ms"`
+		P99                       *float64 `json:"p99_ms"`
+	}
+	var sv struct {
+		Traffic struct {
+			Range, Side                   string
+			Version, Group                *string
+			From, To, Step, Calls         int64
+			Methods, Providers, Consumers []row
+			Buckets                       []struct{ Calls int64 }
+		}
+	}
+	get := func(query string) {
+		t.Helper()
+		getJSON(t, e, "/api/v1/services/"+greeter+query, &sv)
+	}
+	get("?side=provider&version=1.0.0&group=")
+	tr := sv.Traffic
+	if tr.Side != "provider" || tr.Range != "15m" || tr.Version == nil || *tr.Version != "1.0.0" || tr.Group == nil || *tr.Group != "" || tr.Calls != 510 {
+		t.Fatalf("traffic %+v: want 15m of version 1.0.0's 510 calls on the provider side", tr)
+	}
+	inBucket := func(v *float64, ms float64) bool { return v != nil && *v >= ms*0.875 && *v <= ms*1.125 }
+	if len(tr.Methods) != 3 {
+		t.Fatalf("methods %+v: want sayHello, add and legacy", tr.Methods)
+	}
+	say, add, legacy := tr.Methods[0], tr.Methods[1], tr.Methods[2]
+	if say.Method != "sayHello" || say.Calls != 400 || say.MaxConcurrent != 3 || !inBucket(say.P99, 1) || !inBucket(say.P50, 1) {
+		t.Errorf("sayHello %+v: want 400 calls, at most 3 in flight, p50 and p99 in 1 ms's bucket", say)
+	}
+	if add.Method != "add" || add.Calls != 100 || add.Failure != 50 || add.AvgMs != 4 || add.MaxMs != 4 || !inBucket(add.P99, 4) {
+		t.Errorf("add %+v: want 100 calls, 50 failed, 4 ms", add)
+	}
+	if legacy.Method != "legacy" || legacy.Calls != 10 || legacy.AvgMs != 20 || legacy.MaxMs != 20 || legacy.P50 != nil || legacy.P99 != nil {
+		t.Errorf("legacy %+v: a report without histogram has avg and max, no percentiles", legacy)
+	}
+	shares := func(rows []row, key func(row) string) string {
+		var out []string
+		for _, r := range rows {
+			out = append(out, fmt.Sprintf("%s %d %.2f", key(r), r.Calls, r.Share))
+		}
+		return strings.Join(out, ", ")
+	}
+	if got, want := shares(tr.Providers, func(r row) string { return r.Address }), p0+" 400 0.78, "+p1+" 110 0.22"; got != want {
+		t.Errorf("providers' shares %s, want %s", got, want)
+	}
+	if got, want := shares(tr.Consumers, func(r row) string { return r.Consumer }), "127.0.0.1 400 0.78, 10.7.7.7 110 0.22"; got != want {
+		t.Errorf("consumers' shares %s, want %s", got, want)
+	}
+
+	for _, c := range []struct {
+		query string
+		calls int64
+	}{
+		{"?side=provider", 1510},                          // every version
+		{"?side=provider&version=2.0.0&group=gray", 1000}, // one
+		{"?side=provider&version=2.0.0", 1000},            // a version, any group
+		{"", 300},                                         // the consumers' side
+		{fmt.Sprintf("?side=provider&from=%d&to=%d", end-59, end), 1510},
+		{fmt.Sprintf("?side=provider&from=%d&to=%d", end-3600, end-120), 0},
+		{"?side=provider&range=24h", 1510},
+		{"?side=provider&from=" + time.Unix(end-59, 0).Format("2006-01-02T15:04:05") + "&to=" + time.Unix(end, 0).Format("2006-01-02T15:04:05"), 1510},
+	} {
+		get(c.query)
+		if sv.Traffic.Calls != c.calls {
+			t.Errorf("%s: %d calls, want %d", c.query, sv.Traffic.Calls, c.calls)
+		}
+	}
+	get(fmt.Sprintf("?from=%d&to=%d", end-7*86400, end))
+	if tr := sv.Traffic; tr.Range != "custom" || tr.Step != 3600 || len(tr.Buckets) > 240 || tr.From != end-7*86400 {
+		t.Errorf("a custom week: %s, step %d, %d buckets; want hours", tr.Range, tr.Step, len(tr.Buckets))
+	}
+	for _, q := range []string{"?range=2h", "?side=both", "?from=yesterday", fmt.Sprintf("?from=%d&to=%d", end, end-60), "?to=1700000000"} {
+		if st, body, _ := do(t, "GET", e.ConsoleURL+"/api/v1/services/"+greeter+q, "", ""); st != 400 || !strings.Contains(body, "bad_request") {
+			t.Errorf("%s: %d %s, want 400", q, st, body)
+		}
+	}
+
+	_, page, _ := do(t, "GET", e.ConsoleURL+"/services/"+greeter+"?side=provider&version=1.0.0&group=", "", "")
+	for _, want := range []string{`<tr data-method="sayHello" ><td>sayHello</td><td class="n calls">400</td>`,
+		`<tr data-method="add" class="bad"><td>add</td><td class="n calls">100</td><td class="n">50</td><td class="n">50.00%</td>`,
+		`<td class="n share">78.43%</td>`, "<title>Success rate</title>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("service page does not show %s:\n%s", want, page)
+		}
+	}
+}
