@@ -209,6 +209,17 @@ func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(
 	}
 }
 
+// apiInstances answers GET /api/v1/instances: every provider and consumer
+// process, from the registry and the monitor's reports of the last five
+// complete minutes.
+func (c *Console) apiInstances(ec echo.Context) error {
+	l := c.instances(ec.Request().Context())
+	if l.StatsError != "" {
+		return errors.New(l.StatsError)
+	}
+	return ec.JSON(http.StatusOK, l)
+}
+
 func (c *Console) apiApplications(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.cat.Applications())
 }

@@ -122,7 +122,7 @@ type page interface {
 
 // allPages has one view of each page: newPages builds their templates,
 // and renders each with this empty view to check it.
-var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, applicationsPage{},
+var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, instancesPage{}, applicationsPage{},
 	applicationPage{}, rulesPage{}, rulePage{}, registryPage{}, loginPage{}, errorPage{}}
 
 // newPages parses the templates of fsys (templates/*.html: templateFS)
@@ -431,6 +431,19 @@ func (r *recorder) WriteHeader(s int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	r.WriteHeader(http.StatusOK)
 	return r.body.Write(b)
+}
+
+// instancesPage is /instances.
+type instancesPage struct {
+	Stats bool // the console has statistics
+	InstanceList
+}
+
+func (instancesPage) name() string  { return "instances" }
+func (instancesPage) title() string { return "Instances" }
+
+func (c *Console) pageInstances(ec echo.Context) error {
+	return c.render(ec, http.StatusOK, instancesPage{Stats: c.opts.Stats != nil, InstanceList: c.instances(ec.Request().Context())})
 }
 
 // applicationsPage is /applications.

@@ -353,3 +353,74 @@ func TestServiceTrafficPerMethodAndShare(t *testing.T) {
 		}
 	}
 }
+
+// The instances page lists every provider and consumer process from the
+// registry and from the monitor's reports, with what each reported.
+func TestInstancesFromRegistryAndReports(t *testing.T) {
+	e := startSystem(t, envOptions{noLoad: true})
+	d, _ := e.console.Catalog().Service(greeter)
+	consumerHost := d.Consumers[0].Address
+	end := lastMinute()
+	stored(t, e,
+		calls{time: end, side: "provider", app: "greeter-app", iface: greeter, version: "1.0.0", method: "sayHello",
+			address: e.Providers[0], consumer: consumerHost, ok: 594, failed: 6, took: time.Millisecond},
+		calls{time: end, side: "consumer", app: "greeter-consumer", iface: greeter, version: "1.0.0", method: "sayHello",
+			address: e.Providers[0], consumer: consumerHost, ok: 600, took: time.Millisecond},
+		// Processes the registry does not hold.
+		calls{time: end - 60, side: "provider", app: "bench-app", iface: "org.example.Bench", method: "run",
+			address: "10.5.5.5:20880", consumer: "10.7.7.7", ok: 60, took: time.Millisecond},
+		calls{time: end - 60, side: "consumer", app: "bench", iface: "org.example.Bench", method: "run",
+			address: "10.5.5.5:20880", consumer: "10.7.7.7", ok: 120, took: time.Millisecond, noHistogram: true})
+
+	var l struct {
+		Window    struct{ Range string }
+		Instances []struct {
+			Side, Address          string
+			Applications, Services []string
+			Registered             bool
+			Traffic                *struct {
+				Calls, Failure, Last int64
+				CallsPerSecond       float64 `json:"calls_per_second"`
+			}
+		}
+	}
+	getJSON(t, e, "/api/v1/instances", &l)
+	var got []string
+	for _, in := range l.Instances {
+		s := fmt.Sprintf("%s %s %v %v %v", in.Side, in.Address, in.Applications, in.Services, in.Registered)
+		if in.Traffic != nil {
+			s += fmt.Sprintf(" %d calls %d failed %.1f/s at %d", in.Traffic.Calls, in.Traffic.Failure, in.Traffic.CallsPerSecond, in.Traffic.Last)
+		}
+		got = append(got, s)
+	}
+	p0, p1 := e.Providers[0], e.Providers[1]
+	if p1 < p0 {
+		p0, p1 = p1, p0
+	}
+	want := []string{
+		fmt.Sprintf("provider %s [greeter-app] [%s] true", p0, greeter),
+		fmt.Sprintf("provider %s [greeter-app] [%s] true", p1, greeter),
+		"provider 10.5.5.5:20880 [bench-app] [] false 60 calls 0 failed 0.2/s at " + fmt.Sprint(end-60),
+		fmt.Sprintf("consumer %s [greeter-consumer] [%s] true 600 calls 0 failed 2.0/s at %d", consumerHost, greeter, end),
+		"consumer 10.7.7.7 [bench] [] false 120 calls 0 failed 0.4/s at " + fmt.Sprint(end-60),
+	}
+	served := fmt.Sprintf(" 600 calls 6 failed 2.0/s at %d", end)
+	if p0 == e.Providers[0] {
+		want[0] += served
+	} else {
+		want[1] += served
+	}
+	slices.Sort(want[:3])
+	slices.Sort(want[3:])
+	if !slices.Equal(got, want) || l.Window.Range != "5m" {
+		t.Errorf("instances over %s:\n%s\nwant\n%s", l.Window.Range, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	_, page, _ := do(t, "GET", e.ConsoleURL+"/instances", "", "")
+	for _, w := range []string{`<tr data-side="provider" data-address="` + e.Providers[0] + `" class="bad">`,
+		`<a href="/services?q=10.5.5.5%3a20880" title="what it serves and calls">10.5.5.5:20880</a>`, "reports only"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("instances page does not show %s:\n%s", w, page)
+		}
+	}
+}
