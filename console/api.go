@@ -220,6 +220,29 @@ func (c *Console) apiInstances(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, l)
 }
 
+// dependenciesOf reads who calls whom as the request asks: over ?range=
+// or ?from=&to= (default the last 15 minutes), of ?application= (default
+// every application).
+func (c *Console) dependenciesOf(ec echo.Context) (Dependencies, error) {
+	w, err := windowOf(c.opts.Now(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
+	if err != nil {
+		return Dependencies{}, err
+	}
+	return c.dependencies(ec.Request().Context(), w, ec.QueryParam("application")), nil
+}
+
+// apiDependencies answers GET /api/v1/dependencies: who calls whom.
+func (c *Console) apiDependencies(ec echo.Context) error {
+	d, err := c.dependenciesOf(ec)
+	if err != nil {
+		return err
+	}
+	if d.StatsError != "" {
+		return errors.New(d.StatsError)
+	}
+	return ec.JSON(http.StatusOK, d)
+}
+
 func (c *Console) apiApplications(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.cat.Applications())
 }

@@ -96,6 +96,8 @@ var funcs = template.FuncMap{
 	},
 }
 
+func rateText(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+
 func percentText(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
 
 // msText is a latency in milliseconds, to three significant digits or
@@ -122,7 +124,7 @@ type page interface {
 
 // allPages has one view of each page: newPages builds their templates,
 // and renders each with this empty view to check it.
-var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, instancesPage{}, applicationsPage{},
+var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, instancesPage{}, dependenciesPage{}, applicationsPage{},
 	applicationPage{}, rulesPage{}, rulePage{}, registryPage{}, loginPage{}, errorPage{}}
 
 // newPages parses the templates of fsys (templates/*.html: templateFS)
@@ -444,6 +446,56 @@ func (instancesPage) title() string { return "Instances" }
 
 func (c *Console) pageInstances(ec echo.Context) error {
 	return c.render(ec, http.StatusOK, instancesPage{Stats: c.opts.Stats != nil, InstanceList: c.instances(ec.Request().Context())})
+}
+
+// dependenciesPage is /dependencies?range=&from=&to=&application=.
+type dependenciesPage struct {
+	Dependencies
+	Map      template.HTML // "" when there are too many services to draw
+	MapLimit int
+	Ranges   []Range
+}
+
+func (dependenciesPage) name() string  { return "dependencies" }
+func (dependenciesPage) title() string { return "Dependencies" }
+
+// link is the page (a query string) with the window or the application
+// changed by change.
+func (p dependenciesPage) link(change func(q neturl.Values)) string {
+	q := neturl.Values{}
+	if p.Window.Range == customRange {
+		q.Set("from", strconv.FormatInt(p.Window.From, 10))
+		q.Set("to", strconv.FormatInt(p.Window.To, 10))
+	} else {
+		q.Set("range", p.Window.Range)
+	}
+	if p.Application != "" {
+		q.Set("application", p.Application)
+	}
+	change(q)
+	return "?" + q.Encode()
+}
+
+// RangeLink shows the preset range name.
+func (p dependenciesPage) RangeLink(name string) string {
+	return p.link(func(q neturl.Values) { q.Del("from"); q.Del("to"); q.Set("range", name) })
+}
+
+// AppLink shows the edges of one application, or all ("").
+func (p dependenciesPage) AppLink(app string) string {
+	return p.link(func(q neturl.Values) {
+		if q.Del("application"); app != "" {
+			q.Set("application", app)
+		}
+	})
+}
+
+func (c *Console) pageDependencies(ec echo.Context) error {
+	d, err := c.dependenciesOf(ec)
+	if err != nil {
+		return err
+	}
+	return c.render(ec, http.StatusOK, dependenciesPage{Dependencies: d, Map: depMap(d), MapLimit: mapLimit, Ranges: Ranges})
 }
 
 // applicationsPage is /applications.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -67,6 +68,13 @@ func pageSamples() []struct {
 		Traffic: &store.SummaryRow{Interface: "org.example.Failing", Version: "2.0.0", Side: "consumer", Calls: 10, Failure: 5, ErrorRate: 0.5, CallsPerSecond: 0.03}}
 	busy := ServiceRow{Service: svc, Traffic: &store.SummaryRow{Interface: svc.Interface, Version: "1.0.0", Group: "g", Side: "provider", Calls: 3750, CallsPerSecond: 12.5,
 		Percentiles: store.Percentiles{P99Ms: &p99}}}
+	deps := func(d Dependencies) dependenciesPage {
+		return dependenciesPage{Dependencies: d, Map: depMap(d), MapLimit: mapLimit, Ranges: Ranges}
+	}
+	var manyEdges []Edge
+	for i := range mapLimit + 1 {
+		manyEdges = append(manyEdges, Edge{Caller: "web-app", Interface: fmt.Sprintf("org.example.S%d", i), Providers: []string{}})
+	}
 	counts := catalog.Counts{Services: 11, Applications: 12, Providers: 13, Consumers: 14, Instances: 15}
 	health := catalog.Health{Servers: []string{"127.0.0.1:2181"}, Connected: true, Since: time.Now(), Server: "127.0.0.1:2181", Nodes: 17}
 	app := catalog.Application{Name: "greeter-app", Instances: []catalog.Instance{inst}, Services: []string{"org.example.Greeter"},
@@ -86,7 +94,7 @@ func pageSamples() []struct {
 		{overviewPage{Overview{Counts: counts}}, []string{"No statistics", "disconnected"}},
 		{servicesPage{Query: "greet", Sort: "p99", Stats: true, ServiceList: ServiceList{Services: []ServiceRow{busy, failing, {Service: svc}}}},
 			[]string{`value="greet"`, `href="/services/org.example.Greeter?group=g&amp;version=1.0.0"`, "greeter-app",
-				`<tr data-interface="org.example.Failing" class="bad">`, `<td class="n calls-per-second">12.50</td>`, `<td class="n p99" >4.20</td>`,
+				`<td class="n error-rate bad">50.00%</td>`, `<td class="n calls-per-second">12.50</td>`, `<td class="n p99" >4.20</td>`,
 				`<td class="n calls-per-second muted">0</td>`, `href="/services?q=greet&amp;sort=calls"`, `href="/services?q=greet&amp;sort=p99" class="on"`}},
 		{servicesPage{Query: "nothing", Sort: "name", ServiceList: ServiceList{StatsError: "store is gone"}},
 			[]string{"No service matches “nothing”", "Statistics: store is gone"}},
@@ -115,10 +123,25 @@ func pageSamples() []struct {
 			{Side: "provider", Address: "10.0.0.1:20880", Applications: []string{"greeter-app"}, Services: []string{"org.example.Greeter"}, Registered: true,
 				Traffic: &store.SummaryRow{Calls: 600, Failure: 6, ErrorRate: 0.01, CallsPerSecond: 2, Last: 1700000000, Percentiles: store.Percentiles{P99Ms: &p99}}},
 			{Side: "consumer", Address: "10.0.0.9", Applications: []string{}, Services: []string{}},
-		}}}, []string{`<tr data-side="provider" data-address="10.0.0.1:20880" class="bad">`, `href="/services?q=10.0.0.1%3a20880"`,
+		}}}, []string{`<td class="n errors bad">6 (1.00%)</td>`, `href="/services?q=10.0.0.1%3a20880"`,
 			`<a href="/applications/greeter-app">`, `<a href="/services/org.example.Greeter">`, `<td class="n calls-per-second">2.00</td>`,
-			`<td class="n errors">6 (1.00%)</td>`, `<td class="n p99" >4.20</td>`, "reports only", "none in 5 minutes"}},
+			`<td class="n p99" >4.20</td>`, "reports only", "none in 5 minutes"}},
 		{instancesPage{InstanceList: InstanceList{StatsError: "store is gone"}}, []string{"Statistics: store is gone", "No provider or consumer"}},
+		{deps(Dependencies{Window: Window{Range: "1h"}, Edges: []Edge{
+			{Caller: "web-app", Interface: "org.example.Greeter", Version: "1.0.0", Providers: []string{"greeter-app"}, Registered: true,
+				Traffic: &store.SummaryRow{Calls: 100, Failure: 1, CallsPerSecond: 2.5, ErrorRate: 0.01, Percentiles: store.Percentiles{P99Ms: &p99}}},
+			{Caller: "", Interface: "org.example.Stock", Providers: []string{}},
+		}}), []string{`<g class="edge bad" data-from="web-app" data-to="org.example.Greeter" data-label="2.50/s · 1.00%">`,
+			`<g class="edge idle" data-from="(no application)" data-to="org.example.Stock"`,
+			`<g class="edge provides" data-from="org.example.Greeter" data-to="greeter-app"`,
+			`<td class="n error-rate bad">1.00%</td>`, `<td class="n calls-per-second">2.50</td>`,
+			`<td class="n p99" >4.20</td>`, "consumer node", "reports only", `href="?application=web-app&amp;range=1h"`,
+			`<a href="?range=24h" >24h</a>`, `<a href="?range=1h" class="on">1h</a>`}},
+		{deps(Dependencies{Window: Window{Range: "custom", From: 1700000000, To: 1700003600}, Application: "web-app", Edges: manyEdges}),
+			[]string{"61 services: more than the map draws (60)", `<b>web-app</b> · <a href="?from=1700000000&amp;to=1700003600">every application</a>`,
+				`name="application" value="web-app"`}},
+		{deps(Dependencies{Window: Window{Range: "15m"}, Application: "nobody", StatsError: "store is gone"}),
+			[]string{"No application calls a service with nobody", "Statistics: store is gone"}},
 		{applicationsPage{Apps: []catalog.Application{app}}, []string{"/applications/greeter-app", "rev-1234abcd", "/services/org.example.Greeter", "/services/org.example.Stock"}},
 		{applicationsPage{}, []string{"No application is registered."}},
 		{applicationPage{App: app, Rules: []RuleView{rule, off}}, []string{"<h1>greeter-app</h1>", "raw-instance-data", "dubbo.metadata.revision", "(disabled)",

@@ -417,10 +417,94 @@ func TestInstancesFromRegistryAndReports(t *testing.T) {
 	}
 
 	_, page, _ := do(t, "GET", e.ConsoleURL+"/instances", "", "")
-	for _, w := range []string{`<tr data-side="provider" data-address="` + e.Providers[0] + `" class="bad">`,
+	for _, w := range []string{`<td class="n errors bad">6 (1.00%)</td>`,
 		`<a href="/services?q=10.5.5.5%3a20880" title="what it serves and calls">10.5.5.5:20880</a>`, "reports only"} {
 		if !strings.Contains(page, w) {
 			t.Errorf("instances page does not show %s:\n%s", w, page)
+		}
+	}
+}
+
+// The dependencies page: which application calls which service of which
+// application, from the consumers' reports and the registry's consumer
+// nodes, as a map and a table.
+func TestDependencies(t *testing.T) {
+	e := startSystem(t, envOptions{noLoad: true})
+	end := lastMinute()
+	p0 := e.Providers[0]
+	stored(t, e,
+		calls{time: end, side: "consumer", app: "greeter-consumer", iface: greeter, version: "1.0.0", method: "sayHello",
+			address: p0, consumer: "127.0.0.1", ok: 600, took: time.Millisecond},
+		calls{time: end, side: "provider", app: "greeter-app", iface: greeter, version: "1.0.0", method: "sayHello",
+			address: p0, consumer: "127.0.0.1", ok: 660, took: time.Millisecond},
+		// A caller the registry does not know, some of its calls failing.
+		calls{time: end - 60, side: "consumer", app: "bench", iface: greeter, version: "1.0.0", method: "sayHello",
+			address: p0, consumer: "10.7.7.7", ok: 54, failed: 6, took: time.Millisecond},
+		// A service the registry does not know: its providers' reports name
+		// their application.
+		calls{time: end, side: "consumer", app: "web", iface: "org.example.Stock", method: "count",
+			address: "10.5.5.5:20880", consumer: "10.7.7.8", ok: 30, took: time.Millisecond},
+		calls{time: end, side: "provider", app: "stock-app", iface: "org.example.Stock", method: "count",
+			address: "10.5.5.5:20880", consumer: "10.7.7.8", ok: 30, took: time.Millisecond})
+
+	edges := func(query string) []string {
+		t.Helper()
+		var d struct {
+			Window struct{ Range string }
+			Edges  []struct {
+				Caller, Interface string
+				Providers         []string
+				Registered        bool
+				Traffic           *struct {
+					Calls, Failure int64
+					CallsPerSecond float64 `json:"calls_per_second"`
+				}
+			}
+		}
+		getJSON(t, e, "/api/v1/dependencies"+query, &d)
+		var out []string
+		for _, e := range d.Edges {
+			s := fmt.Sprintf("%s -> %s %v registered=%v", e.Caller, e.Interface, e.Providers, e.Registered)
+			if e.Traffic != nil {
+				s += fmt.Sprintf(" %d calls %d failed %.2f/s", e.Traffic.Calls, e.Traffic.Failure, e.Traffic.CallsPerSecond)
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	window := fmt.Sprintf("?from=%d&to=%d", end-299, end)
+	all := []string{
+		"bench -> " + greeter + " [greeter-app] registered=false 60 calls 6 failed 0.20/s",
+		"greeter-consumer -> " + greeter + " [greeter-app] registered=true 600 calls 0 failed 2.00/s",
+		"web -> org.example.Stock [stock-app] registered=false 30 calls 0 failed 0.10/s",
+	}
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{window, all},
+		{window + "&application=stock-app", all[2:]},
+		{window + "&application=greeter-consumer", all[1:2]},
+		{window + "&application=greeter-app", all[:2]},
+		{fmt.Sprintf("?from=%d&to=%d", end-7200, end-3600), []string{"greeter-consumer -> " + greeter + " [greeter-app] registered=true"}},
+	} {
+		if got := edges(c.query); !slices.Equal(got, c.want) {
+			t.Errorf("dependencies%s:\n%s\nwant\n%s", c.query, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		}
+	}
+	if st, body, _ := do(t, "GET", e.ConsoleURL+"/api/v1/dependencies?range=1w", "", ""); st != 400 || !strings.Contains(body, "bad_request") {
+		t.Errorf("an unknown range: %d %s", st, body)
+	}
+
+	_, page, _ := do(t, "GET", e.ConsoleURL+"/dependencies"+window, "", "")
+	for _, w := range []string{
+		`<g class="edge" data-from="greeter-consumer" data-to="` + greeter + `" data-label="2.00/s · 0.00%">`,
+		`<g class="edge bad" data-from="bench" data-to="` + greeter + `" data-label="0.20/s · 10.00%">`,
+		`<g class="edge provides" data-from="org.example.Stock" data-to="stock-app"`,
+		`<td class="n error-rate bad">10.00%</td>`,
+	} {
+		if !strings.Contains(page, w) {
+			t.Errorf("dependencies page does not show %s:\n%s", w, page)
 		}
 	}
 }

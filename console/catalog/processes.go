@@ -1,8 +1,12 @@
 package catalog
 
 import (
+	"cmp"
 	"maps"
 	"slices"
+	"strings"
+
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // Process is one provider or consumer process as the registry shows it.
@@ -84,4 +88,70 @@ func (s processSet) list() []Process {
 		out = append(out, Process{Address: addr, Applications: sortedKeys(p.apps), Services: sortedKeys(p.services)})
 	}
 	return out
+}
+
+// Reference is an application's consumer nodes of one service: a version
+// and group of an interface.
+type Reference struct {
+	Application string `json:"application"`
+	Interface   string `json:"interface"`
+	Version     string `json:"version"`
+	Group       string `json:"group"`
+}
+
+// Dependencies are who calls whom as the registry shows it.
+type Dependencies struct {
+	// References are the consumer nodes' applications and services, one
+	// each, sorted.
+	References []Reference
+	byKey      map[string]map[string]bool // url.ColonSeparatedKey -> provider nodes' applications
+	mapped     map[string][]string        // interface -> applications, by the mapping
+}
+
+// ProvidersOf are the applications that provide a service: those of its
+// provider nodes of that version and group, and those the mapping names
+// for its interface (application-level registration), sorted.
+func (d Dependencies) ProvidersOf(iface, version, group string) []string {
+	apps := maps.Clone(d.byKey[url.ColonSeparatedKey(iface, version, group)])
+	if apps == nil {
+		apps = map[string]bool{}
+	}
+	for _, a := range d.mapped[iface] {
+		apps[a] = true
+	}
+	return sortedKeys(apps)
+}
+
+// Dependencies reads who calls whom from the consumer and provider nodes
+// and the mapping.
+func (c *Catalog) Dependencies() Dependencies {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	d := Dependencies{References: []Reference{}, byKey: map[string]map[string]bool{}, mapped: map[string][]string{}}
+	refs := map[Reference]bool{}
+	for iface, in := range c.state.ifaces {
+		for _, u := range in.cats["consumers"] {
+			refs[Reference{Application: u.Param("application"), Interface: iface, Version: u.Param(url.KeyVersion), Group: u.Param(url.KeyGroup)}] = true
+		}
+		for _, u := range in.cats["providers"] {
+			if a := u.Param("application"); a != "" && !in.stale[u].Stale {
+				k := url.ColonSeparatedKey(iface, u.Param(url.KeyVersion), u.Param(url.KeyGroup))
+				if d.byKey[k] == nil {
+					d.byKey[k] = map[string]bool{}
+				}
+				d.byKey[k][a] = true
+			}
+		}
+	}
+	for iface, apps := range c.state.mapping {
+		d.mapped[iface] = slices.Clone(apps)
+	}
+	for r := range refs {
+		d.References = append(d.References, r)
+	}
+	slices.SortFunc(d.References, func(a, b Reference) int {
+		return cmp.Or(strings.Compare(a.Application, b.Application), strings.Compare(a.Interface, b.Interface),
+			strings.Compare(a.Version, b.Version), strings.Compare(a.Group, b.Group))
+	})
+	return d
 }

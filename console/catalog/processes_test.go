@@ -75,5 +75,24 @@ func TestProcessesAndApplications(t *testing.T) {
 			!reflect.DeepEqual(web.References, []string{"com.example.A"}) || len(web.Services) != 0 {
 			t.Errorf("shop %+v, web %+v", shop, web)
 		}
+
+		d := c.Dependencies()
+		wantRefs := []Reference{{Application: "admin", Interface: "com.example.A"}, {Application: "web", Interface: "com.example.A"}}
+		if !reflect.DeepEqual(d.References, wantRefs) {
+			t.Errorf("references %+v, want %+v", d.References, wantRefs)
+		}
+		for _, p := range []struct {
+			iface, version string
+			want           []string
+		}{
+			{"com.example.A", "", []string{"shop"}},
+			{"com.example.B", "", []string{"shop", "stock"}},
+			{"com.example.B", "1.0.0", []string{}},
+			{"com.example.C", "1.0.0", []string{"shop"}}, // by the mapping, whatever the version
+		} {
+			if got := d.ProvidersOf(p.iface, p.version, ""); !reflect.DeepEqual(got, p.want) {
+				t.Errorf("providers of %s %s: %v, want %v", p.iface, p.version, got, p.want)
+			}
+		}
 	})
 }
