@@ -405,15 +405,16 @@ func (c *Console) apiTraffic(ec echo.Context) error {
 		return errNoStats
 	}
 	v := ec.Request().URL.Query()
+	w := recent(c.opts.Now())
 	if !v.Has("to") {
-		v.Set("to", strconv.FormatInt(c.opts.Now().Unix()/60*60, 10))
+		v.Set("to", strconv.FormatInt(w.To, 10))
 	}
 	if !v.Has("from") {
 		to, err := strconv.ParseInt(v.Get("to"), 10, 64)
 		if err != nil {
 			return badRequest("to=%q is not a Unix time in seconds", v.Get("to"))
 		}
-		v.Set("from", strconv.FormatInt(to-5*60+1, 10))
+		v.Set("from", strconv.FormatInt(to-w.Seconds()+1, 10))
 	}
 	q, err := store.ParseSummaryQuery(v)
 	if err != nil {

@@ -1,8 +1,19 @@
 // Package console is the web console, and the one owner of the HTTP URL
 // space on console.listen: its HTML pages, the JSON API under /api/v1
 // (the registry's services, applications, providers, consumers, rules and
-// raw tree; the monitor's statistics; rule editing and test calls) and
-// GET /metrics. Every response, a page, an API answer or an error, has the
+// raw tree; the monitor's statistics and the traffic pages' figures; rule
+// editing and test calls) and GET /metrics.
+//
+// The traffic pages read the monitor's store through store.Summary and
+// store.Series: the overview ranks the services by their calls of the
+// last five complete minutes (stats.go), the services list shows and
+// sorts by them, the service page has a service's calls per method, per
+// provider and per consumer and its charts over any window (window.go,
+// traffic.go), /instances puts the registry's processes beside what each
+// reported (instances.go), and /dependencies draws who calls whom
+// (dependencies.go, drawn by package depmap). A service's calls are its
+// consumers' reports where there are some (they count the calls that
+// found no provider), else its providers'. Every response, a page, an API answer or an error, has the
 // same security headers (security.go) and, outside the pages, the same
 // error shape, {"error": {"kind", "message"}}, with the kinds of errors.go.
 //
