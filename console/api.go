@@ -209,11 +209,11 @@ func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(
 	}
 }
 
-// apiInstances answers GET /api/v1/instances: every provider and consumer
-// process, from the registry and the monitor's reports of the last five
-// complete minutes.
+// apiInstances answers GET /api/v1/instances?q=: every provider and
+// consumer process, from the registry and the monitor's reports of the
+// last five complete minutes.
 func (c *Console) apiInstances(ec echo.Context) error {
-	l := c.instances(ec.Request().Context())
+	l := c.instances(ec.Request().Context(), ec.QueryParam("q"))
 	if l.StatsError != "" {
 		return errors.New(l.StatsError)
 	}

@@ -152,6 +152,7 @@ type Console struct {
 	gw    *gateway.Server
 
 	csrfKey []byte // signs CSRF tokens and session cookies
+	recent  recentCache
 
 	closers []func() error
 	http    *http.Server

@@ -37,8 +37,9 @@ type InstanceList struct {
 // instances lists the registry's processes (catalog.Processes) with what
 // each reported over the last five complete minutes, and the processes
 // only the monitor knows (a dubbo call, a bench, a node of a registry the
-// console does not read).
-func (c *Console) instances(ctx context.Context) InstanceList {
+// console does not read); with q, those whose address, an application or
+// a service contains it (case-insensitive).
+func (c *Console) instances(ctx context.Context, q string) InstanceList {
 	w := recent(c.opts.Now())
 	out := InstanceList{Window: w, Instances: []InstanceRow{}}
 	ps := c.cat.Processes()
@@ -75,9 +76,23 @@ func (c *Console) instances(ctx context.Context) InstanceList {
 		}
 		start := len(out.Instances)
 		for _, in := range rows {
-			out.Instances = append(out.Instances, *in)
+			if in.matches(strings.ToLower(strings.TrimSpace(q))) {
+				out.Instances = append(out.Instances, *in)
+			}
 		}
 		slices.SortFunc(out.Instances[start:], func(a, b InstanceRow) int { return strings.Compare(a.Address, b.Address) })
 	}
 	return out
 }
+
+// matches says whether the row's address, an application or a service
+// contains q (lower case); every row matches "".
+func (in *InstanceRow) matches(q string) bool {
+	has := func(s string) bool { return strings.Contains(strings.ToLower(s), q) }
+	return q == "" || has(in.Address) || slices.ContainsFunc(in.Applications, has) || slices.ContainsFunc(in.Services, has)
+}
+
+// maxRows bounds the rows a page's table shows (the API answers all): a
+// browser table of 10,000 processes or edges helps nobody; the search,
+// or an application, narrows it.
+const maxRows = 1000

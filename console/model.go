@@ -38,8 +38,7 @@ func (c *Console) overview(ctx context.Context) Overview {
 	if c.opts.Stats == nil {
 		return o
 	}
-	w := recent(c.opts.Now())
-	sc, err := c.serviceCalls(ctx, w, "")
+	w, sc, err := c.recentCalls(ctx)
 	if err != nil {
 		o.Traffic = &Traffic{Window: w, Error: err.Error()}
 		return o
@@ -74,9 +73,10 @@ func (c *Console) services(ctx context.Context, q, sort string) (ServiceList, er
 	var sc serviceCalls
 	out := ServiceList{Window: w}
 	if c.opts.Stats != nil {
-		if sc, err = c.serviceCalls(ctx, w, ""); err != nil {
+		if w, sc, err = c.recentCalls(ctx); err != nil {
 			out.StatsError = err.Error()
 		}
+		out.Window = w
 	}
 	svcs := c.cat.Services()
 	rows := withCalls(svcs, sc)

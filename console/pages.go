@@ -435,17 +435,22 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 
-// instancesPage is /instances.
+// instancesPage is /instances?q=.
 type instancesPage struct {
+	Query string
 	Stats bool // the console has statistics
 	InstanceList
 }
+
+// Rows are the instances the table shows: at most maxRows.
+func (p instancesPage) Rows() []InstanceRow { return p.Instances[:min(len(p.Instances), maxRows)] }
 
 func (instancesPage) name() string  { return "instances" }
 func (instancesPage) title() string { return "Instances" }
 
 func (c *Console) pageInstances(ec echo.Context) error {
-	return c.render(ec, http.StatusOK, instancesPage{Stats: c.opts.Stats != nil, InstanceList: c.instances(ec.Request().Context())})
+	q := ec.QueryParam("q")
+	return c.render(ec, http.StatusOK, instancesPage{Query: q, Stats: c.opts.Stats != nil, InstanceList: c.instances(ec.Request().Context(), q)})
 }
 
 // dependenciesPage is /dependencies?range=&from=&to=&application=.
@@ -455,6 +460,9 @@ type dependenciesPage struct {
 	MapLimit int
 	Ranges   []Range
 }
+
+// Rows are the edges the table shows: at most maxRows.
+func (p dependenciesPage) Rows() []Edge { return p.Edges[:min(len(p.Edges), maxRows)] }
 
 func (dependenciesPage) name() string  { return "dependencies" }
 func (dependenciesPage) title() string { return "Dependencies" }

@@ -126,7 +126,9 @@ func pageSamples() []struct {
 		}}}, []string{`<td class="n errors bad">6 (1.00%)</td>`, `href="/services?q=10.0.0.1%3a20880"`,
 			`<a href="/applications/greeter-app">`, `<a href="/services/org.example.Greeter">`, `<td class="n calls-per-second">2.00</td>`,
 			`<td class="n p99" >4.20</td>`, "reports only", "none in 5 minutes"}},
-		{instancesPage{InstanceList: InstanceList{StatsError: "store is gone"}}, []string{"Statistics: store is gone", "No provider or consumer"}},
+		{instancesPage{Query: "nomatch", InstanceList: InstanceList{StatsError: "store is gone"}},
+			[]string{"Statistics: store is gone", "No provider or consumer matches “nomatch”", `value="nomatch"`}},
+		{instancesPage{InstanceList: InstanceList{Instances: make([]InstanceRow, maxRows+1)}}, []string{"The first 1000 of 1001"}},
 		{deps(Dependencies{Window: Window{Range: "1h"}, Edges: []Edge{
 			{Caller: "web-app", Interface: "org.example.Greeter", Version: "1.0.0", Providers: []string{"greeter-app"}, Registered: true,
 				Traffic: &store.SummaryRow{Calls: 100, Failure: 1, CallsPerSecond: 2.5, ErrorRate: 0.01, Percentiles: store.Percentiles{P99Ms: &p99}}},
@@ -140,6 +142,7 @@ func pageSamples() []struct {
 		{deps(Dependencies{Window: Window{Range: "custom", From: 1700000000, To: 1700003600}, Application: "web-app", Edges: manyEdges}),
 			[]string{"61 services: more than the map draws (60)", `<b>web-app</b> · <a href="?from=1700000000&amp;to=1700003600">every application</a>`,
 				`name="application" value="web-app"`}},
+		{deps(Dependencies{Window: Window{Range: "15m"}, Edges: make([]Edge, maxRows+1)}), []string{"The first 1000 of 1001"}},
 		{deps(Dependencies{Window: Window{Range: "15m"}, Application: "nobody", StatsError: "store is gone"}),
 			[]string{"No application calls a service with nobody", "Statistics: store is gone"}},
 		{applicationsPage{Apps: []catalog.Application{app}}, []string{"/applications/greeter-app", "rev-1234abcd", "/services/org.example.Greeter", "/services/org.example.Stock"}},

@@ -7,6 +7,8 @@ import (
 	neturl "net/url"
 	"slices"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/monitor/store"
@@ -61,6 +63,39 @@ func (sc serviceCalls) of(s catalog.Service, only bool) *store.SummaryRow {
 		return &r
 	}
 	return nil
+}
+
+// recentCache keeps the last reading of recentCalls.
+type recentCache struct {
+	mu   sync.Mutex
+	w    Window
+	read time.Time
+	sc   serviceCalls
+}
+
+// recentCalls are every service's calls of the last five complete
+// minutes. The overview and the services list read them on each refresh
+// of each open page, while they change only as the window moves (once a
+// minute) and as late reports come in: one reading serves for a refresh
+// interval (Options.Refresh).
+func (c *Console) recentCalls(ctx context.Context) (Window, serviceCalls, error) {
+	now := c.opts.Now()
+	w := recent(now)
+	c.recent.mu.Lock()
+	if c.recent.w == w && now.Sub(c.recent.read) < c.opts.Refresh {
+		sc := c.recent.sc
+		c.recent.mu.Unlock()
+		return w, sc, nil
+	}
+	c.recent.mu.Unlock()
+	sc, err := c.serviceCalls(ctx, w, "")
+	if err != nil {
+		return w, sc, err
+	}
+	c.recent.mu.Lock()
+	c.recent.w, c.recent.read, c.recent.sc = w, now, sc
+	c.recent.mu.Unlock()
+	return w, sc, nil
 }
 
 // Traffic is the calls of every service over a window, each counted once

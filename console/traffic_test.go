@@ -164,6 +164,14 @@ func TestOverviewRanksServices(t *testing.T) {
 	if !strings.Contains(page, `href="/services/org.example.Failing?group=&amp;version=2.0.0"`) {
 		t.Errorf("overview page: Failing does not link to its page")
 	}
+
+	// Late reports show by the next refresh.
+	stored(t, e, calls{time: end - 60, side: "consumer", app: "greeter-consumer", iface: greeter, version: "1.0.0", method: "add",
+		address: e.Providers[1], consumer: "127.0.0.1", ok: 300, took: time.Millisecond})
+	waitFor(t, "the overview to count the late calls", func() bool {
+		getJSON(t, e, "/api/v1/overview", &o)
+		return o.Traffic.Calls == 3400
+	})
 }
 
 // The services list shows each service's calls/s, error rate and p99,
@@ -416,6 +424,11 @@ func TestInstancesFromRegistryAndReports(t *testing.T) {
 		t.Errorf("instances over %s:\n%s\nwant\n%s", l.Window.Range, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
+	var found struct{ Instances []struct{ Address string } }
+	getJSON(t, e, "/api/v1/instances?q=BENCH", &found)
+	if len(found.Instances) != 2 || found.Instances[0].Address != "10.5.5.5:20880" || found.Instances[1].Address != "10.7.7.7" {
+		t.Errorf("instances of bench: %+v, want its provider and its consumer", found.Instances)
+	}
 	_, page, _ := do(t, "GET", e.ConsoleURL+"/instances", "", "")
 	for _, w := range []string{`<td class="n errors bad">6 (1.00%)</td>`,
 		`<a href="/services?q=10.5.5.5%3a20880" title="what it serves and calls">10.5.5.5:20880</a>`, "reports only"} {

@@ -69,6 +69,13 @@ func TestProcessesAndApplications(t *testing.T) {
 		if !reflect.DeepEqual(names, []string{"admin", "shop", "stock", "web"}) || c.Counts().Applications != len(apps) {
 			t.Errorf("applications %v, counted %d", names, c.Counts().Applications)
 		}
+		ifaces := map[string]bool{}
+		for _, s := range c.Services() {
+			ifaces[s.Interface] = true
+		}
+		if len(ifaces) != 3 || c.Counts().Services != len(ifaces) {
+			t.Errorf("services list %v, counted %d", ifaces, c.Counts().Services)
+		}
 		shop, _ := c.Application("shop")
 		web, _ := c.Application("web")
 		if !reflect.DeepEqual(shop.Services, []string{"com.example.A", "com.example.B", "com.example.C"}) || len(shop.Instances) != 2 ||

@@ -42,10 +42,17 @@ func gvOf(u *url.URL) gv { return gv{u.Param(url.KeyVersion), u.Param(url.KeyGro
 // Interface-level rows come from provider and consumer URLs; an interface
 // known only from the mapping (application-level registration, dubbo-go's
 // default) gets one row whose providers are its applications' instances.
+// The rows' Applications are shared with other callers: read them only.
 func (c *Catalog) Services() []Service {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.services()
+	// Pages ask far more often than the registry changes.
+	c.memo.Lock()
+	defer c.memo.Unlock()
+	if c.memo.services == nil || c.memo.version != c.state.version {
+		c.memo.services, c.memo.version = c.services(), c.state.version
+	}
+	return slices.Clone(c.memo.services)
 }
 
 // services is Services. Call with mu held.
@@ -264,7 +271,19 @@ func (c *Catalog) Applications() []Application {
 
 // applications is Applications. Call with mu held.
 func (c *Catalog) applications() []Application {
-	provides, references := map[string]map[string]bool{}, map[string]map[string]bool{}
+	provides, references, names := c.appsOf()
+	out := make([]Application, 0, len(names))
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		out = append(out, Application{Name: name, Instances: sortedInstances(name, c.state.apps[name]),
+			Services: sortedKeys(provides[name]), References: sortedKeys(references[name])})
+	}
+	return out
+}
+
+// appsOf reads the interfaces each application provides and references,
+// and the names of all applications. Call with mu held.
+func (c *Catalog) appsOf() (provides, references map[string]map[string]bool, names map[string]bool) {
+	provides, references = map[string]map[string]bool{}, map[string]map[string]bool{}
 	add := func(m map[string]map[string]bool, app, iface string) {
 		if m[app] == nil {
 			m[app] = map[string]bool{}
@@ -288,7 +307,7 @@ func (c *Catalog) applications() []Application {
 			}
 		}
 	}
-	names := map[string]bool{}
+	names = map[string]bool{}
 	for _, m := range []map[string]map[string]bool{provides, references} {
 		for a := range m {
 			names[a] = true
@@ -297,12 +316,7 @@ func (c *Catalog) applications() []Application {
 	for a := range c.state.apps {
 		names[a] = true
 	}
-	out := make([]Application, 0, len(names))
-	for _, name := range slices.Sorted(maps.Keys(names)) {
-		out = append(out, Application{Name: name, Instances: sortedInstances(name, c.state.apps[name]),
-			Services: sortedKeys(provides[name]), References: sortedKeys(references[name])})
-	}
-	return out
+	return provides, references, names
 }
 
 // sortedKeys are m's keys, sorted; empty, not nil, when there are none.
@@ -386,11 +400,17 @@ func (c *Catalog) Counts() Counts {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var n Counts
+	// Services lists a row for every interface folder and every mapped
+	// interface.
 	ifaces := map[string]bool{}
-	for _, s := range c.services() {
-		ifaces[s.Interface] = true
+	for iface := range c.state.ifaces {
+		ifaces[iface] = true
 	}
-	n.Services, n.Applications = len(ifaces), len(c.applications())
+	for iface := range c.state.mapping {
+		ifaces[iface] = true
+	}
+	_, _, apps := c.appsOf()
+	n.Services, n.Applications = len(ifaces), len(apps)
 	for _, in := range c.state.ifaces {
 		n.Providers += len(in.cats["providers"]) - len(in.stale)
 		n.Consumers += len(in.cats["consumers"])
