@@ -5,9 +5,6 @@ import (
 	neturl "net/url"
 	"reflect"
 	"testing"
-	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 )
@@ -17,17 +14,7 @@ import (
 // any of them names, the count agreeing with the list.
 func TestProcessesAndApplications(t *testing.T) {
 	zktest.Both(t, func(t *testing.T, addr string) {
-		conn, _, err := zk.Connect([]string{addr}, 30*time.Second, zk.WithLogInfo(false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.Close)
-		mk := func(p string, data []byte) {
-			t.Helper()
-			if _, err := conn.Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-				t.Fatalf("create %s: %v", p, err)
-			}
-		}
+		_, mk := nodeMaker(t, addr)
 		for _, p := range []string{"/dubbo", "/dubbo/mapping", "/services", "/services/shop",
 			"/dubbo/com.example.A", "/dubbo/com.example.A/providers", "/dubbo/com.example.A/consumers",
 			"/dubbo/com.example.B", "/dubbo/com.example.B/providers"} {
