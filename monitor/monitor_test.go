@@ -81,6 +81,17 @@ func startMonitorWith(t *testing.T, o monitor.Options) running {
 	return running{m, "http://" + c.Addr()}
 }
 
+// dial connects a dubbo client to the monitor's MonitorService.
+func dial(t *testing.T, m running) *transport.Client {
+	t.Helper()
+	client, err := transport.Dial(testCtx(t), m.Addr(), transport.ClientConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
 // stats GETs /api/v1/stats?query and decodes the rows.
 func getStats(t *testing.T, m running, query string) []store.Row {
 	t.Helper()
@@ -177,11 +188,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func TestResentReportIsCountedOnce(t *testing.T) {
 	m := startMonitor(t)
 	ctx := testCtx(t)
-	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := dial(t, m)
 	rec := stats.NewRecorder(stats.Config{Side: stats.Provider, Application: "greeter-app", Host: "127.0.0.1", Port: 20880})
 	k := hello
 	k.Peer = "127.0.0.9"
@@ -211,11 +218,7 @@ func TestResentReportIsCountedOnce(t *testing.T) {
 func TestJavaSamplesAndBadOnes(t *testing.T) {
 	m := startMonitor(t)
 	ctx := testCtx(t)
-	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := dial(t, m)
 	collect := func(arg any) (*rpc.Result, error) {
 		return client.Invoke(ctx, &rpc.Invocation{Service: monitor.ServiceInterface, Method: "collect",
 			ParamTypes: []string{report.URLClass}, Args: []any{arg}})
@@ -405,11 +408,7 @@ func TestRetentionThroughTheMonitor(t *testing.T) {
 		RetainEvery: 10 * time.Millisecond,
 	})
 	ctx := testCtx(t)
-	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := dial(t, m)
 
 	// Two hours of minute intervals of one provider: 7 calls each.
 	var samples []stats.Sample
@@ -584,11 +583,7 @@ func deref(p *float64) any {
 func TestJavaReportShowsAvgAndMax(t *testing.T) {
 	m := startMonitor(t)
 	ctx := testCtx(t)
-	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := dial(t, m)
 	ts := time.Now().UnixMilli()
 	java27 := map[string]any{
 		hessian.ClassKey: report.URLClass, "protocol": "count", "host": "10.0.0.6", "port": int32(20880), "path": "org.example.Greeter/add",

@@ -183,7 +183,10 @@ func BenchmarkStoreDay(b *testing.B) {
 // range (start, end] and its last 5 minutes (p50 of 7 runs, in ms): the
 // overview's and services list's services, the instances page's
 // providers and consumers, the service page's methods, providers and
-// charts of iface (per 10 minutes), and the dependencies' edges.
+// charts of iface (per 10 minutes), and the dependencies' edges; and,
+// over ranges that do not start or end on an hour, every service over the
+// last 6 hours (read by minute at its edges) and 23 hours (widened to
+// whole hours), and iface's methods over the last 6 hours.
 func benchPageQueries(b *testing.B, st *Store, iface string, start, end int64) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -197,6 +200,9 @@ func benchPageQueries(b *testing.B, st *Store, iface string, start, end int64) {
 		{"methods", summaryRun(st, SummaryQuery{By: ByMethod, Interface: iface, Side: SideConsumer, From: start + 1, To: end})},
 		{"providers", summaryRun(st, SummaryQuery{By: ByProvider, Interface: iface, Side: SideConsumer, From: start + 1, To: end})},
 		{"consumers", summaryRun(st, SummaryQuery{By: ByConsumer, Interface: iface, Side: SideProvider, From: start + 1, To: end})},
+		{"services-6h-unaligned", summaryRun(st, SummaryQuery{By: ByService, Side: SideConsumer, From: end - 6*hour + 31, To: end - 29})},
+		{"services-23h-unaligned", summaryRun(st, SummaryQuery{By: ByService, Side: SideConsumer, From: end - 23*hour + 31, To: end - 29})},
+		{"methods-6h-unaligned", summaryRun(st, SummaryQuery{By: ByMethod, Interface: iface, Side: SideConsumer, From: end - 6*hour + 31, To: end - 29})},
 		{"series-10m", func() (int, error) {
 			bs, err := st.Series(ctx, SeriesQuery{Interface: iface, Side: SideConsumer, From: start + 1, To: end, Step: 600})
 			return len(bs), err

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -27,34 +26,9 @@ import (
 // In both, the consumers' rows hold exactly the calls made, and the
 // provider's every attempt, once.
 func TestMonitorGoneWhenBenchExits(t *testing.T) {
-	dir := t.TempDir()
-	p := freePorts(t, 1)
-	cfg := writeConfig(t, dir, p, setup{providerPlugins: []string{"greeter"}, extra: "\n[monitor]\ninterval = \"1s\"\n"})
+	e := rolesApart(t)
+	dir, p := e.dir, e.p
 	spool := filepath.Join(dir, "data", "spool")
-	startNode(t, "registry", dir, "run", "--role=registry", "-c", cfg)
-	if _, ok := waitFor(20*time.Second, func() bool {
-		out, err := fourLetter(p.registryURL()[len("zookeeper://"):], "ruok")
-		return err == nil && out == "imok"
-	}); !ok {
-		t.Fatal("the registry did not answer ruok within 20s")
-	}
-	startMonitor := func(name string) *node {
-		m := startNode(t, name, dir, "run", "--role=monitor", "-c", cfg)
-		if _, ok := waitFor(20*time.Second, func() bool {
-			_, err := stats(p, "provider", "sayHello")
-			return err == nil || m.exited()
-		}); !ok || m.exited() {
-			t.Fatalf("%s did not serve its stats API within 20s", name)
-		}
-		return m
-	}
-	kill := func(m *node) {
-		t.Helper()
-		if err := syscall.Kill(m.pid(), syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		m.stop(t) // reaps it
-	}
 	runBench := func(n string) (benchSummary, string) {
 		r, err := runDubbo(dir, "bench", "--registry", p.registryURL(), "-n", n, "-c", "4", "--version", "1.0.0",
 			"org.example.Greeter", "sayHello", `"load"`)
@@ -67,8 +41,8 @@ func TestMonitorGoneWhenBenchExits(t *testing.T) {
 		}
 		return s, r.stderr
 	}
-	mon := startMonitor("monitor")
-	startNode(t, "provider", dir, "run", "--role=provider", "-c", cfg)
+	mon := e.startMonitor("monitor")
+	startNode(t, "provider", dir, "run", "--role=provider", "-c", e.cfg)
 	warmUp(t, dir, p, 1)
 	var made int64
 
@@ -79,9 +53,9 @@ func TestMonitorGoneWhenBenchExits(t *testing.T) {
 			done <- s
 		}()
 		time.Sleep(1500 * time.Millisecond)
-		kill(mon)
+		kill9(t, mon)
 		time.Sleep(3 * time.Second)
-		mon = startMonitor("monitor, restarted")
+		mon = e.startMonitor("monitor, restarted")
 		s := <-done
 		if s.Calls != 40000 || s.Errors != 0 {
 			t.Fatalf("bench with the monitor killed: %d of %d calls failed: %v", s.Errors, s.Calls, s.ErrorsByKind)
@@ -92,7 +66,7 @@ func TestMonitorGoneWhenBenchExits(t *testing.T) {
 	})
 
 	t.Run("down when bench exits, then started", func(t *testing.T) {
-		kill(mon)
+		kill9(t, mon)
 		s, stderr := runBench("5000")
 		if s.Calls != 5000 || s.Errors != 0 {
 			t.Fatalf("bench with the monitor down: %d of %d calls failed: %v", s.Errors, s.Calls, s.ErrorsByKind)
@@ -102,7 +76,7 @@ func TestMonitorGoneWhenBenchExits(t *testing.T) {
 		if len(files) == 0 || !strings.Contains(stderr, "spooled") || strings.Contains(stderr, "not sent") {
 			t.Fatalf("bench left %d reports in %s; its stderr:\n%s", len(files), spool, lastLines(stderr, 20))
 		}
-		mon = startMonitor("monitor, started after bench")
+		mon = e.startMonitor("monitor, started after bench")
 		waitProviders(t, p, waitConsumers(t, p, made, 30*time.Second), 30*time.Second)
 		if _, ok := waitFor(10*time.Second, func() bool {
 			files, _ := filepath.Glob(filepath.Join(spool, "*.report"))
