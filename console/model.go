@@ -26,7 +26,7 @@ type Overview struct {
 	Traffic *Traffic `json:"traffic"`
 	// Busiest are the services with the most calls in that window, at
 	// most ten: those with failures first, the highest error rate on
-	// top (busiest).
+	// top (see busiest).
 	Busiest []ServiceRow `json:"busiest"`
 }
 

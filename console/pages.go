@@ -43,12 +43,11 @@ type pages struct {
 }
 
 var funcs = template.FuncMap{
-	"pathesc":  neturl.PathEscape,
-	"queryesc": neturl.QueryEscape,
-	"percent":  percentText,
+	"pathesc": neturl.PathEscape,
+	"percent": percentText,
 	// success is the success rate of calls with this error rate.
 	"success": func(errorRate float64) string { return percentText(1 - errorRate) },
-	"rate":    func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"rate":    rateText,
 	"millis": func(ms int64) string {
 		if ms == 0 {
 			return ""

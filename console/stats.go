@@ -36,6 +36,11 @@ func (c *Console) serviceCalls(ctx context.Context, w Window, host string) (serv
 	if err != nil {
 		return serviceCalls{}, err
 	}
+	return callsOf(s), nil
+}
+
+// callsOf picks each service's row of a summary by service.
+func callsOf(s store.Summary) serviceCalls {
 	out := serviceCalls{seconds: s.Seconds, rows: map[serviceID]store.SummaryRow{}, ifaces: map[string][]serviceID{}}
 	for _, r := range s.Rows {
 		id := serviceID{r.Interface, r.Version, r.Group}
@@ -43,22 +48,34 @@ func (c *Console) serviceCalls(ctx context.Context, w Window, host string) (serv
 		if !ok {
 			out.ifaces[id.iface] = append(out.ifaces[id.iface], id)
 		}
-		if !ok || (have.Side != store.SideConsumer && r.Side == store.SideConsumer && r.Calls > 0) {
+		if !ok || rank(r) > rank(have) {
 			out.rows[id] = r
 		}
 	}
-	return out, nil
+	return out
+}
+
+// rank orders a service's rows: the consumers' with calls first, then
+// any with calls.
+func rank(r store.SummaryRow) int {
+	switch {
+	case r.Calls == 0:
+		return 0
+	case r.Side == store.SideConsumer:
+		return 2
+	}
+	return 1
 }
 
 // of is the row of a service of the registry's list; only says it is its
 // interface's only row there. A service registered at application level
-// names no version: it takes its interface's row when the reports have
-// only one.
+// only names no version: it takes its interface's row when the reports
+// have only one.
 func (sc serviceCalls) of(s catalog.Service, only bool) *store.SummaryRow {
 	if r, ok := sc.rows[serviceID{s.Interface, s.Version, s.Group}]; ok {
 		return &r
 	}
-	if ids := sc.ifaces[s.Interface]; only && len(ids) == 1 {
+	if ids := sc.ifaces[s.Interface]; only && s.Registration == catalog.LevelApplication && len(ids) == 1 {
 		r := sc.rows[ids[0]]
 		return &r
 	}

@@ -131,7 +131,7 @@ func TestOverviewRanksServices(t *testing.T) {
 		}
 	}
 	getJSON(t, e, "/api/v1/overview", &o)
-	if tr := o.Traffic; tr.Calls != 3100 || tr.Failures != 20 || tr.CallsPerSecond != 3100.0/300 || tr.Range != "5m" {
+	if tr := o.Traffic; tr.Calls != 3100 || tr.Failures != 20 || tr.CallsPerSecond != 3100.0/300 || tr.Range != "recent" {
 		t.Errorf("overview traffic %+v: want Greeter's 3000 calls (the consumers'), Failing's 100, over 300 s", tr)
 	}
 	if len(o.Busiest) != 2 {
@@ -420,7 +420,7 @@ func TestInstancesFromRegistryAndReports(t *testing.T) {
 	}
 	slices.Sort(want[:3])
 	slices.Sort(want[3:])
-	if !slices.Equal(got, want) || l.Window.Range != "5m" {
+	if !slices.Equal(got, want) || l.Window.Range != "recent" {
 		t.Errorf("instances over %s:\n%s\nwant\n%s", l.Window.Range, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 

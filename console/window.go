@@ -24,7 +24,7 @@ var Ranges = []Range{
 // Window is the time a page's figures cover: a preset range ending now,
 // or a custom from–to.
 type Window struct {
-	Range string `json:"range"` // a preset's name, or "custom"
+	Range string `json:"range"` // a preset's name, "custom", or "recent" (the last five complete minutes)
 	From  int64  `json:"from"`  // Unix seconds: the first second covered
 	To    int64  `json:"to"`    // and the last
 	Step  int64  `json:"step"`  // the charts' bucket length, seconds
@@ -43,11 +43,14 @@ const maxBuckets = 240
 // that draws at most maxBuckets.
 var steps = []int64{60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400}
 
+// recentRange names the window recent returns.
+const recentRange = "recent"
+
 // recent is the last five complete minutes: the window the lists rank
 // services and processes by.
 func recent(now time.Time) Window {
 	to := now.Unix() / 60 * 60
-	return Window{Range: "5m", From: to - 5*60 + 1, To: to, Step: 60}
+	return Window{Range: recentRange, From: to - 5*60 + 1, To: to, Step: 60}
 }
 
 // windowOf is the window a request asks for: from= and to= (Unix seconds,
