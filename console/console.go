@@ -131,7 +131,9 @@ type Options struct {
 	// Metrics is what GET /metrics exports; default: the console's own
 	// registry with the Go and process collectors.
 	Metrics prometheus.Gatherer
-	// Refresh is how often pages refresh their figures; default 5s.
+	// Refresh is how often pages refresh their figures, and how long one
+	// reading of every service's calls of the last five minutes serves
+	// the overview and the services list; default 5s.
 	Refresh time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
