@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -73,16 +74,29 @@ func (c *Console) apiOverview(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.overview(ec.Request().Context()))
 }
 
-// serviceRow is GET /api/v1/services' element (the README's API table), with the
-// providing applications and the registration level added.
+// apiServices answers GET /api/v1/services?q=&sort= with the services
+// list's rows (the README's API table): the registry's fields, and the
+// calls of the last five complete minutes in "traffic".
 func (c *Console) apiServices(ec echo.Context) error {
-	return ec.JSON(http.StatusOK, c.services(ec.QueryParam("q")))
+	l, err := c.services(ec.Request().Context(), ec.QueryParam("q"), ec.QueryParam("sort"))
+	if err != nil {
+		return err
+	}
+	if l.StatsError != "" {
+		return errors.New(l.StatsError)
+	}
+	return ec.JSON(http.StatusOK, l.Services)
 }
 
 // apiService answers with what the service page shows, its traffic over
-// ?range= (15m, 1h, 24h, 30d) on ?side= (consumer, provider) included.
+// ?range= (15m, 1h, 24h, 30d) or ?from=&to=, on ?side= (consumer,
+// provider), of ?version= and ?group= (absent: all) included.
 func (c *Console) apiService(ec echo.Context) error {
-	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), ec.QueryParam("range"), ec.QueryParam("side"))
+	sel, err := c.trafficSelOf(ec)
+	if err != nil {
+		return err
+	}
+	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), sel)
 	if err != nil {
 		return err
 	}
@@ -193,6 +207,40 @@ func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// apiInstances answers GET /api/v1/instances?q=: every provider and
+// consumer process, from the registry and the monitor's reports of the
+// last five complete minutes.
+func (c *Console) apiInstances(ec echo.Context) error {
+	l := c.instances(ec.Request().Context(), ec.QueryParam("q"))
+	if l.StatsError != "" {
+		return errors.New(l.StatsError)
+	}
+	return ec.JSON(http.StatusOK, l)
+}
+
+// dependenciesOf reads who calls whom as the request asks: over ?range=
+// or ?from=&to= (default the last 15 minutes), of ?application= (default
+// every application).
+func (c *Console) dependenciesOf(ec echo.Context) (Dependencies, error) {
+	w, err := windowOf(c.opts.Now(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
+	if err != nil {
+		return Dependencies{}, err
+	}
+	return c.dependencies(ec.Request().Context(), w, ec.QueryParam("application")), nil
+}
+
+// apiDependencies answers GET /api/v1/dependencies: who calls whom.
+func (c *Console) apiDependencies(ec echo.Context) error {
+	d, err := c.dependenciesOf(ec)
+	if err != nil {
+		return err
+	}
+	if d.StatsError != "" {
+		return errors.New(d.StatsError)
+	}
+	return ec.JSON(http.StatusOK, d)
 }
 
 func (c *Console) apiApplications(ec echo.Context) error {
@@ -357,15 +405,16 @@ func (c *Console) apiTraffic(ec echo.Context) error {
 		return errNoStats
 	}
 	v := ec.Request().URL.Query()
+	w := recent(c.opts.Now())
 	if !v.Has("to") {
-		v.Set("to", strconv.FormatInt(c.opts.Now().Unix()/60*60, 10))
+		v.Set("to", strconv.FormatInt(w.To, 10))
 	}
 	if !v.Has("from") {
 		to, err := strconv.ParseInt(v.Get("to"), 10, 64)
 		if err != nil {
 			return badRequest("to=%q is not a Unix time in seconds", v.Get("to"))
 		}
-		v.Set("from", strconv.FormatInt(to-5*60+1, 10))
+		v.Set("from", strconv.FormatInt(to-w.Seconds()+1, 10))
 	}
 	q, err := store.ParseSummaryQuery(v)
 	if err != nil {

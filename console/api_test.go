@@ -700,6 +700,21 @@ func TestConsoleWithoutStats(t *testing.T) {
 	if st, body, _ := do(t, "GET", c.URL()+"services/"+greeter, "", ""); st != 200 || !strings.Contains(body, "no statistics") {
 		t.Fatalf("service page without a store: %d", st)
 	}
+	// The registry's side of the traffic pages, without numbers.
+	for _, p := range []struct{ path, says string }{
+		{"api/v1/overview", `"traffic":null,"busiest":[]`},
+		{"api/v1/services", `"registration":"both","traffic":null`},
+		{"api/v1/instances", `"registered":true,"traffic":null`},
+		{"api/v1/dependencies", `{"caller":"greeter-consumer","interface":"org.example.Greeter","version":"1.0.0","group":"","providers":["greeter-app"],"registered":true,"traffic":null}`},
+		{"", "No statistics"},
+		{"services", "greeter-app"},
+		{"instances", "greeter-consumer"},
+		{"dependencies", `data-from="greeter-consumer" data-to="org.example.Greeter"`},
+	} {
+		if st, body, _ := do(t, "GET", c.URL()+p.path, "", ""); st != 200 || !strings.Contains(body, p.says) {
+			t.Errorf("GET /%s without a store: %d, want %s in\n%s", p.path, st, p.says, body)
+		}
+	}
 }
 
 // Without a registry (the monitor role with registry.address = "") the

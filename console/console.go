@@ -1,8 +1,19 @@
 // Package console is the web console, and the one owner of the HTTP URL
 // space on console.listen: its HTML pages, the JSON API under /api/v1
 // (the registry's services, applications, providers, consumers, rules and
-// raw tree; the monitor's statistics; rule editing and test calls) and
-// GET /metrics. Every response, a page, an API answer or an error, has the
+// raw tree; the monitor's statistics and the traffic pages' figures; rule
+// editing and test calls) and GET /metrics.
+//
+// The traffic pages read the monitor's store through store.Summary and
+// store.Series: the overview ranks the services by their calls of the
+// last five complete minutes (stats.go), the services list shows and
+// sorts by them, the service page has a service's calls per method, per
+// provider and per consumer and its charts over any window (window.go,
+// traffic.go), /instances puts the registry's processes beside what each
+// reported (instances.go), and /dependencies draws who calls whom
+// (dependencies.go, drawn by package depmap). A service's calls are its
+// consumers' reports where there are some (they count the calls that
+// found no provider), else its providers'. Every response, a page, an API answer or an error, has the
 // same security headers (security.go) and, outside the pages, the same
 // error shape, {"error": {"kind", "message"}}, with the kinds of errors.go.
 //
@@ -120,7 +131,9 @@ type Options struct {
 	// Metrics is what GET /metrics exports; default: the console's own
 	// registry with the Go and process collectors.
 	Metrics prometheus.Gatherer
-	// Refresh is how often pages refresh their figures; default 5s.
+	// Refresh is how often pages refresh their figures, and how long one
+	// reading of every service's calls of the last five minutes serves
+	// the overview and the services list; default 5s.
 	Refresh time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -141,6 +154,7 @@ type Console struct {
 	gw    *gateway.Server
 
 	csrfKey []byte // signs CSRF tokens and session cookies
+	recent  recentCache
 
 	closers []func() error
 	http    *http.Server
@@ -327,6 +341,8 @@ func (c *Console) routes() {
 	api.GET("/services/:interface/rules", c.apiServiceRules)
 	api.PUT("/services/:interface/providers/:address/weight", c.apiProviderWeight)
 	api.PUT("/services/:interface/providers/:address/enabled", c.apiProviderEnabled)
+	api.GET("/instances", c.apiInstances)
+	api.GET("/dependencies", c.apiDependencies)
 	api.GET("/applications", c.apiApplications)
 	api.GET("/applications/:name", c.apiApplication)
 	api.GET("/rules", c.apiRules)
@@ -349,6 +365,8 @@ func (c *Console) routes() {
 	e.GET("/services/:interface/test", c.pageTest)
 	e.POST("/services/:interface/test", c.formTest)
 	e.POST("/services/:interface/providers/:address", c.formProvider)
+	e.GET("/instances", c.pageInstances)
+	e.GET("/dependencies", c.pageDependencies)
 	e.GET("/applications", c.pageApplications)
 	e.GET("/applications/:name", c.pageApplication)
 	e.GET("/rules", c.pageRules)

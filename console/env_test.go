@@ -245,7 +245,7 @@ func (s storeSender) Send(ctx context.Context, r *report.Report) error {
 			Application: sm.Application, Node: sm.Node, Interface: sm.Interface, Group: sm.Group, Version: sm.Version,
 			Method: sm.Method, Success: sm.Success, Failure: sm.Failure, Input: sm.Input, Output: sm.Output,
 			ElapsedMs: sm.Elapsed, MaxElapsedMs: sm.MaxElapsed, Concurrent: float64(sm.Concurrent),
-			MaxConcurrent: sm.MaxConcurrent, MaxInput: sm.MaxInput, MaxOutput: sm.MaxOutput}
+			MaxConcurrent: sm.MaxConcurrent, MaxInput: sm.MaxInput, MaxOutput: sm.MaxOutput, Histogram: sm.Histogram}
 		if sm.Side == stats.Consumer {
 			row.Address, row.Consumer = sm.Peer, sm.Host
 		} else {

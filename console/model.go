@@ -19,42 +19,99 @@ import (
 // Overview is the front page's figures.
 type Overview struct {
 	catalog.Counts
+	Rules    int            `json:"rules"` // what the rules page lists
 	Registry catalog.Health `json:"registry"`
-	Traffic  *Traffic       `json:"traffic"` // nil without statistics
+	// Traffic is the calls of the last five complete minutes; nil
+	// without statistics.
+	Traffic *Traffic `json:"traffic"`
+	// Busiest are the services with the most calls in that window, at
+	// most ten: those with failures first, the highest error rate on
+	// top (see busiest).
+	Busiest []ServiceRow `json:"busiest"`
 }
 
+// overviewTop is how many services the overview ranks.
+const overviewTop = 10
+
 func (c *Console) overview(ctx context.Context) Overview {
-	o := Overview{Counts: c.cat.Counts(), Registry: c.cat.Health()}
-	if c.opts.Stats != nil {
-		var ifaces []string
-		for _, s := range c.cat.Services() {
-			if len(ifaces) == 0 || ifaces[len(ifaces)-1] != s.Interface {
-				ifaces = append(ifaces, s.Interface)
-			}
-		}
-		t := c.traffic(ctx, ifaces)
-		o.Traffic = &t
+	o := Overview{Counts: c.cat.Counts(), Rules: len(c.ruleViews(nil)), Registry: c.cat.Health(), Busiest: []ServiceRow{}}
+	if c.opts.Stats == nil {
+		return o
 	}
+	w, sc, err := c.recentCalls(ctx)
+	if err != nil {
+		o.Traffic = &Traffic{Window: w, Error: err.Error()}
+		return o
+	}
+	t := sc.total(w)
+	o.Traffic = &t
+	o.Busiest = busiest(withCalls(c.cat.Services(), sc), overviewTop)
 	return o
 }
 
-// services lists the services whose interface or application contains q
-// (case-insensitive).
-func (c *Console) services(q string) []catalog.Service {
-	all := c.cat.Services()
-	q = strings.ToLower(strings.TrimSpace(q))
-	if q == "" {
-		return all
+// ServiceList is the services list: the registry's services with their
+// calls over the last five complete minutes.
+type ServiceList struct {
+	Window   Window       `json:"window"`
+	Services []ServiceRow `json:"services"`
+	// StatsError says why the calls are missing; "" when they are not
+	// (or there are no statistics).
+	StatsError string `json:"-"`
+}
+
+// services lists the services q finds, in the order sort names (checkSort).
+// q is a case-insensitive part of an interface or application name, or a
+// machine (an IP) or process (host:port): the services it serves or calls,
+// in the registry (its provider and consumer nodes, its application's
+// instances) or in the monitor's reports of the window.
+func (c *Console) services(ctx context.Context, q, sort string) (ServiceList, error) {
+	sort, err := checkSort(sort)
+	if err != nil {
+		return ServiceList{}, err
 	}
-	out := all[:0:0]
-	for _, s := range all {
-		if strings.Contains(strings.ToLower(s.Interface), q) || slices.ContainsFunc(s.Applications, func(a string) bool {
-			return strings.Contains(strings.ToLower(a), q)
-		}) {
-			out = append(out, s)
+	w := recent(c.opts.Now())
+	var sc serviceCalls
+	out := ServiceList{Window: w}
+	if c.opts.Stats != nil {
+		if w, sc, err = c.recentCalls(ctx); err != nil {
+			out.StatsError = err.Error()
+		}
+		out.Window = w
+	}
+	svcs := c.cat.Services()
+	rows := withCalls(svcs, sc)
+	if q = strings.TrimSpace(q); q != "" {
+		if rows, err = c.findServices(ctx, w, q, svcs, rows); err != nil {
+			out.StatsError = err.Error()
 		}
 	}
-	return out
+	slices.SortStableFunc(rows, sortKeys[sort])
+	out.Services = rows
+	return out, nil
+}
+
+// findServices keeps the rows (of svcs) q finds (services).
+func (c *Console) findServices(ctx context.Context, w Window, q string, svcs []catalog.Service, rows []ServiceRow) ([]ServiceRow, error) {
+	lq := strings.ToLower(q)
+	var reg map[string]bool
+	var at []ServiceRow // the rows with the host's calls alone
+	var err error
+	if hostQuery(q) {
+		reg = c.registeredAt(q)
+		if c.opts.Stats != nil {
+			var sc serviceCalls
+			sc, err = c.serviceCalls(ctx, w, q)
+			at = withCalls(svcs, sc)
+		}
+	}
+	out := rows[:0:0]
+	for i, r := range rows {
+		if strings.Contains(strings.ToLower(r.Interface), lq) || reg[r.Interface] || (at != nil && at[i].Traffic != nil) ||
+			slices.ContainsFunc(r.Applications, func(a string) bool { return strings.Contains(strings.ToLower(a), lq) }) {
+			out = append(out, r)
+		}
+	}
+	return out, err
 }
 
 // ProviderView is a provider as the console shows it: the registered URL
@@ -92,9 +149,9 @@ type ServiceView struct {
 }
 
 // serviceView gathers what the service page shows of iface, its traffic
-// over the range rng on side. Methods that cannot be read are left out
-// (the page says no definition was published).
-func (c *Console) serviceView(ctx context.Context, iface, rng, side string) (ServiceView, error) {
+// as sel selects. Methods that cannot be read are left out (the page says
+// no definition was published).
+func (c *Console) serviceView(ctx context.Context, iface string, sel trafficSel) (ServiceView, error) {
 	d, err := c.service(iface)
 	if err != nil {
 		return ServiceView{}, err
@@ -110,7 +167,7 @@ func (c *Console) serviceView(ctx context.Context, iface, rng, side string) (Ser
 	}
 	return ServiceView{Interface: d.Interface, Rows: d.Rows, Providers: ps, Consumers: d.Consumers,
 		Instances: d.Instances, Apps: d.Apps, Routers: d.Routers, Overrides: d.Overrides,
-		Methods: ms, Rules: c.serviceRules(d), Traffic: c.serviceTraffic(ctx, d.Interface, rng, side)}, nil
+		Methods: ms, Rules: c.serviceRules(d), Traffic: c.serviceTraffic(ctx, d.Interface, sel)}, nil
 }
 
 func (c *Console) service(iface string) (catalog.ServiceDetail, error) {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -42,10 +43,11 @@ type pages struct {
 }
 
 var funcs = template.FuncMap{
-	"pathesc":  neturl.PathEscape,
-	"queryesc": neturl.QueryEscape,
-	"percent":  func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" },
-	"rate":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"pathesc": neturl.PathEscape,
+	"percent": percentText,
+	// success is the success rate of calls with this error rate.
+	"success": func(errorRate float64) string { return percentText(1 - errorRate) },
+	"rate":    rateText,
 	"millis": func(ms int64) string {
 		if ms == 0 {
 			return ""
@@ -53,7 +55,22 @@ var funcs = template.FuncMap{
 		return time.UnixMilli(ms).Format("2006-01-02 15:04:05")
 	},
 	"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
-	"join":  strings.Join,
+	"ms":    msText,
+	// pms is a percentile: "—" when no reporter sent a histogram.
+	"pms": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return msText(*v)
+	},
+	"clock": func(unix int64) string {
+		if unix == 0 {
+			return "—"
+		}
+		return time.Unix(unix, 0).Format("2006-01-02 15:04:05")
+	},
+	"localInput": localInput,
+	"join":       strings.Join,
 	"ruleURL": func(kind, key string) string {
 		return "/rules/" + neturl.PathEscape(kind) + "/" + neturl.PathEscape(key)
 	},
@@ -78,6 +95,22 @@ var funcs = template.FuncMap{
 	},
 }
 
+func rateText(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+
+func percentText(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
+
+// msText is a latency in milliseconds, to three significant digits or
+// the millisecond.
+func msText(v float64) string {
+	switch {
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
 type crumb struct{ Name, Path string }
 
 // page is a page's view: the typed data its template reads as .D.
@@ -90,7 +123,7 @@ type page interface {
 
 // allPages has one view of each page: newPages builds their templates,
 // and renders each with this empty view to check it.
-var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, applicationsPage{},
+var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, instancesPage{}, dependenciesPage{}, applicationsPage{},
 	applicationPage{}, rulesPage{}, rulePage{}, registryPage{}, loginPage{}, errorPage{}}
 
 // newPages parses the templates of fsys (templates/*.html: templateFS)
@@ -168,22 +201,34 @@ func (c *Console) pageOverview(ec echo.Context) error {
 	return c.render(ec, http.StatusOK, overviewPage{Overview: c.overview(ec.Request().Context())})
 }
 
-// servicesPage is /services?q=.
+// servicesPage is /services?q=&sort=.
 type servicesPage struct {
-	Query    string
-	Services []catalog.Service
+	Query string
+	Sort  string
+	Stats bool // the console has statistics
+	ServiceList
 }
 
 func (servicesPage) name() string  { return "services" }
 func (servicesPage) title() string { return "Services" }
 
-func (c *Console) pageServices(ec echo.Context) error {
-	q := ec.QueryParam("q")
-	return c.render(ec, http.StatusOK, servicesPage{Query: q, Services: c.services(q)})
+// SortURL is the list in another order.
+func (p servicesPage) SortURL(sort string) string {
+	return "/services?" + neturl.Values{"q": {p.Query}, "sort": {sort}}.Encode()
 }
 
-// servicePage is /services/{interface}?range=&side=: the service's view,
-// its traffic drawn, and where a new rule for it starts.
+func (c *Console) pageServices(ec echo.Context) error {
+	q, sort := ec.QueryParam("q"), ec.QueryParam("sort")
+	l, err := c.services(ec.Request().Context(), q, sort)
+	if err != nil {
+		return err
+	}
+	return c.render(ec, http.StatusOK, servicesPage{Query: q, Sort: cmp.Or(sort, SortName), Stats: c.opts.Stats != nil, ServiceList: l})
+}
+
+// servicePage is /services/{interface}?range=&from=&to=&side=&version=&group=:
+// the service's view, its traffic drawn, and where a new rule for it
+// starts.
 type servicePage struct {
 	Service ServiceView
 	Charts  Charts // drawn when Service.Traffic has no Error
@@ -197,7 +242,11 @@ func (servicePage) name() string    { return "service" }
 func (p servicePage) title() string { return p.Service.Interface }
 
 func (c *Console) pageService(ec echo.Context) error {
-	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), ec.QueryParam("range"), ec.QueryParam("side"))
+	sel, err := c.trafficSelOf(ec)
+	if err != nil {
+		return err
+	}
+	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), sel)
 	if err != nil {
 		// /services/<app> is where Dubbo keeps an application's
 		// instances; the console shows them at /applications/<app>.
@@ -383,6 +432,77 @@ func (r *recorder) WriteHeader(s int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	r.WriteHeader(http.StatusOK)
 	return r.body.Write(b)
+}
+
+// instancesPage is /instances?q=.
+type instancesPage struct {
+	Query string
+	Stats bool // the console has statistics
+	InstanceList
+}
+
+// Rows are the instances the table shows: at most maxRows.
+func (p instancesPage) Rows() []InstanceRow { return p.Instances[:min(len(p.Instances), maxRows)] }
+
+func (instancesPage) name() string  { return "instances" }
+func (instancesPage) title() string { return "Instances" }
+
+func (c *Console) pageInstances(ec echo.Context) error {
+	q := ec.QueryParam("q")
+	return c.render(ec, http.StatusOK, instancesPage{Query: q, Stats: c.opts.Stats != nil, InstanceList: c.instances(ec.Request().Context(), q)})
+}
+
+// dependenciesPage is /dependencies?range=&from=&to=&application=.
+type dependenciesPage struct {
+	Dependencies
+	Map      template.HTML // "" when there are too many services to draw
+	MapLimit int
+	Ranges   []Range
+}
+
+// Rows are the edges the table shows: at most maxRows.
+func (p dependenciesPage) Rows() []Edge { return p.Edges[:min(len(p.Edges), maxRows)] }
+
+func (dependenciesPage) name() string  { return "dependencies" }
+func (dependenciesPage) title() string { return "Dependencies" }
+
+// link is the page (a query string) with the window or the application
+// changed by change.
+func (p dependenciesPage) link(change func(q neturl.Values)) string {
+	q := neturl.Values{}
+	if p.Window.Range == customRange {
+		q.Set("from", strconv.FormatInt(p.Window.From, 10))
+		q.Set("to", strconv.FormatInt(p.Window.To, 10))
+	} else {
+		q.Set("range", p.Window.Range)
+	}
+	if p.Application != "" {
+		q.Set("application", p.Application)
+	}
+	change(q)
+	return "?" + q.Encode()
+}
+
+// RangeLink shows the preset range name.
+func (p dependenciesPage) RangeLink(name string) string {
+	return p.link(func(q neturl.Values) { q.Del("from"); q.Del("to"); q.Set("range", name) })
+}
+
+// AppLink shows the edges of one application, or all ("").
+func (p dependenciesPage) AppLink(app string) string {
+	return p.link(func(q neturl.Values) {
+		if q.Del("application"); app != "" {
+			q.Set("application", app)
+		}
+	})
+}
+
+func (c *Console) pageDependencies(ec echo.Context) error {
+	d, err := c.dependenciesOf(ec)
+	if err != nil {
+		return err
+	}
+	return c.render(ec, http.StatusOK, dependenciesPage{Dependencies: d, Map: depMap(d), MapLimit: mapLimit, Ranges: Ranges})
 }
 
 // applicationsPage is /applications.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -28,8 +29,20 @@ func pageSamples() []struct {
 	off.Enabled, off.Key = false, "greeter-app"
 	method := MethodView{Name: "sayHello", ParameterTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String",
 		Signature: "java.lang.String sayHello(java.lang.String)", Version: "1.0.0", Group: "g", Typed: true}
-	traffic := ServiceTraffic{Range: "1h", Side: "provider", Step: 60, Calls: 4321, Failures: 12,
-		Buckets: []store.Bucket{{Time: 1700000040, Calls: 2, Success: 1, Failure: 1, ElapsedMs: 4, MaxElapsedMs: 3}}}
+	p50, p99 := 1.25, 4.2
+	ver, grp := "1.0.0", "g"
+	traffic := ServiceTraffic{Window: Window{Range: "1h", From: 1700000000 - 3599, To: 1700000000, Step: 60}, Side: "provider",
+		Version: &ver, Group: &grp, Calls: 4321, Failures: 12,
+		Buckets: []store.Bucket{{Time: 1700000040, Calls: 2, Success: 1, Failure: 1, ElapsedMs: 4, MaxElapsedMs: 3,
+			Percentiles: store.Percentiles{P50Ms: &p50, P90Ms: &p99, P99Ms: &p99, HistogramCalls: 2}}},
+		Methods: []store.SummaryRow{
+			{Method: "sayHello", Calls: 4000, Failure: 12, ErrorRate: 0.003, AvgMs: 1.5, MaxElapsedMs: 33, MaxConcurrent: 7,
+				Percentiles: store.Percentiles{P50Ms: &p50, P99Ms: &p99, HistogramCalls: 3000}},
+			{Method: "legacy", Calls: 321, AvgMs: 20, MaxElapsedMs: 80},
+		},
+		Providers: []Share{{SummaryRow: store.SummaryRow{Address: "10.0.0.1:20880", Application: "greeter-app", Calls: 3000,
+			Percentiles: store.Percentiles{P99Ms: &p99}}, Share: 0.75}},
+		Consumers: []Share{{SummaryRow: store.SummaryRow{Consumer: "10.0.0.9", Application: "web-app", Calls: 1000}, Share: 0.25}}}
 	view := ServiceView{Interface: "org.example.Greeter", Rows: []catalog.Service{svc},
 		Providers: []ProviderView{
 			{Address: "10.0.0.1:20880", URL: "dubbo://10.0.0.1:20880/org.example.Greeter", Weight: 250, Enabled: true,
@@ -43,7 +56,7 @@ func pageSamples() []struct {
 		Routers: []string{"route://0.0.0.0/org.example.Greeter"}, Overrides: []string{"override://0.0.0.0/org.example.Greeter"},
 		Methods: []MethodView{method}, Rules: []RuleView{rule, off}, Traffic: traffic}
 	noStats := view
-	noStats.Traffic = ServiceTraffic{Range: "15m", Side: "consumer", Error: errNoStats.msg}
+	noStats.Traffic = ServiceTraffic{Window: Window{Range: "custom", From: 1700000000, To: 1700003600, Step: 60}, Side: "consumer", Error: errNoStats.msg}
 	pager := func(v ServiceView) servicePage {
 		p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v)}
 		if v.Traffic.Error == "" {
@@ -51,34 +64,91 @@ func pageSamples() []struct {
 		}
 		return p
 	}
-	counts := catalog.Counts{Services: 11, Applications: 12, Providers: 13, Consumers: 14, Instances: 15, Rules: 16}
+	failing := ServiceRow{Service: catalog.Service{Interface: "org.example.Failing", Version: "2.0.0"},
+		Traffic: &store.SummaryRow{Interface: "org.example.Failing", Version: "2.0.0", Side: "consumer", Calls: 10, Failure: 5, ErrorRate: 0.5, CallsPerSecond: 0.03}}
+	busy := ServiceRow{Service: svc, Traffic: &store.SummaryRow{Interface: svc.Interface, Version: "1.0.0", Group: "g", Side: "provider", Calls: 3750, CallsPerSecond: 12.5,
+		Percentiles: store.Percentiles{P99Ms: &p99}}}
+	deps := func(d Dependencies) dependenciesPage {
+		return dependenciesPage{Dependencies: d, Map: depMap(d), MapLimit: mapLimit, Ranges: Ranges}
+	}
+	var manyEdges []Edge
+	for i := range mapLimit + 1 {
+		manyEdges = append(manyEdges, Edge{Caller: "web-app", Interface: fmt.Sprintf("org.example.S%d", i), Providers: []string{}})
+	}
+	counts := catalog.Counts{Services: 11, Applications: 12, Providers: 13, Consumers: 14, Instances: 15}
 	health := catalog.Health{Servers: []string{"127.0.0.1:2181"}, Connected: true, Since: time.Now(), Server: "127.0.0.1:2181", Nodes: 17}
-	app := catalog.Application{Name: "greeter-app", Instances: []catalog.Instance{inst}, Services: []string{"org.example.Greeter"}}
+	app := catalog.Application{Name: "greeter-app", Instances: []catalog.Instance{inst}, Services: []string{"org.example.Greeter"},
+		References: []string{"org.example.Stock"}}
 	return []struct {
 		page page
 		want []string
 	}{
-		{overviewPage{Overview{Counts: counts, Registry: health, Traffic: &Traffic{CallsPerSecond: 2.5, ErrorRate: 0.25, Calls: 150, Failures: 3}}},
-			[]string{`id="count-rules">16<`, `id="calls-per-second">2.50<`, "25.00%", "3 of 150 calls", "connected", "127.0.0.1:2181"}},
+		{overviewPage{Overview{Counts: counts, Rules: 16, Registry: health, Traffic: &Traffic{CallsPerSecond: 2.5, ErrorRate: 0.25, Calls: 150, Failures: 3},
+			Busiest: []ServiceRow{failing, busy}}},
+			[]string{`id="count-rules">16<`, `id="calls-per-second">2.50<`, "25.00%", "3 of 150 calls", "connected", "127.0.0.1:2181",
+				`<tr data-interface="org.example.Failing" class="bad">`, `href="/services/org.example.Failing?group=&amp;version=2.0.0"`,
+				`<td class="n error-rate">50.00%</td>`, `<td class="n p99" title="no histogram`, `<td class="n calls-per-second">12.50</td>`,
+				`<td class="n p99" >4.20</td>`}},
 		{overviewPage{Overview{Counts: counts, Registry: health, Traffic: &Traffic{Error: "store is gone"}}},
-			[]string{"Statistics: store is gone"}},
+			[]string{"Statistics: store is gone", "No calls reported in the last 5 minutes"}},
 		{overviewPage{Overview{Counts: counts}}, []string{"No statistics", "disconnected"}},
-		{servicesPage{Query: "greet", Services: []catalog.Service{svc}}, []string{`value="greet"`, "/services/org.example.Greeter", "greeter-app"}},
-		{servicesPage{Query: "nothing"}, []string{"No service matches “nothing”"}},
+		{servicesPage{Query: "greet", Sort: "p99", Stats: true, ServiceList: ServiceList{Services: []ServiceRow{busy, failing, {Service: svc}}}},
+			[]string{`value="greet"`, `href="/services/org.example.Greeter?group=g&amp;version=1.0.0"`, "greeter-app",
+				`<td class="n error-rate bad">50.00%</td>`, `<td class="n calls-per-second">12.50</td>`, `<td class="n p99" >4.20</td>`,
+				`<td class="n calls-per-second muted">0</td>`, `href="/services?q=greet&amp;sort=calls"`, `href="/services?q=greet&amp;sort=p99" class="on"`}},
+		{servicesPage{Query: "nothing", Sort: "name", ServiceList: ServiceList{StatsError: "store is gone"}},
+			[]string{"No service matches “nothing”", "Statistics: store is gone"}},
 		{pager(view), []string{"<h1>org.example.Greeter</h1>", "version 1.0.0, group g", `id="calls-total">4321<`, "12 failed",
 			"<svg", "10.0.0.1:20880", `value="250"`, "disabled (withdrawn)",
 			"stale: its session is gone, removed by 16:04:05", "a newer session registered 10.0.0.1:20880", "timeout", "rev-1234abcd", "web-app",
 			"java.lang.String sayHello(java.lang.String)", "org.example.Greeter:1.0.0:g", "route://", "override://",
-			"key=org.example.Greeter%3a1.0.0%3ag"}},
-		{pager(noStats), []string{"no statistics: the console runs without the monitor"}},
+			"key=org.example.Greeter%3a1.0.0%3ag",
+			`<tr data-method="sayHello" class="bad"><td>sayHello</td><td class="n calls">4000</td><td class="n">12</td><td class="n">99.70%</td>`,
+			`<td class="n p50">1.25<span class="muted" title="of the 3000 calls whose nodes send a histogram">*</span></td><td class="n p99">4.20</td>`,
+			`<td class="n">33</td><td class="n">7</td>`, `<td class="n p50" title="no histogram`,
+			`<td class="n share">75.00%</td>`, `<td class="n share">25.00%</td>`, `href="/services?q=10.0.0.9"`,
+			`href="?group=g&amp;range=15m&amp;side=provider&amp;version=1.0.0"`, `href="?group=g&amp;range=1h&amp;side=consumer&amp;version=1.0.0"`,
+			`<a href="?group=g&amp;range=1h&amp;side=provider&amp;version=1.0.0" class="on">1.0.0 · g</a>`, `<a href="?range=1h&amp;side=provider" >every version</a>`,
+			"<title>Success rate</title>", "<title>Concurrency</title>", "<title>Latency</title>"}},
+		{pager(noStats), []string{"no statistics: the console runs without the monitor", `<button class="on">Show</button>`,
+			`href="?range=15m&amp;side=consumer"`, `<a href="?from=1700000000&amp;group=g&amp;side=consumer&amp;to=1700003600&amp;version=1.0.0" >1.0.0 · g</a>`,
+			`<a href="?from=1700000000&amp;side=consumer&amp;to=1700003600" class="on">every version</a>`}},
 		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Args: `["x"]`, Done: true, Status: 200,
 			Result: "result-text", Types: "java.lang.String"}, []string{"Test org.example.Greeter", "result-text", "HTTP 200", `[&#34;x&#34;]`}},
 		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Done: true, Status: 500,
 			Error: &errorDetail{Kind: "exception", Message: "boom"}, Class: "java.lang.IllegalStateException"},
 			[]string{"<b>exception</b> <code>java.lang.IllegalStateException</code>: boom"}},
 		{testPage{Interface: "org.example.Nope"}, []string{"No methods are known"}},
-		{applicationsPage{Apps: []catalog.Application{app}}, []string{"/applications/greeter-app", "rev-1234abcd", "/services/org.example.Greeter"}},
-		{applicationPage{App: app, Rules: []RuleView{rule, off}}, []string{"<h1>greeter-app</h1>", "raw-instance-data", "dubbo.metadata.revision", "(disabled)"}},
+		{instancesPage{Stats: true, InstanceList: InstanceList{Instances: []InstanceRow{
+			{Side: "provider", Address: "10.0.0.1:20880", Applications: []string{"greeter-app"}, Services: []string{"org.example.Greeter"}, Registered: true,
+				Traffic: &store.SummaryRow{Calls: 600, Failure: 6, ErrorRate: 0.01, CallsPerSecond: 2, Last: 1700000000, Percentiles: store.Percentiles{P99Ms: &p99}}},
+			{Side: "consumer", Address: "10.0.0.9", Applications: []string{}, Services: []string{}},
+		}}}, []string{`<td class="n errors bad">6 (1.00%)</td>`, `href="/services?q=10.0.0.1%3a20880"`,
+			`<a href="/applications/greeter-app">`, `<a href="/services/org.example.Greeter">`, `<td class="n calls-per-second">2.00</td>`,
+			`<td class="n p99" >4.20</td>`, "reports only", "none in 5 minutes"}},
+		{instancesPage{Query: "nomatch", InstanceList: InstanceList{StatsError: "store is gone"}},
+			[]string{"Statistics: store is gone", "No provider or consumer matches “nomatch”", `value="nomatch"`}},
+		{instancesPage{InstanceList: InstanceList{Instances: make([]InstanceRow, maxRows+1)}}, []string{"The first 1000 of 1001"}},
+		{deps(Dependencies{Window: Window{Range: "1h"}, Edges: []Edge{
+			{Caller: "web-app", Interface: "org.example.Greeter", Version: "1.0.0", Providers: []string{"greeter-app"}, Registered: true,
+				Traffic: &store.SummaryRow{Calls: 100, Failure: 1, CallsPerSecond: 2.5, ErrorRate: 0.01, Percentiles: store.Percentiles{P99Ms: &p99}}},
+			{Caller: "", Interface: "org.example.Stock", Providers: []string{}},
+		}}), []string{`<g class="edge bad" data-from="web-app" data-to="org.example.Greeter" data-label="2.50/s · 1.00%">`,
+			`<g class="edge idle" data-from="(no application)" data-to="org.example.Stock"`,
+			`<g class="edge provides" data-from="org.example.Greeter" data-to="greeter-app"`,
+			`<td class="n error-rate bad">1.00%</td>`, `<td class="n calls-per-second">2.50</td>`,
+			`<td class="n p99" >4.20</td>`, "consumer node", "reports only", `href="?application=web-app&amp;range=1h"`,
+			`<a href="?range=24h" >24h</a>`, `<a href="?range=1h" class="on">1h</a>`}},
+		{deps(Dependencies{Window: Window{Range: "custom", From: 1700000000, To: 1700003600}, Application: "web-app", Edges: manyEdges}),
+			[]string{"61 services: more than the map draws (60)", `<b>web-app</b> · <a href="?from=1700000000&amp;to=1700003600">every application</a>`,
+				`name="application" value="web-app"`}},
+		{deps(Dependencies{Window: Window{Range: "15m"}, Edges: make([]Edge, maxRows+1)}), []string{"The first 1000 of 1001"}},
+		{deps(Dependencies{Window: Window{Range: "15m"}, Application: "nobody", StatsError: "store is gone"}),
+			[]string{"No application calls a service with nobody", "Statistics: store is gone"}},
+		{applicationsPage{Apps: []catalog.Application{app}}, []string{"/applications/greeter-app", "rev-1234abcd", "/services/org.example.Greeter", "/services/org.example.Stock"}},
+		{applicationsPage{}, []string{"No application is registered."}},
+		{applicationPage{App: app, Rules: []RuleView{rule, off}}, []string{"<h1>greeter-app</h1>", "raw-instance-data", "dubbo.metadata.revision", "(disabled)",
+			`Calls: <a href="/services/org.example.Stock">`}},
 		{rulesPage{Rules: []RuleView{rule, off}}, []string{rule.Path, "enabled", "disabled"}},
 		{rulePage{New: true, Kind: "tag", Key: "greeter-app", Doc: "tags: []", Kinds: []string{"condition", "tag", "override"}},
 			[]string{"<h1>New rule</h1>", `<option value="tag" selected>`, "tags: []"}},
