@@ -75,7 +75,7 @@ func (c *Console) apiOverview(ec echo.Context) error {
 }
 
 // apiServices answers GET /api/v1/services?q=&sort= with the services
-// list's rows (the README's API table): the registry's fields, and the
+// list's rows (docs/console.md's API table): the registry's fields, and the
 // calls of the last five complete minutes in "traffic".
 func (c *Console) apiServices(ec echo.Context) error {
 	l, err := c.services(ec.Request().Context(), ec.QueryParam("q"), ec.QueryParam("sort"))
@@ -357,7 +357,7 @@ func (c *Console) apiTree(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, n)
 }
 
-// apiStats answers GET /api/v1/stats with the store's rows (the README's
+// apiStats answers GET /api/v1/stats with the store's rows (docs/console.md's
 // fields, plus the row's interval, node, service and peer, and its
 // percentiles: p50_ms, p90_ms, p99_ms, null for reporters that send no
 // histogram).

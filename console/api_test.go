@@ -55,7 +55,7 @@ func getJSON(t *testing.T, e *env, path string, v any) {
 func TestAPIRegistryViews(t *testing.T) {
 	e := startSystem(t, envOptions{noLoad: true})
 
-	// GET /api/v1/services: the fields the README's API table promises, exactly these values.
+	// GET /api/v1/services: the fields docs/console.md's API table promises, exactly these values.
 	var svcs []map[string]any
 	getJSON(t, e, "/api/v1/services", &svcs)
 	if len(svcs) != 1 {
