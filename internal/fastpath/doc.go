@@ -1,6 +1,6 @@
 // Package fastpath is what the two call paths of a node share to serve
 // quick calls without waking threads: a consumer connection's server
-// (node/transport) and the link between the node and a plugin
+// (node/transport, and node/triple's) and the link between the node and a plugin
 // (plugins/internal/wire). Handing a request from one goroutine to another
 // costs a thread wake-up, tens of microseconds on a small VM, more than
 // decoding, a quick handler and encoding together; so does a write per
@@ -11,7 +11,9 @@
 //     them all; the others only append. A Mode says who writes and whether
 //     that may wait on the socket: Queue (the writer goroutine), Flush (the
 //     caller, waiting up to Stall), Try (the caller, what the socket takes
-//     now), Hold (when the burst ends).
+//     now), Hold (when the burst ends). Late frames (an HTTP/2 PING's
+//     ack) wait for the next write and go behind its frames, or for the
+//     Inline watchdog once they waited Stall.
 //   - Inline: a stream's Reader runs work inline, on the reading goroutine
 //     (Run), and the reading is handed over to a new goroutine when that
 //     work runs for Stall (the watchdog) or is about to wait for its own

@@ -10,9 +10,11 @@ import (
 // Inline lets the readers of many streams (a server's connections, a
 // plugin link) run work inline, on the reading goroutine, and hands the
 // reading of a stream to a new goroutine when its inline work runs for
-// Stall: its watchdog ticks every Stall while inline work was started in
-// the last watchIdle, so an idle process stays idle and a quick run costs
-// an atomic store and a timestamp.
+// Stall: its watchdog ticks every Stall while inline work was started, or
+// a late frame queued, in the last watchIdle, so an idle process stays
+// idle and a quick run costs an atomic store and a timestamp. The same
+// ticks write the late frames (Writer.Late) of the Writers made with it
+// that no other write took within Stall.
 type Inline struct {
 	stall time.Duration
 	born  time.Time
@@ -23,6 +25,7 @@ type Inline struct {
 
 	mu      sync.Mutex
 	readers map[*Reader]struct{}
+	late    map[*Writer]struct{} // writers that queued late frames
 }
 
 // watchIdle is how long after the last inline run the watchdog goes on
@@ -33,7 +36,7 @@ const watchIdle = 100 * time.Millisecond
 // runs stall or longer has its stream's reading handed over.
 func NewInline(stall time.Duration) *Inline {
 	in := &Inline{stall: stall, born: time.Now(), wake: make(chan struct{}, 1), stop: make(chan struct{}),
-		readers: make(map[*Reader]struct{})}
+		readers: make(map[*Reader]struct{}), late: make(map[*Writer]struct{})}
 	go in.watch()
 	return in
 }
@@ -45,7 +48,7 @@ func (in *Inline) Stop() { in.once.Do(func() { close(in.stop) }) }
 // now is the watchdog's clock: monotonic, for the timestamps it compares.
 func (in *Inline) now() time.Duration { return time.Since(in.born) }
 
-// poke says that a run started.
+// poke says that a run started, or a late frame queued.
 func (in *Inline) poke(at time.Duration) {
 	in.last.Store(int64(at))
 	select {
@@ -70,6 +73,7 @@ func (in *Inline) watch() {
 			case <-t.C:
 			}
 			in.handOverSlow()
+			in.flushLate()
 		}
 		t.Stop()
 	}
@@ -88,6 +92,36 @@ func (in *Inline) handOverSlow() {
 	in.mu.Unlock()
 	for _, run := range slow {
 		run.HandOver()
+	}
+}
+
+// watchLate has the watchdog write w's late frames once they waited for
+// stall.
+func (in *Inline) watchLate(w *Writer) {
+	in.mu.Lock()
+	in.late[w] = struct{}{}
+	in.mu.Unlock()
+	in.poke(in.now())
+}
+
+// flushLate writes the late frames that waited for stall; a writer whose
+// late frames a write took meanwhile is no longer watched.
+func (in *Inline) flushLate() {
+	due := MonoNow() - int64(in.stall)
+	var flush []*Writer
+	in.mu.Lock()
+	for w := range in.late {
+		switch since := w.lateSince.Load(); {
+		case since == 0:
+			delete(in.late, w)
+		case since <= due:
+			delete(in.late, w)
+			flush = append(flush, w)
+		}
+	}
+	in.mu.Unlock()
+	for _, w := range flush {
+		w.FlushLate()
 	}
 }
 

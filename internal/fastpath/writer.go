@@ -53,6 +53,9 @@ type WriterConfig struct {
 	// OnFail, if set, runs once when the Writer fails (after it closed the
 	// connection), to stop what waits on the connection.
 	OnFail func()
+	// Late is the watchdog that writes late frames (Writer.Late) no other
+	// write took within its stall. nil: Late writes at once, as Try.
+	Late *Inline
 }
 
 // A Writer owns the write side of one connection. Frames are appended to
@@ -76,8 +79,12 @@ type Writer struct {
 	waiting atomic.Bool
 	drained chan struct{} // capacity 1
 
+	watchdog  *Inline      // writes late frames that waited its stall
+	lateSince atomic.Int64 // MonoNow when the oldest late frame came; 0: none
+
 	mu      sync.Mutex
 	buf     []byte // frames waiting to be written
+	late    []byte // frames that go behind the next write's (Late)
 	spare   []byte // the buffer last written, reused next round; never buf's array
 	writing bool   // a write is in progress
 	closed  bool
@@ -92,7 +99,7 @@ func NewWriter(conn net.Conn, sock *sockio.Conn, cfg WriterConfig) *Writer {
 		cfg.MaxPending = 64 << 20
 	}
 	w := &Writer{conn: conn, sock: sock, stall: cfg.Stall, maxPending: cfg.MaxPending, onFail: cfg.OnFail,
-		wake: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
+		watchdog: cfg.Late, wake: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
 	w.lastWrite.Store(MonoNow())
 	return w
 }
@@ -107,30 +114,10 @@ func (w *Writer) Unsent() int64 { return w.unsent.Load() }
 // Write appends one frame, the concatenation of parts (copied), and writes
 // it as mode says. The error is the Writer's once it failed or closed.
 func (w *Writer) Write(mode Mode, parts ...[]byte) error {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
 	w.mu.Lock()
-	if w.closed || w.closing {
-		err := w.err
-		w.mu.Unlock()
-		if err == nil {
-			err = ErrClosed
-		}
+	if err := w.queueLocked(&w.buf, parts); err != nil {
 		return err
 	}
-	if len(w.buf)+n > w.maxPending {
-		pending := len(w.buf)
-		w.mu.Unlock()
-		err := fmt.Errorf("%w: %d bytes pending", ErrNotReading, pending)
-		w.Fail(err)
-		return err
-	}
-	for _, p := range parts {
-		w.buf = append(w.buf, p...)
-	}
-	w.unsent.Add(int64(n))
 	if w.writing {
 		w.mu.Unlock()
 		return nil
@@ -154,6 +141,83 @@ func (w *Writer) Write(mode Mode, parts ...[]byte) error {
 	return nil
 }
 
+// queueLocked appends the frame parts make to *dst, the pending or the
+// late frames; it fails the Writer past MaxPending, and returns its error
+// once it failed or closed. w.mu is held; on an error it is released.
+func (w *Writer) queueLocked(dst *[]byte, parts [][]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if w.closed || w.closing {
+		err := w.err
+		w.mu.Unlock()
+		if err == nil {
+			err = ErrClosed
+		}
+		return err
+	}
+	if pending := len(w.buf) + len(w.late); pending+n > w.maxPending {
+		w.mu.Unlock()
+		err := fmt.Errorf("%w: %d bytes pending", ErrNotReading, pending)
+		w.Fail(err)
+		return err
+	}
+	for _, p := range parts {
+		*dst = append(*dst, p...)
+	}
+	w.unsent.Add(int64(n))
+	return nil
+}
+
+// Late appends a frame that may wait a little: it goes out behind the
+// frames of the next write, or, when none comes, once it waited for the
+// stall of the Late watchdog. For a control frame whose answer may be
+// delayed briefly (an HTTP/2 PING's ack), so that it rides with a call's
+// answer rather than costing a write, and a wake-up of the peer, of its
+// own.
+func (w *Writer) Late(parts ...[]byte) error {
+	if w.watchdog == nil {
+		return w.Write(Try, parts...)
+	}
+	w.mu.Lock()
+	if err := w.queueLocked(&w.late, parts); err != nil {
+		return err
+	}
+	first := w.lateSince.Load() == 0
+	if first {
+		w.lateSince.Store(MonoNow())
+	}
+	w.mu.Unlock()
+	if first {
+		w.watchdog.watchLate(w)
+	}
+	return nil
+}
+
+// HasLate says whether late frames wait for a write.
+func (w *Writer) HasLate() bool { return w.lateSince.Load() != 0 }
+
+// FlushLate writes the late frames now, with whatever else is pending, as
+// Try does.
+func (w *Writer) FlushLate() {
+	w.mu.Lock()
+	if w.closed || len(w.late) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.buf = append(w.buf, w.late...)
+	w.late = w.late[:0]
+	w.lateSince.Store(0)
+	if w.writing { // the write in progress takes them next
+		w.mu.Unlock()
+		return
+	}
+	w.writing = true
+	w.mu.Unlock()
+	w.try()
+}
+
 // FlushHeld writes what was held back, as Try does; it implements
 // Flusher. With a write in progress there is nothing to do: that write
 // takes it.
@@ -168,12 +232,17 @@ func (w *Writer) FlushHeld() {
 	w.try()
 }
 
-// take starts a write: it returns what is pending and makes the spare the
-// new pending buffer. w.mu is held and w.writing set. The spare stops
-// being the spare, so that the pending buffer never shares an array with
-// a buffer being written.
+// take starts a write: it returns what is pending, the late frames behind
+// the rest, and makes the spare the new pending buffer. w.mu is held and
+// w.writing set. The spare stops being the spare, so that the pending
+// buffer never shares an array with a buffer being written.
 func (w *Writer) take() []byte {
 	out := w.buf
+	if len(w.late) > 0 {
+		out = append(out, w.late...)
+		w.late = w.late[:0]
+		w.lateSince.Store(0)
+	}
 	w.buf = w.spare[:0]
 	w.spare = nil
 	return out
@@ -349,6 +418,9 @@ func (w *Writer) Run() {
 func (w *Writer) CloseAfterFlush() {
 	w.mu.Lock()
 	w.closing = true
+	w.buf = append(w.buf, w.late...)
+	w.late = nil
+	w.lateSince.Store(0)
 	w.mu.Unlock()
 	w.signal()
 }
@@ -365,6 +437,8 @@ func (w *Writer) Fail(err error) {
 	w.writing = false
 	w.err = err
 	w.buf = nil
+	w.late = nil
+	w.lateSince.Store(0)
 	w.mu.Unlock()
 	w.conn.Close()
 	w.signal()

@@ -206,3 +206,71 @@ func TestWriterStaleStallDeadline(t *testing.T) {
 		t.Fatalf("read %q, %v", got, err)
 	}
 }
+
+// Late frames go out behind the frames of the next write; with no write to
+// carry them, FlushLate, CloseAfterFlush or, once they waited for its
+// stall, the watchdog writes them; without a watchdog they go at once.
+func TestWriterLateFrames(t *testing.T) {
+	const stall = 30 * time.Millisecond
+	for _, c := range []struct {
+		name     string
+		watchdog time.Duration // 0: none
+		then     func(w *Writer) error
+		want     string
+		notFor   time.Duration // nothing arrives this long after Late
+	}{
+		{"behind the next write", time.Hour, func(w *Writer) error { return w.Write(Try, []byte("answer")) }, "answer" + "ack", 50 * time.Millisecond},
+		{"behind held frames", time.Hour, func(w *Writer) error {
+			if err := w.Write(Hold, []byte("answer")); err != nil {
+				return err
+			}
+			w.FlushHeld()
+			return nil
+		}, "answer" + "ack", 50 * time.Millisecond},
+		{"FlushLate", time.Hour, func(w *Writer) error { w.FlushLate(); return nil }, "ack", 50 * time.Millisecond},
+		{"CloseAfterFlush", time.Hour, func(w *Writer) error { w.CloseAfterFlush(); return nil }, "ack", 50 * time.Millisecond},
+		{"the watchdog, after its stall", stall, func(*Writer) error { return nil }, "ack", stall},
+		{"no watchdog", 0, func(*Writer) error { return nil }, "ack", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client, server := tcpPair(t)
+			cfg := WriterConfig{}
+			if c.watchdog > 0 {
+				cfg.Late = NewInline(c.watchdog)
+				defer cfg.Late.Stop()
+			}
+			w := NewWriter(client, sockio.New(client), cfg)
+			go w.Run()
+			defer w.Fail(ErrClosed)
+			sent := time.Now()
+			if err := w.Late([]byte("ack")); err != nil {
+				t.Fatal(err)
+			}
+			if c.notFor > 0 {
+				_ = server.SetReadDeadline(sent.Add(c.notFor * 9 / 10))
+				if n, err := server.Read(make([]byte, 16)); n > 0 || !isTimeout(err) {
+					t.Fatalf("%d bytes (%v) arrived %v after Late, want none before %v", n, err, time.Since(sent), c.notFor)
+				}
+			}
+			if err := c.then(w); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, len(c.want))
+			_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.ReadFull(server, got); err != nil || string(got) != c.want {
+				t.Fatalf("read %q, %v; want %q", got, err, c.want)
+			}
+			for end := time.Now().Add(time.Second); w.Unsent() != 0 && time.Now().Before(end); { // the writer counts after the socket took them
+				time.Sleep(time.Millisecond)
+			}
+			if w.HasLate() || w.Unsent() != 0 {
+				t.Errorf("after the write: HasLate %v, %d bytes unsent", w.HasLate(), w.Unsent())
+			}
+		})
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

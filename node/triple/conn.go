@@ -130,7 +130,7 @@ func newConn(s *Server, nc net.Conn, br *bufio.Reader, sock *sockio.Conn, deadli
 	// A string past twice the limit could only come in a block past it
 	// (readBlock ends the connection for those first).
 	c.dec.SetMaxStringLength(2*s.cfg.MaxHeaderListSize + 64)
-	c.w = fastpath.NewWriter(nc, sock, fastpath.WriterConfig{Stall: s.cfg.FrameTimeout, OnFail: c.closeStreams})
+	c.w = fastpath.NewWriter(nc, sock, fastpath.WriterConfig{Stall: s.cfg.FrameTimeout, OnFail: c.closeStreams, Late: s.inline})
 	c.values = fastpath.WithHolder(context.Background(), &c.burst)
 	c.reading = s.inline.NewReader(func() { go c.readAndClose() })
 	c.abuse.init(s.cfg.MaxConcurrentStreams)
@@ -218,7 +218,22 @@ func (c *conn) read() error {
 		}
 		if !more {
 			c.burst.Flush()
+			c.flushLate()
 		}
+	}
+}
+
+// flushLate writes the PING acks held back for a call's answer when no
+// call is running to carry them.
+func (c *conn) flushLate() {
+	if !c.w.HasLate() {
+		return
+	}
+	c.mu.Lock()
+	busy := c.running > 0
+	c.mu.Unlock()
+	if !busy {
+		c.w.FlushLate()
 	}
 }
 
@@ -422,8 +437,13 @@ func (c *conn) onPing(f *http2.PingFrame) error {
 	if err := c.abuse.idleFrame(c.sent.Load()); err != nil {
 		return err
 	}
-	data := f.Data
-	c.control(func(fb *frameBuf) { _ = fb.fr.WritePing(true, data) })
+	// Late: the ack goes behind the next answer, or at the burst's end
+	// when no call runs (flushLate), or after slowInline (the watchdog);
+	// see "PING" in doc.go.
+	fb := c.s.frames.get()
+	_ = fb.fr.WritePing(true, f.Data)
+	_ = c.w.Late(fb.b) // a failed writer ends the reader too
+	c.s.frames.put(fb)
 	return nil
 }
 

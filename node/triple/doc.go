@@ -53,6 +53,12 @@
 // or -bin value; a malformed HTTP/2 request (pseudo headers, te,
 // connection-specific fields) is reset with PROTOCOL_ERROR.
 //
+// PING: acknowledged at once on a connection with no call running;
+// while calls run, the ack waits for the next answer and goes behind it
+// (a grpc-go client, which pings after each answer it reads while no ack
+// is outstanding, then pings half as often), for 2 to 4ms at most (the
+// readers' watchdog, fastpath.Writer.Late).
+//
 // Compression: a request with grpc-encoding: gzip may carry compressed
 // messages; the response to it is compressed too, as grpc-go's server
 // answers in the client's encoding (a client that sent gzip can read it).
