@@ -18,8 +18,9 @@
 // types a Dubbo caller sent (int vs long, List, Map, POJO class names) reach
 // the handler and come back unchanged. A handler can call other services
 // through the node (sdk.Client); the node answers those calls with the
-// Config.Host invoker. Calls both ways travel on a Unix socket pair the node
-// passes the plugin at launch; gRPC carries the handshake and life cycle.
+// Config.Host invoker. Calls both ways travel on two pipes, one each way,
+// that the node passes the plugin at launch; gRPC carries the handshake
+// and life cycle.
 //
 // A plugin can also serve protobuf services (sdk.ProtoService), which
 // Triple callers reach. Their descriptors come with what the plugin

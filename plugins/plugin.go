@@ -151,14 +151,13 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	// environment after cfg.Env and so override it.
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	ownProcessGroup(cmd)
-	nodeEnd, childEnd, err := wire.NewSocketPair()
+	nodeEnd, childEnd, err := wire.NewLinkPipes()
 	if err != nil {
 		stopProc()
 		return nil, fmt.Errorf("plugin %s: %w", cfg.Name, err)
 	}
-	// The child's end is its fd 3, the first of ExtraFiles.
-	cmd.ExtraFiles = []*os.File{childEnd}
-	cmd.Env = append(cmd.Env, wire.LinkFDEnv+"=3")
+	cmd.ExtraFiles = childEnd.Files()
+	cmd.Env = append(cmd.Env, childEnd.Env())
 	p := &Plugin{
 		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc,
 		done:    make(chan struct{}),
@@ -208,7 +207,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	return p, nil
 }
 
-func (p *Plugin) start(ctx context.Context, childEnd *os.File, timeout time.Duration) error {
+func (p *Plugin) start(ctx context.Context, childEnd wire.ChildEnds, timeout time.Duration) error {
 	cp, err := p.client.Client()
 	childEnd.Close() // the plugin has its own copy, or never started
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package sockio reads and writes the sockets of the call path (a
 // connection's reader, a plugin link's reader, writes that must not block)
 // with raw system calls on the non-blocking descriptor, waiting in the
-// runtime's poller as net.Conn does.
+// runtime's poller as net.Conn does. A plugin link is two pipes, one each
+// way, made one connection by PipeConn.
 //
 // Why not net.Conn's own Read and Write: they enter the system call through
 // the scheduler (entersyscall), and in a process whose processors all went
@@ -30,15 +31,24 @@ import (
 // Conn reads and writes one connection.
 type Conn struct {
 	conn net.Conn
-	raw  syscall.RawConn // nil when conn has no file descriptor (net.Pipe)
+	// The descriptors read and written: one for a socket, two for a
+	// PipeConn; nil when conn has none (net.Pipe).
+	rraw, wraw syscall.RawConn
 }
 
 // New returns a Conn for conn.
 func New(conn net.Conn) *Conn {
 	c := &Conn{conn: conn}
-	if sc, ok := conn.(syscall.Conn); ok {
+	switch sc := conn.(type) {
+	case *PipeConn:
+		r, rerr := sc.r.SyscallConn()
+		w, werr := sc.w.SyscallConn()
+		if rerr == nil && werr == nil {
+			c.rraw, c.wraw = r, w
+		}
+	case syscall.Conn:
 		if raw, err := sc.SyscallConn(); err == nil {
-			c.raw = raw
+			c.rraw, c.wraw = raw, raw
 		}
 	}
 	return c
@@ -48,7 +58,7 @@ func New(conn net.Conn) *Conn {
 // fails or its read deadline passes (a net.Error whose Timeout is true).
 // The end of the stream is io.EOF.
 func (c *Conn) Read(b []byte) (int, error) {
-	if c.raw == nil {
+	if c.rraw == nil {
 		return c.conn.Read(b)
 	}
 	if len(b) == 0 {
@@ -56,7 +66,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 	}
 	var n int
 	var rerr error
-	err := c.raw.Read(func(fd uintptr) bool {
+	err := c.rraw.Read(func(fd uintptr) bool {
 		for {
 			m, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 			switch errno {
@@ -85,12 +95,12 @@ func (c *Conn) Read(b []byte) (int, error) {
 // TryWrite writes as much of b as the socket takes now and says how much.
 // A connection without a file descriptor is written in full, blocking.
 func (c *Conn) TryWrite(b []byte) (int, error) {
-	if c.raw == nil {
+	if c.wraw == nil {
 		return c.conn.Write(b)
 	}
 	var n int
 	var werr error
-	err := c.raw.Write(func(fd uintptr) bool {
+	err := c.wraw.Write(func(fd uintptr) bool {
 		for n < len(b) {
 			m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
 			switch errno {

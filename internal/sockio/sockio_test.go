@@ -31,31 +31,54 @@ func socketPair(t *testing.T) (a, b net.Conn) {
 	return conns[0], conns[1]
 }
 
-// A peer that does not read gets what its socket buffer takes, and the
-// writer is not held up.
+// pipes are two PipeConns joined by a pipe each way.
+func pipes(t *testing.T) (a, b net.Conn) {
+	t.Helper()
+	ar, bw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, aw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b = NewPipeConn(ar, aw), NewPipeConn(br, bw)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// A peer that does not read gets what its socket buffer (or pipe) takes,
+// and the writer is not held up.
 func TestTryWriteDoesNotBlock(t *testing.T) {
-	a, _ := socketPair(t)
-	w := New(a)
-	b := make([]byte, 64<<20)
-	start := time.Now()
-	n, err := w.TryWrite(b)
-	if err != nil || n <= 0 || n >= len(b) {
-		t.Fatalf("TryWrite = %d, %v; want part of %d bytes", n, err, len(b))
-	}
-	if n2, err := w.TryWrite(b); err != nil || n2 != 0 {
-		t.Errorf("TryWrite on a full socket = %d, %v; want 0, nil", n2, err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %v", d)
-	}
-	a.Close()
-	if _, err := w.TryWrite(b); err == nil {
-		t.Error("TryWrite on a closed connection succeeded")
+	for _, c := range []struct {
+		name  string
+		conns func(t *testing.T) (a, b net.Conn)
+	}{{"socketpair", socketPair}, {"pipes", pipes}} {
+		t.Run(c.name, func(t *testing.T) {
+			a, _ := c.conns(t)
+			w := New(a)
+			b := make([]byte, 64<<20)
+			start := time.Now()
+			n, err := w.TryWrite(b)
+			if err != nil || n <= 0 || n >= len(b) {
+				t.Fatalf("TryWrite = %d, %v; want part of %d bytes", n, err, len(b))
+			}
+			if n2, err := w.TryWrite(b); err != nil || n2 != 0 {
+				t.Errorf("TryWrite on a full socket = %d, %v; want 0, nil", n2, err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v", d)
+			}
+			a.Close()
+			if _, err := w.TryWrite(b); err == nil {
+				t.Error("TryWrite on a closed connection succeeded")
+			}
+		})
 	}
 }
 
 // Read waits for data as net.Conn's Read does, keeps the read deadline,
-// and ends with io.EOF; over TCP and on a socket pair.
+// and ends with io.EOF; over TCP, a socket pair and pipes.
 func TestRead(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,6 +104,7 @@ func TestRead(t *testing.T) {
 	}
 	defer tcpB.Close()
 	pairA, pairB := socketPair(t)
+	pipesA, pipesB := pipes(t)
 	pipeA, pipeB := net.Pipe() // no descriptor: the conn's own Read
 	defer pipeA.Close()
 	defer pipeB.Close()
@@ -88,7 +112,7 @@ func TestRead(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		peer, conn net.Conn
-	}{{"tcp", tcpA, tcpB}, {"socketpair", pairA, pairB}, {"pipe", pipeA, pipeB}} {
+	}{{"tcp", tcpA, tcpB}, {"socketpair", pairA, pairB}, {"pipes", pipesA, pipesB}, {"net.Pipe", pipeA, pipeB}} {
 		t.Run(c.name, func(t *testing.T) {
 			r := bufio.NewReader(New(c.conn))
 			// Nothing sent yet: the deadline ends the wait.

@@ -258,13 +258,13 @@ func startFloor(b *testing.B) (floorInvoker, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	node, child, err := wire.NewSocketPair()
+	node, child, err := wire.NewLinkPipes()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), modeEnv+"=echo", wire.LinkFDEnv+"=3")
-	cmd.ExtraFiles = []*os.File{child}
+	cmd.Env = append(os.Environ(), modeEnv+"=echo", child.Env())
+	cmd.ExtraFiles = child.Files()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -114,16 +113,11 @@ func streamService(h streamHandlers) ProtoService {
 func servedLink(t *testing.T, svc ...Servable) *wire.Link {
 	t.Helper()
 	s := protoServer(t, svc...)
-	a, f, err := wire.NewSocketPair()
+	a, child, err := wire.NewLinkPipes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	b, err := net.FileConn(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, plugin := wire.NewLink(a), wire.NewLink(b)
+	node, plugin := wire.NewLink(a), wire.NewLink(child.Conn())
 	node.Start(nil)
 	plugin.Start(s)
 	t.Cleanup(func() { node.Close(); plugin.Close() })

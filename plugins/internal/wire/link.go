@@ -19,7 +19,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
-// A Link is one end of the socket pair between the node and a plugin. It
+// A Link is one end of the pipes between the node and a plugin. It
 // carries calls both ways (the node's calls to the plugin's handlers, and
 // the handlers' calls to other services through the node), many at once,
 // each frame tagged with a request id its caller picks:
@@ -35,7 +35,7 @@ import (
 //
 // and the frames of protobuf streams (stream.go).
 //
-// id and timeout are uvarints. A socket rather than a gRPC stream: the gRPC
+// id and timeout are uvarints. Pipes rather than a gRPC stream: the gRPC
 // stream cost a goroutine hand-off to its writer and one to its reader on
 // each side, and kept under a third of the in-process throughput.
 const (

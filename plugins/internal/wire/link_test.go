@@ -17,21 +17,17 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
 )
 
-// conns returns the two ends of a link's socket pair.
+// conns returns the two ends of a link's pipes.
 func conns(t *testing.T) (a, b net.Conn) {
 	t.Helper()
-	a, f, err := NewSocketPair()
+	a, child, err := NewLinkPipes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	if b, err = net.FileConn(f); err != nil {
-		t.Fatal(err)
-	}
-	return a, b
+	return a, child.Conn()
 }
 
-// pair returns two started links joined by a socket pair; a serves aInv, b
+// pair returns two started links joined by pipes; a serves aInv, b
 // serves bInv.
 func pair(t *testing.T, aInv, bInv Invoker) (a, b *Link) {
 	t.Helper()

@@ -17,10 +17,11 @@
 // plugin it calls Stop, which ends the start hook while the node still
 // answers the hook's calls.
 //
-// Calls do not travel over gRPC: the node makes a Unix socket pair before
-// launching the plugin and passes one end to it (LinkFDEnv), and both sides
-// call each other over it: the node its handlers, the handlers other
-// services through the node. Only the two processes hold the pair.
+// Calls do not travel over gRPC: the node makes two pipes, one each way,
+// before launching the plugin and passes their ends to it (LinkFDEnv), and
+// both sides call each other over them: the node its handlers, the
+// handlers other services through the node. Only the two processes hold
+// them.
 //
 // Dubbo calls carry hessian, not protobuf, so that the Java types the node
 // decoded from a Dubbo request (int vs long, typed lists, POJO class names)
@@ -44,7 +45,7 @@ import (
 // refused by go-plugin before it can serve. Bump ProtocolVersion on any
 // incompatible change to this package.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  6,
+	ProtocolVersion:  7,
 	MagicCookieKey:   "DUBBO_HANDLER_PLUGIN",
 	MagicCookieValue: "7c1d52e8-dubbo-handler-plugin",
 }

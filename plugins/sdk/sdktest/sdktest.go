@@ -1,6 +1,6 @@
 // Package sdktest tests handler plugins without a node. New serves a
 // plugin's services in the test's process (sdk.ServeConn) and plays the
-// node on the other end of a socket pair, so every call crosses what it
+// node on the other end of the link's pipes, so every call crosses what it
 // crosses in a running node: the node's encoding of the call (hessian2 for
 // a Dubbo service, the caller's protobuf bytes for a protobuf one), the
 // link, the SDK's decoding, conversion and dispatch, and the way back. A
@@ -86,10 +86,7 @@ func New(t testing.TB, services ...sdk.Servable) *Handler {
 }
 
 func start(services []sdk.Servable) (*Handler, func(), error) {
-	nodeEnd, pluginEnd, err := socketPair()
-	if err != nil {
-		return nil, nil, err
-	}
+	nodeEnd, pluginEnd := linkPipes()
 	b, stopPlugin, err := sdk.ServeConn(pluginEnd, services...)
 	if err != nil {
 		nodeEnd.Close()
@@ -111,20 +108,14 @@ func start(services []sdk.Servable) (*Handler, func(), error) {
 	}, nil
 }
 
-// socketPair is the link's socket pair, as the node makes it; a pipe where
-// the system has none.
-func socketPair() (node, plugin net.Conn, err error) {
-	node, child, err := wire.NewSocketPair()
+// linkPipes are the link's pipes, as the node makes them; an in-memory
+// pipe where the system has none.
+func linkPipes() (node, plugin net.Conn) {
+	node, child, err := wire.NewLinkPipes()
 	if err != nil {
-		node, plugin = net.Pipe()
-		return node, plugin, nil
+		return net.Pipe()
 	}
-	defer child.Close() // FileConn keeps a duplicate
-	if plugin, err = net.FileConn(child); err != nil {
-		node.Close()
-		return nil, nil, fmt.Errorf("socket pair for the plugin link: %w", err)
-	}
-	return node, plugin, nil
+	return node, child.Conn()
 }
 
 // SetClient makes inv answer the calls the handlers make through
