@@ -25,9 +25,10 @@ type Flusher interface {
 // once. Safe for concurrent use: a Hold after the Flush sees the burst
 // over.
 type Burst struct {
-	mu   sync.Mutex
-	on   bool
-	held []Flusher
+	mu    sync.Mutex
+	on    bool
+	held  []Flusher
+	spare []Flusher // the last burst's held, reused: no allocation per burst
 }
 
 // Set says whether the reader is in a burst.
@@ -45,6 +46,9 @@ func (b *Burst) Hold(f Flusher) bool {
 		return false
 	}
 	if !slices.Contains(b.held, f) {
+		if b.held == nil {
+			b.held, b.spare = b.spare, nil
+		}
 		b.held = append(b.held, f)
 	}
 	return true
@@ -57,9 +61,16 @@ func (b *Burst) Flush() {
 	held := b.held
 	b.held = nil
 	b.mu.Unlock()
+	if held == nil {
+		return
+	}
 	for _, f := range held {
 		f.FlushHeld()
 	}
+	clear(held)
+	b.mu.Lock()
+	b.spare = held[:0]
+	b.mu.Unlock()
 }
 
 type holderKey struct{}

@@ -35,6 +35,15 @@ func TestBurst(t *testing.T) {
 	if b.Hold(f) {
 		t.Error("held after the burst ended")
 	}
+	// A burst per call or two: after the first, none allocates.
+	if allocs := testing.AllocsPerRun(100, func() {
+		b.Set(true)
+		b.Hold(f)
+		b.Hold(g)
+		b.Flush()
+	}); allocs > 0 {
+		t.Errorf("%.1f allocations per burst", allocs)
+	}
 }
 
 // The Holder and the Completer travel as context values: a filter that

@@ -28,12 +28,26 @@ import (
 	"unsafe"
 )
 
-// Conn reads and writes one connection.
+// Conn reads and writes one connection. Read is for one goroutine at a
+// time (a connection's reader), and so is TryWrite (the goroutine writing
+// for the connection's Writer); the two may run at once.
 type Conn struct {
 	conn net.Conn
 	// The descriptors read and written: one for a socket, two for a
 	// PipeConn; nil when conn has none (net.Pipe).
 	rraw, wraw syscall.RawConn
+	// The read and the write in progress, and the functions that do them
+	// on the descriptor, made once: a closure per call, which the poller
+	// keeps, would cost three allocations a read or a write.
+	rd, wr          rawIO
+	readFn, writeFn func(fd uintptr) bool
+}
+
+// rawIO is a read or a write in progress.
+type rawIO struct {
+	b   []byte
+	n   int
+	err error
 }
 
 // New returns a Conn for conn.
@@ -51,6 +65,7 @@ func New(conn net.Conn) *Conn {
 			c.rraw, c.wraw = raw, raw
 		}
 	}
+	c.readFn, c.writeFn = c.read, c.write
 	return c
 }
 
@@ -64,32 +79,38 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var rerr error
-	err := c.rraw.Read(func(fd uintptr) bool {
-		for {
-			m, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch errno {
-			case 0:
-				n = int(m)
-				if n == 0 {
-					rerr = io.EOF
-				}
-				return true
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait in the poller
-			default:
-				rerr = errno
-				return true
-			}
-		}
-	})
+	c.rd = rawIO{b: b}
+	err := c.rraw.Read(c.readFn)
+	n, rerr := c.rd.n, c.rd.err
+	c.rd = rawIO{}
 	if err == nil {
 		err = rerr
 	}
 	return n, err
+}
+
+// read reads c.rd.b from fd; false: nothing to read yet, wait in the
+// poller.
+func (c *Conn) read(fd uintptr) bool {
+	b := c.rd.b
+	for {
+		m, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch errno {
+		case 0:
+			c.rd.n = int(m)
+			if m == 0 {
+				c.rd.err = io.EOF
+			}
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.rd.err = errno
+			return true
+		}
+	}
 }
 
 // TryWrite writes as much of b as the socket takes now and says how much.
@@ -98,27 +119,10 @@ func (c *Conn) TryWrite(b []byte) (int, error) {
 	if c.wraw == nil {
 		return c.conn.Write(b)
 	}
-	var n int
-	var werr error
-	err := c.wraw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
-			switch errno {
-			case 0:
-				if m == 0 {
-					return true
-				}
-				n += int(m)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return true // full: the rest is the caller's
-			default:
-				werr = errno
-				return true
-			}
-		}
-		return true
-	})
+	c.wr = rawIO{b: b}
+	err := c.wraw.Write(c.writeFn)
+	n, werr := c.wr.n, c.wr.err
+	c.wr = rawIO{}
 	if err == nil {
 		err = werr
 	}
@@ -126,4 +130,26 @@ func (c *Conn) TryWrite(b []byte) (int, error) {
 		return n, err
 	}
 	return n, nil
+}
+
+// write writes what of c.wr.b fd takes now; it never waits.
+func (c *Conn) write(fd uintptr) bool {
+	b := c.wr.b
+	for c.wr.n < len(b) {
+		m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[c.wr.n])), uintptr(len(b)-c.wr.n))
+		switch errno {
+		case 0:
+			if m == 0 {
+				return true
+			}
+			c.wr.n += int(m)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return true // full: the rest is the caller's
+		default:
+			c.wr.err = errno
+			return true
+		}
+	}
+	return true
 }

@@ -140,3 +140,29 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+// A read or a write costs no allocation: they run once or twice per call
+// on each side of the call path.
+func TestReadWriteAllocateNothing(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		conns func(t *testing.T) (a, b net.Conn)
+	}{{"socketpair", socketPair}, {"pipes", pipes}} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := c.conns(t)
+			w, r := New(a), New(b)
+			out, in := []byte("frame"), make([]byte, 16)
+			allocs := testing.AllocsPerRun(100, func() {
+				if n, err := w.TryWrite(out); n != len(out) || err != nil {
+					t.Fatalf("TryWrite = %d, %v", n, err)
+				}
+				if n, err := r.Read(in); n != len(out) || err != nil {
+					t.Fatalf("Read = %d, %v", n, err)
+				}
+			})
+			if allocs > 0 {
+				t.Errorf("%.1f allocations per write and read, want none", allocs)
+			}
+		})
+	}
+}
