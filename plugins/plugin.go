@@ -104,6 +104,11 @@ type Plugin struct {
 	waited    bool // Close saw go-plugin wait for the process
 
 	wg sync.WaitGroup // the exit watcher and the callback server
+
+	// next took over from the plugin when it was swapped out (handOver):
+	// the calls that reach it from then on, having raced the switch, go
+	// there. nil until then.
+	next atomic.Pointer[Plugin]
 }
 
 // CheckPath says whether path names a file Start can launch: one that
@@ -385,6 +390,35 @@ func (p *Plugin) Close() error {
 	return nil
 }
 
+// handOver makes next take the calls and streams that reach p from now
+// on, those that raced its owner's switch to next; p's calls and streams
+// under way go on until they end (drain).
+func (p *Plugin) handOver(next *Plugin) {
+	p.next.Store(next)
+	p.link.Retire()
+}
+
+// drain waits until the calls and streams p had under way when it handed
+// over have ended, the process has, or ctx; it says whether they ended.
+func (p *Plugin) drain(ctx context.Context) bool {
+	tick := time.NewTicker(drainPoll)
+	defer tick.Stop()
+	for p.link.InFlight() > 0 {
+		select {
+		case <-tick.C:
+		case <-p.done:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// drainPoll is how often drain looks: a swap waits for the old process's
+// last calls only to stop it, so a few milliseconds late costs nothing.
+const drainPoll = 5 * time.Millisecond
+
 // killGrace is how long Close lets go-plugin stop a plugin (it waits 2s for
 // a graceful exit) before it kills the plugin's process group.
 const killGrace = 3 * time.Second
@@ -437,12 +471,20 @@ func (p *Plugin) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func(*rpc.Result, error)) {
 	select {
 	case <-p.done:
+		if next := p.next.Load(); next != nil {
+			next.InvokeAsync(ctx, inv, done)
+			return
+		}
 		done(nil, p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" is down: "+p.exitErr.Error()))
 		return
 	default:
 	}
 	m, err := p.lookup(inv)
 	if err != nil {
+		if next := p.next.Load(); next != nil {
+			next.InvokeAsync(ctx, inv, done) // what it serves counts now
+			return
+		}
 		done(nil, err)
 		return
 	}
@@ -466,7 +508,7 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 			p.calls.Put(buf)
 		}
 	}()
-	p.link.CallAsync(ctx, call, func(reply []byte, err error) {
+	err = p.link.CallAsync(ctx, call, func(reply []byte, err error) {
 		if err != nil && ctx.Err() == nil && !errors.Is(err, wire.ErrTooBig) {
 			// The link broke: wait for the exit watcher's reason elsewhere
 			// than on the link's goroutine.
@@ -479,6 +521,9 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 		}
 		done(p.decodeReply(ctx, inv, reply))
 	})
+	if err != nil { // retired: the call raced the switch to next
+		p.next.Load().InvokeAsync(ctx, inv, done)
+	}
 }
 
 func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []byte) (*rpc.Result, error) {
