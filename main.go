@@ -151,7 +151,8 @@ func newUpCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runRoles(cmd, cfg, logger, roles.Up(cfg), cfg.Provider.Replicas)
+			// The handler author's loop: a plugin rebuilt is swapped in.
+			return runRoles(cmd, cfg, logger, roles.Up(cfg), roles.Options{Replicas: cfg.Provider.Replicas, Swap: true})
 		},
 	}
 }
@@ -173,21 +174,22 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runRoles(cmd, cfg, logger, []string{role}, 1)
+			return runRoles(cmd, cfg, logger, []string{role}, roles.Options{Replicas: 1})
 		},
 	}
 	cmd.Flags().StringVar(&role, "role", "", "the role to run: "+strings.Join(roles.Known(), ", "))
 	return cmd
 }
 
-// runRoles runs the roles until the command's context ends (Ctrl-C, SIGTERM).
-func runRoles(cmd *cobra.Command, cfg *config.File, logger *slog.Logger, which []string, replicas int) error {
+// runRoles runs the roles until the command's context ends (Ctrl-C,
+// SIGTERM), with opts and what every command gives them.
+func runRoles(cmd *cobra.Command, cfg *config.File, logger *slog.Logger, which []string, opts roles.Options) error {
 	pluginStart, err := pluginStartTimeout()
 	if err != nil {
 		return err
 	}
-	return roles.Run(cmd.Context(), cfg, which, roles.Options{Out: cmd.OutOrStdout(), Logger: logger,
-		Replicas: replicas, PluginStart: pluginStart, Version: versionString()})
+	opts.Out, opts.Logger, opts.PluginStart, opts.Version = cmd.OutOrStdout(), logger, pluginStart, versionString()
+	return roles.Run(cmd.Context(), cfg, which, opts)
 }
 
 // pluginStartEnv sets how long a plugin may take to launch and complete

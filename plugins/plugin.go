@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -49,6 +52,33 @@ type ServiceDesc struct {
 
 // Key is Dubbo's service key, [group/]interface[:version].
 func (s ServiceDesc) Key() string { return url.ServiceKey(s.Interface, s.Version, s.Group) }
+
+// Same says whether s and o describe the same service: the same key,
+// methods and settings and, for a protobuf service, the same .proto files.
+// A new build of a plugin whose services are the same changes nothing its
+// owner registered.
+func (s ServiceDesc) Same(o ServiceDesc) bool {
+	return s.Key() == o.Key() && maps.Equal(s.Params, o.Params) &&
+		slices.EqualFunc(s.Methods, o.Methods, func(a, b MethodDesc) bool {
+			return a.Name == b.Name && a.ReturnType == b.ReturnType && a.Kind == b.Kind && slices.Equal(a.ParamTypes, b.ParamTypes)
+		}) &&
+		(s.Proto == nil) == (o.Proto == nil) && (s.Proto == nil || slices.Equal(protoFiles(s.Files), protoFiles(o.Files)))
+}
+
+// protoFiles are the files of fs, encoded and sorted, to compare.
+func protoFiles(fs *protoregistry.Files) []string {
+	var out []string
+	fs.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(protodesc.ToFileDescriptorProto(fd))
+		if err != nil {
+			b = []byte(fd.Path()) // cannot happen for a descriptor that resolved
+		}
+		out = append(out, string(b))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
 
 // MethodDesc is one method: of a Dubbo service with its Java signature,
 // e.g. sayHello with ParamTypes [java.lang.String] and ReturnType

@@ -41,6 +41,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/plugins"
+	"github.com/dubbo-lab/dubbo/watch"
 )
 
 // Roles a node can run; `dubbo up` runs those its config describes.
@@ -93,7 +94,10 @@ type node struct {
 	// pluginStart bounds each plugin's launch and handshake; 0 is the
 	// plugins package's default.
 	pluginStart time.Duration
-	version     string // for the QoS port
+	// watch is how often each supervisor looks for a new binary of its
+	// plugin to swap in; 0: never (Options.Swap).
+	watch   time.Duration
+	version string // for the QoS port
 
 	// The node's consumer serves the consumer role, the calls that
 	// provider plugins make to other services and the statistics' way to
@@ -307,6 +311,9 @@ type Options struct {
 	PluginStart time.Duration
 	// Version is what the QoS port's version command says.
 	Version string
+	// Swap has the node watch each plugin binary and swap in a new one
+	// while calls go on, as dubbo up does (plugins.SupervisorConfig.Watch).
+	Swap bool
 }
 
 // Run starts the roles, prints where each listens, and blocks until ctx
@@ -326,6 +333,9 @@ func Run(ctx context.Context, cfg *config.File, roles []string, opts Options) er
 	// dubbo up runs the registry with the other roles; dubbo run one role.
 	n := &node{log: logger, out: opts.Out, errc: make(chan error, 8), pluginStart: opts.PluginStart,
 		version: opts.Version, together: len(roles) > 1}
+	if opts.Swap {
+		n.watch = watch.DefaultEvery
+	}
 	// Plugins and background loops live until the node stops.
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
@@ -440,8 +450,10 @@ func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider
 	ex := &pluginExports{ctx: ctx, p: p, log: log, plugin: name}
 	cfg := plugins.SupervisorConfig{
 		Config: plugins.Config{Path: path, Name: name, Logger: log, Host: host, StartTimeout: n.pluginStart},
+		Watch:  n.watch,
 		OnUp:   func(_ *plugins.Plugin, services []plugins.ServiceDesc) { ex.up(services, sup) },
 		OnDown: func(_ *plugins.Plugin, err error) { ex.down(err) },
+		OnSwap: func(_, _ *plugins.Plugin, services []plugins.ServiceDesc) { ex.up(services, sup) },
 	}
 	sup = plugins.NewSupervisor(cfg)
 	n.supervise(ctx, where, sup, log)
@@ -455,7 +467,10 @@ type exporter interface {
 
 // pluginExports keeps a provider's exports in step with one plugin: what
 // the plugin says it serves is exported while it is up, and unexported
-// (so unregistered) while it is down.
+// (so unregistered) while it is down. When a new build takes over, only
+// what changed is exported again, in place, and what it no longer serves
+// is unexported; the rest stays as it is (its calls go to the supervisor,
+// which follows the swap).
 type pluginExports struct {
 	ctx    context.Context // the node's run context: it ends when the node stops
 	p      exporter
@@ -466,18 +481,51 @@ type pluginExports struct {
 	exported []plugins.ServiceDesc
 }
 
-// up exports services, whose calls go to pl (the plugin's supervisor).
-// One that fails is logged and left out; the others are served.
-func (e *pluginExports) up(services []plugins.ServiceDesc, pl pluginsvc.Plugin) {
+// exportChanges say what an up changed in the exports, by service key.
+type exportChanges struct {
+	added, changed, removed []string
+}
+
+// up makes the exports what the plugin serves now (services, whose calls
+// go to pl, the plugin's supervisor): it exports what is new or changed
+// and unexports what is gone. One that fails is logged and left as it was;
+// the others are served.
+func (e *pluginExports) up(services []plugins.ServiceDesc, pl pluginsvc.Plugin) exportChanges {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var ch exportChanges
+	var now []plugins.ServiceDesc
 	for _, sd := range services {
-		if err := e.p.Export(e.ctx, pluginsvc.Service(sd, pl)); err != nil {
-			e.log.Error("export plugin service", "plugin", e.plugin, "service", sd.Key(), "err", err)
+		i := slices.IndexFunc(e.exported, func(x plugins.ServiceDesc) bool { return x.Key() == sd.Key() })
+		if i >= 0 && e.exported[i].Same(sd) {
+			now = append(now, e.exported[i])
 			continue
 		}
-		e.exported = append(e.exported, sd)
+		if err := e.p.Export(e.ctx, pluginsvc.Service(sd, pl)); err != nil {
+			e.log.Error("export plugin service", "plugin", e.plugin, "service", sd.Key(), "err", err)
+			if i >= 0 {
+				now = append(now, e.exported[i]) // still exported as it was
+			}
+			continue
+		}
+		now = append(now, sd)
+		if i >= 0 {
+			ch.changed = append(ch.changed, sd.Key())
+		} else {
+			ch.added = append(ch.added, sd.Key())
+		}
 	}
+	for _, old := range e.exported {
+		if slices.ContainsFunc(now, func(x plugins.ServiceDesc) bool { return x.Key() == old.Key() }) {
+			continue
+		}
+		if err := e.p.Unexport(e.ctx, old.Interface, old.Version, old.Group); err != nil {
+			e.log.Warn("unexport plugin service", "plugin", e.plugin, "service", old.Key(), "err", err)
+		}
+		ch.removed = append(ch.removed, old.Key())
+	}
+	e.exported = now
+	return ch
 }
 
 // down unexports what up exported. When the node is stopping it does
@@ -529,7 +577,8 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 	}
 	for _, path := range cfg.Consumer.Plugins {
 		name := filepath.Base(path)
-		sup := plugins.NewSupervisor(plugins.SupervisorConfig{Config: plugins.Config{Path: path, Name: name, Logger: log, Host: cons, StartTimeout: n.pluginStart}})
+		sup := plugins.NewSupervisor(plugins.SupervisorConfig{Config: plugins.Config{Path: path, Name: name, Logger: log, Host: cons, StartTimeout: n.pluginStart},
+			Watch: n.watch})
 		// Consumer plugins stop before the consumer closes, so their last
 		// calls still have somewhere to go.
 		pctx, cancel := context.WithCancel(ctx)
