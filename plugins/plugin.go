@@ -106,6 +106,7 @@ const (
 // services it described; it is safe for concurrent use.
 type Plugin struct {
 	cfg      Config
+	built    time.Time // the binary's modification time when it started
 	log      *slog.Logger
 	client   *plugin.Client
 	cmd      *exec.Cmd
@@ -175,6 +176,10 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	if err := CheckPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", cfg.Name, err)
 	}
+	var built time.Time
+	if fi, err := os.Stat(cfg.Path); err == nil {
+		built = fi.ModTime()
+	}
 	log := cfg.Logger.With("plugin", cfg.Name)
 	procCtx, stopProc := context.WithCancel(context.Background())
 	path := cfg.Path
@@ -195,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	cmd.ExtraFiles = []*os.File{childEnd}
 	cmd.Env = append(cmd.Env, wire.LinkFDEnv+"=3")
 	p := &Plugin{
-		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc,
+		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc, built: built,
 		done:    make(chan struct{}),
 		out:     newLineLogger(log, "stdout", slog.LevelInfo),
 		errs:    newLineLogger(log, "stderr", slog.LevelWarn),
@@ -353,6 +358,10 @@ func (p *Plugin) Services() []ServiceDesc { return slices.Clone(p.services) }
 
 // Name is Config.Name.
 func (p *Plugin) Name() string { return p.cfg.Name }
+
+// Built is when the binary the plugin runs was written: its modification
+// time when it started.
+func (p *Plugin) Built() time.Time { return p.built }
 
 // Pid is the plugin's process id.
 func (p *Plugin) Pid() int {

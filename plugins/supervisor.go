@@ -53,8 +53,9 @@ type SupervisorConfig struct {
 	// OnUp and OnDown are not called for a swap. Default none.
 	OnSwap func(prev, next *Plugin, services []ServiceDesc)
 	// OnRefused is called when a new binary failed to start while prev
-	// keeps serving, with why and when it is tried again. Default none.
-	OnRefused func(prev *Plugin, err error, retry time.Duration)
+	// keeps serving, with why, the attempt (1 for the first at this
+	// binary, then each retry) and when it is tried again. Default none.
+	OnRefused func(prev *Plugin, err error, attempt int, retry time.Duration)
 }
 
 // Supervisor keeps one plugin running. It is an rpc.Invoker that calls the
@@ -223,7 +224,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 // then, and why it ended. A new binary that fails to start is tried again
 // with backoff, and at once when another appears.
 func (s *Supervisor) serve(ctx context.Context, p *Plugin, changed <-chan struct{}, drains *sync.WaitGroup, log *slog.Logger) (*Plugin, error) {
-	backoff := s.cfg.MinBackoff
+	backoff, attempt := s.cfg.MinBackoff, 0
 	retry := time.NewTimer(0)
 	retry.Stop()
 	defer retry.Stop()
@@ -235,9 +236,10 @@ func (s *Supervisor) serve(ctx context.Context, p *Plugin, changed <-chan struct
 			return p, ctx.Err()
 		case <-changed:
 			retry.Stop()
-			backoff = s.cfg.MinBackoff
+			backoff, attempt = s.cfg.MinBackoff, 0
 		case <-retry.C:
 		}
+		attempt++
 		next, err := Start(ctx, s.cfg.Config)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -246,9 +248,9 @@ func (s *Supervisor) serve(ctx context.Context, p *Plugin, changed <-chan struct
 			s.mu.Lock()
 			s.state.Refused = err
 			s.mu.Unlock()
-			log.Info("new plugin binary refused; the running process keeps serving", "pid", p.Pid(), "err", err, "retry_in", backoff)
+			log.Info("new plugin binary refused; the running process keeps serving", "pid", p.Pid(), "err", err, "attempt", attempt, "retry_in", backoff)
 			if s.cfg.OnRefused != nil {
-				s.cfg.OnRefused(p, err, backoff)
+				s.cfg.OnRefused(p, err, attempt, backoff)
 			}
 			retry.Reset(backoff)
 			backoff = min(2*backoff, s.cfg.MaxBackoff)

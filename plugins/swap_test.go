@@ -70,6 +70,7 @@ type swapEvent struct {
 	prev     int    // swap: the process swapped out
 	services []plugins.ServiceDesc
 	err      error
+	attempt  int           // refused
 	retry    time.Duration // refused
 }
 
@@ -87,8 +88,8 @@ func superviseBinary(t *testing.T, b binaryPath, cfg plugins.SupervisorConfig) (
 	cfg.OnSwap = func(prev, next *plugins.Plugin, s []plugins.ServiceDesc) {
 		events <- swapEvent{kind: "swap", pid: next.Pid(), prev: prev.Pid(), services: s}
 	}
-	cfg.OnRefused = func(prev *plugins.Plugin, err error, retry time.Duration) {
-		events <- swapEvent{kind: "refused", pid: prev.Pid(), err: err, retry: retry}
+	cfg.OnRefused = func(prev *plugins.Plugin, err error, attempt int, retry time.Duration) {
+		events <- swapEvent{kind: "refused", pid: prev.Pid(), err: err, attempt: attempt, retry: retry}
 	}
 	s := plugins.NewSupervisor(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -260,10 +261,13 @@ func TestSwapRefused(t *testing.T) {
 	var retries []time.Duration
 	for len(retries) < 5 {
 		e := nextEvent(t, events, "refused")
-		if e.pid != up.pid || e.err == nil || !strings.Contains(e.err.Error(), "exited with status 3 before the handshake") {
-			t.Errorf("OnRefused: %+v, want pid %d kept and the exit status", e, up.pid)
+		if e.pid != up.pid || e.err == nil || e.attempt != len(retries)+1 {
+			t.Errorf("OnRefused: %+v, want pid %d kept, attempt %d", e, up.pid, len(retries)+1)
 		}
 		retries = append(retries, e.retry)
+	}
+	if st := s.State(); st.Refused == nil || !strings.Contains(st.Refused.Error(), "exit") {
+		t.Errorf("State.Refused = %v, want why the binary was refused", st.Refused)
 	}
 	if want := []time.Duration{50, 100, 200, 400, 400}; fmt.Sprint(retries) != fmt.Sprint(scale(want, time.Millisecond)) {
 		t.Errorf("retries in %v, want %v", retries, scale(want, time.Millisecond))

@@ -46,7 +46,7 @@ func (n *node) startObserving(cfg *config.File) {
 	}
 	n.qos = srv
 	n.onStop("qos", func(context.Context) error { return srv.Close() })
-	fmt.Fprintf(n.out, "qos        %s   (http or telnet; GET /metrics)\n", srv.Addr())
+	n.term.line("qos        %s   (http or telnet; GET /metrics)", srv.Addr())
 }
 
 // metricsHandler serves the process's metrics in Prometheus's text format.
@@ -172,12 +172,12 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	n.mu.Unlock()
 	n.gatherer.MustRegister(m.Collector())
 	n.onStop(Monitor, m.Shutdown)
-	fmt.Fprintf(n.out, "monitor    dubbo://%s   db %s\n", m.Addr(), cfg.Monitor.Server.DB)
+	n.term.line("monitor    dubbo://%s   db %s", m.Addr(), cfg.Monitor.Server.DB)
 	if c != nil {
 		if c.Catalog() != nil {
-			fmt.Fprintf(n.out, "console    %s\n", c.URL())
+			n.term.line("console    %s", c.URL())
 		}
-		fmt.Fprintf(n.out, "stats      http://%s/api/v1/stats?interface=<interface>   /metrics\n", c.Addr())
+		n.term.line("stats      http://%s/api/v1/stats?interface=<interface>   /metrics", c.Addr())
 	}
 	return nil
 }

@@ -384,7 +384,7 @@ func startRunWith(t *testing.T, cfg *config.File, roles []string, opts Options) 
 
 // newTestNode is a node as Run makes it, before any role starts.
 func newTestNode(t *testing.T, cfg *config.File) *node {
-	n := &node{log: slog.New(slog.DiscardHandler), out: io.Discard, errc: make(chan error, 8)}
+	n := &node{log: slog.New(slog.DiscardHandler), term: newTerminal(io.Discard), errc: make(chan error, 8)}
 	n.startObserving(cfg)
 	t.Cleanup(func() { n.closeConsumer(context.Background()) })
 	return n

@@ -29,7 +29,12 @@ func installPlugin(t *testing.T, path string, bye bool) {
 	if bye {
 		script += fmt.Sprintf("export %s=1\n", byeEnv)
 	}
-	script += fmt.Sprintf("exec %q \"$@\"\n", self)
+	installScript(t, path, script+fmt.Sprintf("exec %q \"$@\"\n", self))
+}
+
+// installScript puts a shell script at path as a build does.
+func installScript(t *testing.T, path, script string) {
+	t.Helper()
 	if err := os.WriteFile(path+".tmp", []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestGreeterPluginKilled(t *testing.T) {
 
 	victim := pluginPID(t, up, 1)
 	if !alive(victim) {
-		t.Fatalf("the log says replica 1's greeter is pid %d, which is not running", victim)
+		t.Fatalf("the terminal says replica 1's greeter is pid %d, which is not running", victim)
 	}
 
 	// Load through the registry (failover, retries 2), and load aimed at
@@ -86,16 +86,31 @@ func TestGreeterPluginKilled(t *testing.T) {
 	}
 }
 
-var pluginStarted = regexp.MustCompile(`msg="plugin started" role=provider replica=(\d+) plugin=greeter pid=(\d+)`)
+// What dubbo up's terminal says of the greeter's processes: its status
+// block's line, and the changes that name a new process.
+var (
+	greeterStatus  = regexp.MustCompile(`^plugin     \S*/greeter   (.*)   serves `)
+	statusPID      = regexp.MustCompile(`provider (\d+) pid (\d+)`)
+	greeterChanged = regexp.MustCompile(`^\S+ (?:up        greeter \(provider (\d+)\): pid (\d+),|swapped   greeter \(provider (\d+)\): pid \d+ → (\d+),)`)
+)
 
-// latestPluginPID is the pid of the greeter that the node's log last
-// reported started for provider replica (1-based).
+// latestPluginPID is the pid of the greeter that the node's terminal last
+// said serves provider replica (1-based).
 func latestPluginPID(n *node, replica int) (int, bool) {
 	pid, found := 0, false
-	for _, m := range pluginStarted.FindAllStringSubmatch(n.stderr.String(), -1) {
-		if m[1] == fmt.Sprint(replica) {
-			fmt.Sscan(m[2], &pid)
+	take := func(r, p string) {
+		if r == fmt.Sprint(replica) {
+			fmt.Sscan(p, &pid)
 			found = true
+		}
+	}
+	for _, line := range strings.Split(n.stdout.String(), "\n") {
+		if m := greeterStatus.FindStringSubmatch(line); m != nil {
+			for _, e := range statusPID.FindAllStringSubmatch(m[1], -1) {
+				take(e[1], e[2])
+			}
+		} else if m := greeterChanged.FindStringSubmatch(line); m != nil {
+			take(m[1]+m[3], m[2]+m[4])
 		}
 	}
 	return pid, found
@@ -105,7 +120,7 @@ func pluginPID(t *testing.T, n *node, replica int) int {
 	t.Helper()
 	pid, ok := latestPluginPID(n, replica)
 	if !ok {
-		t.Fatalf("the node's log names no greeter process for replica %d", replica)
+		t.Fatalf("the node's terminal names no greeter process for replica %d", replica)
 	}
 	return pid
 }
