@@ -287,9 +287,9 @@ func (n *node) buildPlugins(ctx context.Context, cfg *config.File, roles []strin
 		if b.Stale(ctx) {
 			res := b.Build(ctx)
 			if res.Err != nil {
-				n.term.line("build      %s   failed in %v\n%s", p.path, res.Took.Round(time.Millisecond), res.Output)
+				n.term.line("build      %s   failed in %v\n%s", shown(p.path), res.Took.Round(time.Millisecond), buildErrors(res))
 			} else {
-				n.term.line("build      %s   built in %v", p.path, res.Took.Round(time.Millisecond))
+				n.term.line("build      %s   built in %v", shown(p.path), res.Took.Round(time.Millisecond))
 			}
 		}
 		n.building = append(n.building, p.path)

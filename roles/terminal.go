@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,14 +89,35 @@ func (t *terminal) refused(name, where string, prev *plugins.Plugin, err error) 
 // printed them.
 func (t *terminal) built(b watch.Build) {
 	if b.Err == nil {
-		t.change("build", "%s: built in %v", b.Binary, b.Took.Round(time.Millisecond))
+		t.change("build", "%s: built in %v", shown(b.Binary), b.Took.Round(time.Millisecond))
 		return
 	}
-	msg := b.Output
-	if msg == "" {
-		msg = b.Err.Error()
+	t.change("build", "%s: failed in %v; the running plugin serves on\n%s", shown(b.Binary), b.Took.Round(time.Millisecond), buildErrors(b))
+}
+
+// buildErrors is why a build failed: the compiler's messages, else the
+// error.
+func buildErrors(b watch.Build) string {
+	if b.Output != "" {
+		return b.Output
 	}
-	t.change("build", "%s: failed in %v; the running plugin serves on\n%s", b.Binary, b.Took.Round(time.Millisecond), msg)
+	return b.Err.Error()
+}
+
+// shown is path as the terminal shows it: relative to the current
+// directory when it is under it, as a user would type it.
+func shown(path string) string {
+	if !filepath.IsAbs(path) {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel
+	}
+	return path
 }
 
 // describe says what a swap changed in the provider's exports.
@@ -161,10 +183,10 @@ func (n *node) statusBlock() {
 	}
 	for _, path := range paths {
 		g := groups[path]
-		n.term.line("plugin     %s   %s   %s", path, strings.Join(g.procs, ", "), serves(g.services))
+		n.term.line("plugin     %s   %s   %s", shown(path), strings.Join(g.procs, ", "), serves(g.services))
 	}
 	for _, path := range n.building {
-		n.term.line("watch      %s   go build on each save of its sources (%s)", path, filepath.Dir(path)+string(filepath.Separator))
+		n.term.line("watch      %s   go build on each save of its sources (%s)", shown(path), shown(filepath.Dir(path))+string(filepath.Separator))
 	}
 }
 

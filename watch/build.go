@@ -49,8 +49,8 @@ type Build struct {
 }
 
 // Run builds the binary each time its sources changed and stayed the same
-// for one more poll, until ctx ends. The sources as they are when Run
-// starts are not a change: Stale and Build say whether to build first.
+// for one more poll, until ctx ends; a source newer than the binary when
+// Run starts is a change too (saved before Run could see it).
 func (b *Builder) Run(ctx context.Context) {
 	every := b.Every
 	if every <= 0 {
@@ -58,6 +58,9 @@ func (b *Builder) Run(ctx context.Context) {
 	}
 	files := b.sources(ctx)
 	last := snapshot(files)
+	if b.newer(last) {
+		last = nil
+	}
 	var seen map[string]stamp // a different set, seen once: is it settled?
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -99,13 +102,19 @@ func (b *Builder) Run(ctx context.Context) {
 // the result in place.
 func (b *Builder) Build(ctx context.Context) Build {
 	start := time.Now()
-	dir, name := filepath.Split(b.Binary)
+	res := Build{Binary: b.Binary}
+	bin, err := filepath.Abs(b.Binary)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	dir, name := filepath.Split(bin)
 	dir = filepath.Clean(dir)
 	tmp := filepath.Join(dir, "."+name+".build")
 	out, err := goCommand(ctx, dir, "build", "-o", tmp, ".")
-	res := Build{Binary: b.Binary, Took: time.Since(start), Output: b.relative(dir, out)}
+	res.Took, res.Output = time.Since(start), b.relative(dir, out)
 	if err == nil {
-		err = os.Rename(tmp, b.Binary)
+		err = os.Rename(tmp, bin)
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -116,11 +125,16 @@ func (b *Builder) Build(ctx context.Context) Build {
 
 // Stale says whether the binary is missing or older than a source.
 func (b *Builder) Stale(ctx context.Context) bool {
+	return b.newer(snapshot(b.sources(ctx)))
+}
+
+// newer says whether the binary is missing or older than a source.
+func (b *Builder) newer(sources map[string]stamp) bool {
 	bin := stat(b.Binary)
 	if bin.fi == nil {
 		return true
 	}
-	for _, s := range snapshot(b.sources(ctx)) {
+	for _, s := range sources {
 		if s.fi != nil && s.fi.ModTime().After(bin.fi.ModTime()) {
 			return true
 		}
@@ -169,10 +183,12 @@ func sameStamps(a, b map[string]stamp) bool {
 // own module it is built from; when go list cannot tell, the binary's
 // directory and the go.mod above it.
 func (b *Builder) sources(ctx context.Context) *sourceSet {
-	dir := filepath.Dir(b.Binary)
+	dir, err := filepath.Abs(filepath.Dir(b.Binary))
+	if err != nil {
+		dir = filepath.Dir(b.Binary)
+	}
 	s := &sourceSet{}
-	out, err := goCommand(ctx, dir, "list", "-e", "-deps", "-json=Dir,Module", ".")
-	if err == nil {
+	if out, err := goCommand(ctx, dir, "list", "-e", "-deps", "-json=Dir,Module", "."); err == nil {
 		dec := json.NewDecoder(bytes.NewReader(out))
 		for {
 			var pkg struct {

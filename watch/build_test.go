@@ -88,20 +88,36 @@ func TestBuilderBuild(t *testing.T) {
 	if leftovers, _ := filepath.Glob(filepath.Join(dir, "hello", ".*")); len(leftovers) != 0 {
 		t.Errorf("a failed build left %v", leftovers)
 	}
+
+	// A path relative to the current directory, as dubbo.toml gives it.
+	writeSource(t, filepath.Join(dir, "hello/main.go"), "package main\n\nfunc main() { println(\"relative\") }\n")
+	t.Chdir(dir)
+	rel := &Builder{Binary: filepath.Join("hello", "hello")}
+	if res := rel.Build(ctx); res.Err != nil {
+		t.Fatalf("Build of a relative path = %+v", res)
+	}
+	if after, err := os.Stat(b.Binary); err != nil || os.SameFile(before, after) || !after.Mode().IsRegular() {
+		t.Errorf("the build of a relative path did not replace the binary (%v)", err)
+	}
 }
 
-// TestBuilderRun: a saved source is built once; a new file of the package
-// and a source of an imported package of the module count; tests and
-// other packages do not.
+// TestBuilderRun: a saved source is built once, even one saved after the
+// last build but before Run watched; a new file of the package and a
+// source of an imported package of the module count; tests and other
+// packages do not.
 func TestBuilderRun(t *testing.T) {
 	dir := t.TempDir()
 	reports := make(chan Build, 8)
 	b := &Builder{Binary: module(t, dir), Dir: dir, Every: 20 * time.Millisecond, Report: func(r Build) { reports <- r }}
 	ctx, cancel := context.WithCancel(context.Background())
+	if res := b.Build(ctx); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	time.Sleep(10 * time.Millisecond) // a later modification time
+	writeSource(t, filepath.Join(dir, "hello/greeting/word.go"), "package greeting\n\nconst Word = \"hey\"\n")
 	done := make(chan struct{})
 	go func() { defer close(done); b.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	time.Sleep(100 * time.Millisecond) // Run has listed the sources
 
 	built := func(what string) {
 		t.Helper()
@@ -122,6 +138,11 @@ func TestBuilderRun(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
+	built("a source saved before Run")
+	if got := says(t, b.Binary); got != "hey" {
+		t.Errorf("after the build the binary says %q, want hey", got)
+	}
+	quiet("nothing more saved")
 	writeSource(t, filepath.Join(dir, "hello/greeting/word.go"), "package greeting\n\nconst Word = \"hi\"\n")
 	built("an imported package's source saved")
 	if got := says(t, b.Binary); got != "hi" {
