@@ -280,10 +280,14 @@ func checkPlugins(cfg *config.File, roles []string) error {
 // buildPlugins builds each plugin the roles run whose binary is missing
 // or older than its sources, printing how it went, then rebuilds it on
 // each save of its sources until ctx ends (dubbo up --watch): its
-// supervisor swaps the new binary in.
+// supervisor swaps the new binary in. A plugin with no Go sources beside
+// its binary is left as it is.
 func (n *node) buildPlugins(ctx context.Context, cfg *config.File, roles []string) {
 	for _, p := range pluginsOf(cfg, roles) {
 		b := &watch.Builder{Binary: p.path, Report: n.term.built}
+		if !b.HasSources(ctx) {
+			continue
+		}
 		if b.Stale(ctx) {
 			res := b.Build(ctx)
 			if res.Err != nil {

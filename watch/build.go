@@ -35,6 +35,8 @@ type Builder struct {
 	// Dir is the directory the paths of the compiler's messages are made
 	// relative to, the user's. Default the current directory.
 	Dir string
+
+	listed *sourceSet // the sources go list named last; nil: ask again
 }
 
 // Build is the outcome of one build.
@@ -99,7 +101,7 @@ func (b *Builder) Run(ctx context.Context) {
 }
 
 // Build runs `go build -o` for the binary now, in its directory, and puts
-// the result in place.
+// the result in place. Run it before Run, not beside it: Run builds.
 func (b *Builder) Build(ctx context.Context) Build {
 	start := time.Now()
 	res := Build{Binary: b.Binary}
@@ -113,6 +115,7 @@ func (b *Builder) Build(ctx context.Context) Build {
 	tmp := filepath.Join(dir, "."+name+".build")
 	out, err := goCommand(ctx, dir, "build", "-o", tmp, ".")
 	res.Took, res.Output = time.Since(start), b.relative(dir, out)
+	b.listed = nil // a new import, or file, counts from now on
 	if err == nil {
 		err = os.Rename(tmp, bin)
 	}
@@ -123,7 +126,14 @@ func (b *Builder) Build(ctx context.Context) Build {
 	return res
 }
 
-// Stale says whether the binary is missing or older than a source.
+// HasSources says whether the binary's directory holds Go sources to
+// build it from. Run it before Run, not beside it.
+func (b *Builder) HasSources(ctx context.Context) bool {
+	return len(b.sources(ctx).files) > 0
+}
+
+// Stale says whether the binary is missing or older than a source. Run
+// it before Run, not beside it.
 func (b *Builder) Stale(ctx context.Context) bool {
 	return b.newer(snapshot(b.sources(ctx)))
 }
@@ -180,9 +190,19 @@ func sameStamps(a, b map[string]stamp) bool {
 }
 
 // sources finds the binary's sources: go list names the packages of its
-// own module it is built from; when go list cannot tell, the binary's
-// directory and the go.mod above it.
+// own module it is built from (once, until a build); when go list cannot
+// tell, the binary's directory and the go.mod above it.
 func (b *Builder) sources(ctx context.Context) *sourceSet {
+	if b.listed != nil {
+		b.listed.refresh()
+		return b.listed
+	}
+	b.listed = b.list(ctx)
+	return b.listed
+}
+
+// list asks go list for the sources.
+func (b *Builder) list(ctx context.Context) *sourceSet {
 	dir, err := filepath.Abs(filepath.Dir(b.Binary))
 	if err != nil {
 		dir = filepath.Dir(b.Binary)

@@ -156,3 +156,16 @@ func TestBuilderRun(t *testing.T) {
 	writeSource(t, filepath.Join(dir, "hello/extra.go"), "package main\n\nfunc init() { println(\"extra\") }\n")
 	built("a new file in the package")
 }
+
+// TestBuilderNoSources: a binary with no Go package beside it has nothing
+// to build from.
+func TestBuilderNoSources(t *testing.T) {
+	dir := t.TempDir()
+	writeSource(t, filepath.Join(dir, "plugin.sh"), "#!/bin/sh\n")
+	if b := (&Builder{Binary: filepath.Join(dir, "plugin.sh")}); b.HasSources(context.Background()) {
+		t.Error("HasSources = true for a directory without Go files")
+	}
+	if b := (&Builder{Binary: module(t, dir)}); !b.HasSources(context.Background()) {
+		t.Error("HasSources = false for a main package's directory")
+	}
+}
