@@ -63,64 +63,14 @@ func (b binaryPath) write(data []byte) time.Time {
 	return time.Now()
 }
 
-// swapEvent is one callback of a supervisor that watches its binary.
-type swapEvent struct {
-	kind     string // up, down, swap, refused
-	pid      int    // the process serving (up, swap), gone (down), kept (refused)
-	prev     int    // swap: the process swapped out
-	services []plugins.ServiceDesc
-	err      error
-	attempt  int           // refused
-	retry    time.Duration // refused
-}
-
 // superviseBinary runs a supervisor of b with Watch on until the test
 // ends, and returns it with the stream of its callbacks.
-func superviseBinary(t *testing.T, b binaryPath, cfg plugins.SupervisorConfig) (*plugins.Supervisor, <-chan swapEvent) {
+func superviseBinary(t *testing.T, b binaryPath, cfg plugins.SupervisorConfig) (*plugins.Supervisor, <-chan event) {
 	t.Helper()
-	events := make(chan swapEvent, 64)
 	cfg.Config = plugins.Config{Path: b.path, Name: "greeter", Logger: testLogger(t), StartTimeout: 10 * time.Second}
 	cfg.Watch = 20 * time.Millisecond
-	cfg.OnUp = func(p *plugins.Plugin, s []plugins.ServiceDesc) {
-		events <- swapEvent{kind: "up", pid: p.Pid(), services: s}
-	}
-	cfg.OnDown = func(p *plugins.Plugin, err error) { events <- swapEvent{kind: "down", pid: p.Pid(), err: err} }
-	cfg.OnSwap = func(prev, next *plugins.Plugin, s []plugins.ServiceDesc) {
-		events <- swapEvent{kind: "swap", pid: next.Pid(), prev: prev.Pid(), services: s}
-	}
-	cfg.OnRefused = func(prev *plugins.Plugin, err error, attempt int, retry time.Duration) {
-		events <- swapEvent{kind: "refused", pid: prev.Pid(), err: err, attempt: attempt, retry: retry}
-	}
-	s := plugins.NewSupervisor(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Error(err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	s, events, _ := supervise(t, cfg)
 	return s, events
-}
-
-func nextEvent(t *testing.T, events <-chan swapEvent, kind string) swapEvent {
-	t.Helper()
-	select {
-	case e := <-events:
-		if e.kind != kind {
-			t.Fatalf("event %+v, want %s", e, kind)
-		}
-		return e
-	case <-time.After(15 * time.Second):
-		t.Fatalf("no %s event within 15s", kind)
-	}
-	return swapEvent{}
 }
 
 // callers call sayHello in a loop on n goroutines until stopped, and

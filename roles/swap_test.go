@@ -11,10 +11,41 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/dubbo-lab/dubbo/config"
 	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
+
+// swapSetup is a provider role's world for swaps: an embedded registry,
+// and a plugin at plugin (a script a test replaces as a build does) that
+// writes its pid to pidFile and refuses to start while downFile exists.
+type swapSetup struct {
+	zkAddr, plugin, pidFile, downFile string
+}
+
+func newSwapSetup(t *testing.T) swapSetup {
+	t.Helper()
+	dir := t.TempDir()
+	s := swapSetup{zktest.StartEmbedded(t, embeddedzk.Config{}), filepath.Join(dir, "greeter"),
+		filepath.Join(dir, "plugin.pid"), filepath.Join(dir, "down")}
+	t.Setenv(pidFileEnv, s.pidFile)
+	t.Setenv(downEnv, s.downFile)
+	installPlugin(t, s.plugin, false)
+	return s
+}
+
+// config is a node's config with the registry and a provider on any port
+// running the plugin, no monitor, then more.
+func (s swapSetup) config(t *testing.T, more string) *config.File {
+	return loadConfig(t, fmt.Sprintf(`
+registry.address = %q
+protocol.host = "127.0.0.1"
+protocol.port = -1
+provider.plugins = [%q]
+monitor.enabled = false
+`, "zookeeper://"+s.zkAddr, s.plugin)+more)
+}
 
 // installPlugin puts a plugin binary at path as a build does (written
 // beside, renamed over): a script running this test binary as the plugin,
@@ -83,24 +114,11 @@ func watchProviders(t *testing.T, zc *zk.Conn, path string) *providerCounts {
 // method replaces the provider URL in place, never leaving the service
 // without a provider; the instance stays registered throughout.
 func TestSwapKeepsRegistration(t *testing.T) {
-	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "plugin.pid")
-	t.Setenv(pidFileEnv, pidFile)
-	t.Setenv(downEnv, filepath.Join(dir, "down"))
-	plugin := filepath.Join(dir, "greeter")
-	installPlugin(t, plugin, false)
-	cfg := loadConfig(t, fmt.Sprintf(`
-application.name = "swap-app"
-registry.address = %q
-protocol.host = "127.0.0.1"
-protocol.port = -1
-provider.plugins = [%q]
-monitor.enabled = false
-`, "zookeeper://"+zkAddr, plugin))
-	_, stop := startRunWith(t, cfg, []string{Provider}, Options{Logger: slog.New(slog.DiscardHandler), Swap: true})
+	s := newSwapSetup(t)
+	plugin, pidFile := s.plugin, s.pidFile
+	_, stop := startRunWith(t, s.config(t, `application.name = "swap-app"`), []string{Provider}, Options{Logger: slog.New(slog.DiscardHandler), Swap: true})
 	defer stop()
-	zc := zkConn(t, zkAddr)
+	zc := zkConn(t, s.zkAddr)
 	waitChildren(t, zc, greeterProviders, 1, "registered once the plugin is up")
 	first := readPid(t, pidFile)
 	kids, _, err := zc.Children(greeterProviders)

@@ -4,15 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/dubbo-lab/dubbo/embeddedzk"
-	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 )
 
 // TestTerminal follows what dubbo up prints for its user: a status block
@@ -21,21 +17,9 @@ import (
 // service, a new binary refused (once, though it is retried), the plugin
 // killed and back up.
 func TestTerminal(t *testing.T) {
-	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
-	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "plugin.pid")
-	t.Setenv(pidFileEnv, pidFile)
-	t.Setenv(downEnv, filepath.Join(dir, "down"))
-	plugin := filepath.Join(dir, "greeter")
-	installPlugin(t, plugin, false)
-	cfg := loadConfig(t, fmt.Sprintf(`
-registry.address = %q
-protocol.host = "127.0.0.1"
-protocol.port = -1
-provider.plugins = [%q]
-monitor.enabled = false
-`, "zookeeper://"+zkAddr, plugin))
-	out, stop := startRunWith(t, cfg, []string{Provider}, Options{Logger: slog.New(slog.DiscardHandler), Swap: true})
+	s := newSwapSetup(t)
+	plugin, pidFile := s.plugin, s.pidFile
+	out, stop := startRunWith(t, s.config(t, ""), []string{Provider}, Options{Logger: slog.New(slog.DiscardHandler), Swap: true})
 	defer stop()
 	first := readPid(t, pidFile)
 
@@ -86,23 +70,9 @@ monitor.enabled = false
 // TestTerminalProviders: the terminal says when a referenced service's
 // providers come and go: one of two providers' plugin killed, then back.
 func TestTerminalProviders(t *testing.T) {
-	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
-	dir := t.TempDir()
-	pidFile, downFile := filepath.Join(dir, "plugin.pid"), filepath.Join(dir, "down")
-	t.Setenv(pidFileEnv, pidFile)
-	t.Setenv(downEnv, downFile)
-	plugin := filepath.Join(dir, "greeter")
-	installPlugin(t, plugin, false)
-	cfg := loadConfig(t, fmt.Sprintf(`
-registry.address = %q
-protocol.host = "127.0.0.1"
-protocol.port = -1
-provider.plugins = [%q]
-monitor.enabled = false
-[[consumer.references]]
-interface = "org.example.Greeter"
-version = "1.0.0"
-`, "zookeeper://"+zkAddr, plugin))
+	s := newSwapSetup(t)
+	pidFile, downFile := s.pidFile, s.downFile
+	cfg := s.config(t, "[[consumer.references]]\ninterface = \"org.example.Greeter\"\nversion = \"1.0.0\"\n")
 	out, stop := startRunWith(t, cfg, []string{Provider, Consumer}, Options{Logger: slog.New(slog.DiscardHandler), Replicas: 2})
 	defer stop()
 	waitFor(t, "both providers in the status block", func() (bool, string) {

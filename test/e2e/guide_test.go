@@ -21,8 +21,8 @@ type guide struct {
 	build, up, call, wants string // the commands of steps 2 to 4, and what step 4 prints
 }
 
-// readGuide takes the file and the commands out of README.md.
-func readGuide(t *testing.T) guide {
+// guideSection is README.md's "Write your first handler".
+func guideSection(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -37,6 +37,31 @@ func readGuide(t *testing.T) guide {
 	if end := strings.Index(section[3:], "\n## "); end >= 0 {
 		section = section[:end+3]
 	}
+	return section
+}
+
+// checkoutModule writes dir/go.mod of module, which requires this checkout
+// by a replace, with the checkout's go.sum: a handler author's module that
+// the module cache serves offline.
+func checkoutModule(t *testing.T, dir, module string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(rootMod)
+	writeFile(t, filepath.Join(dir, "go.mod"), fmt.Sprintf("module %s\n\n%s\n\nrequire github.com/dubbo-lab/dubbo v0.0.0\n\nreplace github.com/dubbo-lab/dubbo => %s\n", module, goLine, root))
+	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"), 0o644)
+}
+
+// readGuide takes the file and the commands out of README.md.
+func readGuide(t *testing.T) guide {
+	t.Helper()
+	section := guideSection(t)
 	find := func(what string, re *regexp.Regexp) []string {
 		m := re.FindStringSubmatch(section)
 		if m == nil {
@@ -71,22 +96,10 @@ func readGuide(t *testing.T) guide {
 func TestFirstHandlerGuide(t *testing.T) {
 	g := readGuide(t)
 	dir := t.TempDir()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// "or any module that requires github.com/dubbo-lab/dubbo": this one.
-	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(rootMod)
-	goMod := fmt.Sprintf("module guide.example/hello\n\n%s\n\nrequire github.com/dubbo-lab/dubbo v0.0.0\n\nreplace github.com/dubbo-lab/dubbo => %s\n", goLine, root)
-	for name, data := range map[string]string{"go.mod": goMod, "hello/main.go": g.code} {
-		writeFile(t, filepath.Join(dir, name), data)
-	}
-	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"), 0o644)
-	copyFile(t, filepath.Join(root, "dubbo.toml"), filepath.Join(dir, "dubbo.toml"), 0o644)
+	checkoutModule(t, dir, "guide.example/hello")
+	writeFile(t, filepath.Join(dir, "hello/main.go"), g.code)
+	copyFile(t, filepath.Join("../..", "dubbo.toml"), filepath.Join(dir, "dubbo.toml"), 0o644)
 	copyFile(t, binary("dubbo"), filepath.Join(dir, "dubbo"), 0o755)
 	// The shipped dubbo.toml runs the example consumer plugin, which make
 	// builds in the repository.
@@ -162,17 +175,12 @@ type guideStep struct {
 // lines of its sh blocks and its edits.
 func readLoop(t *testing.T) []guideStep {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+	section := guideSection(t)
+	end := strings.Index(section, "By hand, step by step")
+	if end < 0 {
+		t.Fatal(`README.md's "Write your first handler" has no steps "By hand, step by step"`)
 	}
-	readme := string(b)
-	start := strings.Index(readme, "## Write your first handler")
-	end := strings.Index(readme[max(start, 0):], "By hand, step by step")
-	if start < 0 || end < 0 {
-		t.Fatal(`README.md has no "## Write your first handler" section with its steps "By hand, step by step"`)
-	}
-	section := readme[start : start+end]
+	section = section[:end]
 	step := regexp.MustCompile("(?s)```sh\n(.*?)```|change `([^`]+)` to `([^`]+)` in\\s+`([^`]+)`")
 	comment := regexp.MustCompile(`^(.*?)\s+#\s*(.*)$`)
 	var steps []guideStep

@@ -32,19 +32,9 @@ import (
 // in the modules `dubbo new handler` writes.
 func greeterModule(t *testing.T, dir string) string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(rootMod)
 	mod := filepath.Join(dir, "greeter")
-	writeFile(t, filepath.Join(mod, "go.mod"), fmt.Sprintf("module swap.example/greeter\n\n%s\n\nrequire github.com/dubbo-lab/dubbo v0.0.0\n\nreplace github.com/dubbo-lab/dubbo => %s\n", goLine, root))
-	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(mod, "go.sum"), 0o644)
-	copyFile(t, filepath.Join(root, "examples", "greeter", "main.go"), filepath.Join(mod, "main.go"), 0o644)
+	checkoutModule(t, mod, "swap.example/greeter")
+	copyFile(t, filepath.Join("../..", "examples", "greeter", "main.go"), filepath.Join(mod, "main.go"), 0o644)
 	return filepath.Join(mod, "main.go")
 }
 

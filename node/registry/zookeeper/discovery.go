@@ -40,19 +40,29 @@ const metadataRoot = "/dubbo/metadata"
 // Curator x-discovery. It is re-created after a session loss until
 // UnregisterInstance or Close.
 func (r *Registry) RegisterInstance(ctx context.Context, in *metadata.Instance) error {
-	data, err := json.Marshal(in)
+	n, _, err := r.ownInstance(in)
 	if err != nil {
 		return fmt.Errorf("register instance %s/%s: %w", in.Name, in.ID, err)
 	}
-	p := r.InstancePath(in.Name, in.ID)
-	n := &ownedNode{path: p, data: data, ephemeral: true, container: true}
-	r.mu.Lock()
-	r.owned[p] = n
-	r.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return r.replaceInstance(n)
+}
+
+// ownInstance makes in's node the one this session keeps (re-created after
+// a session loss), and returns it with the one it replaces, if any.
+func (r *Registry) ownInstance(in *metadata.Instance) (n, old *ownedNode, err error) {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	n = &ownedNode{path: r.InstancePath(in.Name, in.ID), data: data, ephemeral: true, container: true}
+	r.mu.Lock()
+	old = r.owned[n.path]
+	r.owned[n.path] = n
+	r.mu.Unlock()
+	return n, old, nil
 }
 
 // replaceInstance deletes the instance node at n.path, if any, and creates
@@ -78,16 +88,11 @@ func (r *Registry) replaceInstance(n *ownedNode) error {
 // An instance this session does not hold is registered as
 // RegisterInstance does.
 func (r *Registry) UpdateInstance(ctx context.Context, in *metadata.Instance) error {
-	data, err := json.Marshal(in)
+	n, old, err := r.ownInstance(in)
 	if err != nil {
 		return fmt.Errorf("update instance %s/%s: %w", in.Name, in.ID, err)
 	}
-	p := r.InstancePath(in.Name, in.ID)
-	n := &ownedNode{path: p, data: data, ephemeral: true, container: true}
-	r.mu.Lock()
-	old := r.owned[p]
-	r.owned[p] = n // re-created with the new data after a session loss
-	r.mu.Unlock()
+	p := n.path
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -100,7 +105,7 @@ func (r *Registry) UpdateInstance(ctx context.Context, in *metadata.Instance) er
 		r.mu.Unlock()
 		return fmt.Errorf("update instance %s: %w", p, err)
 	}
-	stat, err := r.conn.Set(p, data, -1)
+	stat, err := r.conn.Set(p, n.data, -1)
 	switch {
 	case err == nil && stat.EphemeralOwner == r.conn.SessionID():
 		return nil
