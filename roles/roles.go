@@ -9,8 +9,13 @@
 // provider plugin's call to another service, or by the first statistics
 // report; a process that needs none connects none. A provider exports a
 // plugin's services while the plugin is up and unexports them while it is
-// down (the supervisor restarts it). Each process also has its metrics, its
-// QoS port and its reporter to the monitor (observe.go).
+// down (the supervisor restarts it). In dubbo up a new build of a plugin
+// is swapped in while it serves, and only what it changed is exported
+// again (Options.Swap; Options.Build also builds it on each save, with
+// package watch). Each process also has its metrics, its QoS port and its
+// reporter to the monitor (observe.go). What a user reads is the
+// terminal's (terminal.go): where each role listens, a status block once
+// ready, then each change.
 package roles
 
 import (

@@ -90,7 +90,7 @@ func (p *prober) say() (string, error) {
 	return s, nil
 }
 
-// await calls every 2ms until the answer is want, and returns when it
+// await calls every 5ms until the answer is want, and returns when it
 // came; it fails t after within, or on a failed call.
 func (p *prober) await(t *testing.T, want string, within time.Duration) time.Time {
 	t.Helper()
@@ -106,7 +106,7 @@ func (p *prober) await(t *testing.T, want string, within time.Duration) time.Tim
 		if time.Now().After(deadline) {
 			t.Fatalf("sayHello still answers %q %v later, want %q", got, within, want)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
