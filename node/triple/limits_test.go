@@ -237,6 +237,45 @@ func TestHeaderBlockLimits(t *testing.T) {
 	}
 }
 
+// An answer the reader makes at once (431, Unimplemented) to a request
+// whose header block ends in CONTINUATION frames leaves at once, also
+// when the frames came in one read and nothing follows them.
+func TestAnswerAfterContinuation(t *testing.T) {
+	const limit = 4096
+	_, addr := start(t, Config{MaxHeaderListSize: limit}, hostile(t))
+	for _, c := range []struct {
+		name   string
+		fields [][]string // one frame each
+		http   string
+		code   Code
+	}{
+		{"431", [][]string{h2raw.RequestFields("/s/Echo"), {"x-a", strings.Repeat("a", 3000)}, {"x-b", strings.Repeat("b", 1500)}}, "431", ResourceExhausted},
+		{"unknown method", [][]string{h2raw.RequestFields("/s/Nope"), {"x-a", "1"}}, "200", Unimplemented},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rc := h2raw.Dial(t, addr)
+			var b bytes.Buffer
+			fr := http2.NewFramer(&b, nil)
+			for i, f := range c.fields {
+				last := i == len(c.fields)-1
+				if i == 0 {
+					_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndStream: true, EndHeaders: last, BlockFragment: rc.Block(f...)})
+				} else {
+					_ = fr.WriteContinuation(1, last, rc.Block(f...))
+				}
+			}
+			if _, err := rc.Conn.Write(b.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			v := rc.Read(2*time.Second, h2raw.Ended(1))
+			r := v.Stream(1)
+			if got := h2raw.Field(r.Headers, ":status"); got != c.http || r.Status() != int(c.code) {
+				t.Errorf(":status %q grpc-status %d, want %s and %d (read: %v)", got, r.Status(), c.http, c.code, v.Err)
+			}
+		})
+	}
+}
+
 // Floods of frames that carry no call end the connection, after at most
 // a hundred or so answers.
 func TestControlFloods(t *testing.T) {
