@@ -126,8 +126,13 @@ func (c *Client) Request(id uint32, endStream bool, path string, extra ...string
 // Send is Request for goroutines other than the test's: it returns the
 // error.
 func (c *Client) Send(id uint32, endStream bool, path string, extra ...string) error {
-	return c.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.Block(RequestFields(path, extra...)...),
-		EndStream: endStream, EndHeaders: true})
+	return c.SendFields(id, endStream, RequestFields(path, extra...)...)
+}
+
+// SendFields opens stream id with the header fields given, in one
+// HEADERS frame.
+func (c *Client) SendFields(id uint32, endStream bool, fields ...string) error {
+	return c.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.Block(fields...), EndStream: endStream, EndHeaders: true})
 }
 
 // Message sends one gRPC message on stream id; it fails the test of a
