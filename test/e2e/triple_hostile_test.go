@@ -646,49 +646,115 @@ func greetsOn(c *h2raw.Client, id uint32, name string) error {
 	return nil
 }
 
-// Item: requests that stall. A unary call whose message never comes, or
-// stops coming, is answered DeadlineExceeded once protocol.frame-timeout
-// passed (4 connections × 100 streams each); a frame that stops
-// half-way ends its connection; over HTTP/1.1 a body or headers that stop
-// end theirs.
+// Item: requests that stall. A unary call whose message never comes,
+// stops coming (4 connections × 100 streams each) or drips, and a
+// streaming message that stops, are answered DeadlineExceeded once
+// protocol.frame-timeout passed; a frame that stops half-way,
+// or a connection that sends nothing, is closed then; over HTTP/1.1 a
+// body that stops is answered 408 and headers that stop get no answer,
+// and both connections are closed.
 func stalledRequests(t *testing.T, tg triTarget) {
 	var wg sync.WaitGroup
 	within := triFrameTimeout + 3*time.Second
-	answered := func(name string, send func(c *h2raw.Client, id uint32) error) {
+	// conns connections of streams calls each, opened by send, are
+	// answered DeadlineExceeded within frame-timeout.
+	answered := func(name string, conns, streams int, send func(c *h2raw.Client, id uint32) error) {
 		wg.Go(func() {
 			start := time.Now()
-			onConns(t, tg.addr, 4, func(c *h2raw.Client) error {
-				return calls(c, triStreams, triStreams, triple.DeadlineExceeded, func(id uint32) error { return send(c, id) })
+			onConns(t, tg.addr, conns, func(c *h2raw.Client) error {
+				return calls(c, streams, streams, triple.DeadlineExceeded, func(id uint32) error { return send(c, id) })
 			})
 			d := time.Since(start)
 			if d > within {
 				t.Errorf("%s: answered after %v, want within %v", name, d, within)
 			}
-			t.Logf("%s: 4×%d streams answered DeadlineExceeded within %v", name, triStreams, d.Round(time.Millisecond))
+			t.Logf("%s: %d×%d streams answered DeadlineExceeded within %v", name, conns, streams, d.Round(time.Millisecond))
 		})
 	}
-	answered("headers, then nothing", func(c *h2raw.Client, id uint32) error { return c.Send(id, false, greetPath) })
-	answered("a message that stops", func(c *h2raw.Client, id uint32) error {
+	answered("headers, then nothing", 4, triStreams, func(c *h2raw.Client, id uint32) error { return c.Send(id, false, greetPath) })
+	answered("a message that stops", 4, triStreams, func(c *h2raw.Client, id uint32) error {
 		if err := c.Send(id, false, greetPath); err != nil {
 			return err
 		}
 		return c.Data(id, append(prefix(0, 60000), make([]byte, 50000)...), false)
 	})
-	closes := func(name, head string) {
+	// A client stream's message that stops (each such call holds a
+	// business-pool thread: 20 of them).
+	answered("a streaming message that stops", 1, 20, func(c *h2raw.Client, id uint32) error {
+		if err := c.Send(id, false, "/greet.GreetService/GreetClientStream"); err != nil {
+			return err
+		}
+		return c.Data(id, append(prefix(0, 100), 1, 2, 3), false)
+	})
+	wg.Go(func() {
+		start := time.Now()
+		onConns(t, tg.addr, 2, drips)
+		t.Logf("a message that drips: 2×20 streams answered DeadlineExceeded within %v", time.Since(start).Round(time.Millisecond))
+	})
+	// Each of 8 connections sends head, then nothing: it must be closed
+	// within frame-timeout, after an HTTP/1.1 answer of want ("" for none).
+	closes := func(name, head, want string) {
 		for range 8 {
 			wg.Go(func() {
 				status, lasted, closed, err := rawHTTP1(tg.addr, head, within+5*time.Second)
-				if err != nil || !closed || lasted > within {
-					t.Errorf("%s: the connection lasted %v (closed by the server %v, answered %q, %v); want it closed within %v", name, lasted, closed, status, err, within)
+				if err != nil || !closed || lasted > within || status != want {
+					t.Errorf("%s: answered %q, the connection lasted %v (closed by the server %v, %v); want %q and closed within %v",
+						name, status, lasted, closed, err, want, within)
 				}
 			})
 		}
 	}
 	// A DATA frame declaring 100 bytes, and 10 of them.
-	closes("a frame that stops", http2.ClientPreface+"\x00\x00\x00\x04\x00\x00\x00\x00\x00"+"\x00\x00\x64\x00\x00\x00\x00\x00\x01"+"0123456789")
-	closes("an HTTP/1.1 body that stops", "POST "+greetPath+" HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"name\":")
-	closes("HTTP/1.1 headers that stop", "POST "+greetPath+" HTTP/1.1\r\nHost: t\r\n")
+	closes("a frame that stops", http2.ClientPreface+"\x00\x00\x00\x04\x00\x00\x00\x00\x00"+"\x00\x00\x64\x00\x00\x00\x00\x00\x01"+"0123456789", "")
+	closes("an HTTP/2 preface that never comes", "", "")
+	closes("an HTTP/1.1 body that stops", "POST "+greetPath+" HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"name\":", "408")
+	closes("HTTP/1.1 headers that stop", "POST "+greetPath+" HTTP/1.1\r\nHost: t\r\n", "")
 	wg.Wait()
+}
+
+// drips opens 20 Greet calls on c, each declaring a 100-byte message,
+// and sends each a byte every 100ms; each must be answered
+// DeadlineExceeded once frame-timeout passed since its headers.
+func drips(c *h2raw.Client) error {
+	const streams = 20
+	for i := range uint32(streams) {
+		if err := c.Send(2*i+1, false, greetPath); err != nil {
+			return err
+		}
+		if err := c.Framer.WriteData(2*i+1, false, prefix(0, 100)); err != nil {
+			return err
+		}
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // ends when drips returns, or the connection fails
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for i := range uint32(streams) {
+				if c.Framer.WriteData(2*i+1, false, []byte{'x'}) != nil {
+					return
+				}
+			}
+		}
+	}()
+	v := c.Read(triFrameTimeout+5*time.Second, func(v *h2raw.Conversation) bool {
+		for i := range uint32(streams) {
+			if !h2raw.Ended(2*i + 1)(v) {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range uint32(streams) {
+		if r := v.Stream(2*i + 1); r.Status() != int(triple.DeadlineExceeded) {
+			return fmt.Errorf("stream %d: want grpc-status %d, got %+v (read: %v)", 2*i+1, triple.DeadlineExceeded, r, v.Err)
+		}
+	}
+	return nil
 }
 
 // Item: clients that do not take their answers. One that opens its
