@@ -86,7 +86,9 @@ func (tg triTarget) holds(local net.Addr) bool {
 func TestTripleHostile(t *testing.T) {
 	for _, p := range []triProbe{
 		{name: "declared length past payload", growth: 32, attack: declaredPastPayload},
-		{name: "gzip bomb", growth: 32, attack: gzipBomb},
+		// 8 connections × 50 streams hold a 32 KiB bomb each at once
+		// (13 MB), each inflated up to 64 KiB.
+		{name: "gzip bomb", growth: 48, attack: gzipBomb},
 		{name: "HEADERS flood", growth: 32, attack: headersFlood},
 		{name: "rapid reset", growth: 48, attack: rapidReset},
 		{name: "oversized header blocks", growth: 32, attack: oversizedHeaders},
