@@ -651,10 +651,10 @@ func greetsOn(c *h2raw.Client, id uint32, name string) error {
 // Item: requests that stall. A unary call whose message never comes,
 // stops coming (4 connections × 100 streams each) or drips, and a
 // streaming message that stops, are answered DeadlineExceeded once
-// protocol.frame-timeout passed; a frame that stops half-way,
-// or a connection that sends nothing, is closed then; over HTTP/1.1 a
-// body that stops is answered 408 and headers that stop get no answer,
-// and both connections are closed.
+// protocol.frame-timeout passed; a frame that stops half-way, or a
+// connection that sends nothing, is closed then; over HTTP/1.1 a body
+// that stops is answered 408 and headers that stop get no answer, and
+// both connections are closed.
 func stalledRequests(t *testing.T, tg triTarget) {
 	var wg sync.WaitGroup
 	within := triFrameTimeout + 3*time.Second
@@ -691,7 +691,11 @@ func stalledRequests(t *testing.T, tg triTarget) {
 	wg.Go(func() {
 		start := time.Now()
 		onConns(t, tg.addr, 2, drips)
-		t.Logf("a message that drips: 2×20 streams answered DeadlineExceeded within %v", time.Since(start).Round(time.Millisecond))
+		d := time.Since(start)
+		if d > within {
+			t.Errorf("a message that drips: answered after %v, want within %v", d, within)
+		}
+		t.Logf("a message that drips: 2×20 streams answered DeadlineExceeded within %v", d.Round(time.Millisecond))
 	})
 	// Each of 8 connections sends head, then nothing: it must be closed
 	// within frame-timeout, after an HTTP/1.1 answer of want ("" for none).
