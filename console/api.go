@@ -255,9 +255,15 @@ func (c *Console) apiApplication(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, a)
 }
 
+// apiRules answers GET /api/v1/rules?kind=&service=&application=: the
+// rules the filter selects (ruleFilterOf).
 func (c *Console) apiRules(ec echo.Context) error {
-	kind := ec.QueryParam("kind")
-	return ec.JSON(http.StatusOK, c.ruleViews(func(k, _ string) bool { return kind == "" || k == kind }))
+	return ec.JSON(http.StatusOK, c.ruleViews(ruleFilterOf(ec).keeps))
+}
+
+// ruleFilterOf reads a rules filter from the query.
+func ruleFilterOf(ec echo.Context) RuleFilter {
+	return RuleFilter{Kind: ec.QueryParam("kind"), Service: ec.QueryParam("service"), Application: ec.QueryParam("application")}
 }
 
 // ruleKey is the rule's key path parameter.

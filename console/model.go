@@ -34,7 +34,7 @@ type Overview struct {
 const overviewTop = 10
 
 func (c *Console) overview(ctx context.Context) Overview {
-	o := Overview{Counts: c.cat.Counts(), Rules: len(c.ruleViews(nil)), Registry: c.cat.Health(), Busiest: []ServiceRow{}}
+	o := Overview{Counts: c.cat.Counts(), Rules: c.ruleCount(), Registry: c.cat.Health(), Busiest: []ServiceRow{}}
 	if c.opts.Stats == nil {
 		return o
 	}
@@ -251,12 +251,68 @@ func (c *Console) overrides(key string) configurator.Rules {
 
 // RuleView is one rule document.
 type RuleView struct {
-	Kind    string `json:"kind"`
-	Key     string `json:"key"`
-	Scope   string `json:"scope"`
+	Kind  string `json:"kind"`
+	Key   string `json:"key"`
+	Scope string `json:"scope"`
+	// Service is the interface a service-scoped rule is for; "" for an
+	// application's.
+	Service string `json:"service,omitempty"`
 	Enabled bool   `json:"enabled"`
 	Path    string `json:"path"`
 	Content string `json:"content"`
+	// Warnings say what the rule says that the runtime does not apply
+	// (rules.Warnings).
+	Warnings []string `json:"warnings"`
+}
+
+// RuleFilter selects rules: of a kind, and whose service (interface) or
+// application contains the text given, case aside; "" selects all.
+type RuleFilter struct {
+	Kind        string `json:"kind"`
+	Service     string `json:"service"`
+	Application string `json:"application"`
+}
+
+// keeps reports whether the filter selects the rule of kind at key.
+func (f RuleFilter) keeps(kind, key string) bool {
+	if f.Kind != "" && f.Kind != kind {
+		return false
+	}
+	svc, app := ruleTarget(kind, key)
+	return containsFold(svc, f.Service) && containsFold(app, f.Application)
+}
+
+// ruleTarget is the interface a rule is for, or the application it is
+// keyed by.
+func ruleTarget(kind, key string) (service, application string) {
+	if ruleScope(kind, key) == rules.ScopeService {
+		return interfaceOfKey(key), ""
+	}
+	return "", key
+}
+
+func ruleScope(kind, key string) string {
+	if kind == rules.KindTag || kind == rules.KindScript {
+		return rules.ScopeApplication
+	}
+	return rules.ScopeOf(key)
+}
+
+// containsFold reports whether s contains sub, case aside; "" is in every
+// string, and nothing else is in "".
+func containsFold(s, sub string) bool {
+	return sub == "" || strings.Contains(strings.ToLower(s), strings.ToLower(strings.TrimSpace(sub)))
+}
+
+// ruleCount counts the rule documents.
+func (c *Console) ruleCount() int {
+	n := 0
+	for _, r := range c.cat.Rules() {
+		if _, _, ok := rules.Split(r.Key); ok {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Console) ruleViews(keep func(kind, key string) bool) []RuleView {
@@ -266,15 +322,20 @@ func (c *Console) ruleViews(keep func(kind, key string) bool) []RuleView {
 		if !ok || (keep != nil && !keep(kind, key)) {
 			continue
 		}
-		scope := rules.ScopeOf(key)
-		if kind == rules.KindTag {
-			scope = rules.ScopeApplication
-		}
-		out = append(out, RuleView{Kind: kind, Key: key, Scope: scope, Enabled: rules.Enabled([]byte(r.Content)),
-			Path: "/dubbo/config/dubbo/" + r.Key, Content: r.Content})
+		svc, _ := ruleTarget(kind, key)
+		out = append(out, RuleView{Kind: kind, Key: key, Scope: ruleScope(kind, key), Service: svc,
+			Enabled: rules.Enabled([]byte(r.Content)), Path: rulePath(kind, key), Content: r.Content,
+			Warnings: nonNil(rules.Warnings(kind, []byte(r.Content)))})
 	}
 	return out
 }
+
+// rulePath is where a rule is stored in the registry.
+func rulePath(kind, key string) string { return configRoot + rules.ConfigKey(kind, key) }
+
+// configRoot is the config center's folder of rules (Dubbo's default
+// group).
+const configRoot = "/dubbo/config/dubbo/"
 
 // serviceRules lists the rules that apply to iface: its service-scoped
 // rules of every version and group, and the application-scoped ones of
@@ -336,7 +397,7 @@ func (c *Console) getRule(ctx context.Context, kind, key string) (string, error)
 		return "", err
 	}
 	if !ok {
-		return "", notFound("no %s rule %s (stored at %s)", kind, key, "/dubbo/config/dubbo/"+rules.ConfigKey(kind, key))
+		return "", notFound("no %s rule %s (stored at %s)", kind, key, rulePath(kind, key))
 	}
 	return doc, nil
 }

@@ -533,14 +533,19 @@ func (c *Console) pageApplication(ec echo.Context) error {
 	return c.render(ec, http.StatusOK, applicationPage{App: a, Rules: c.ruleViews(func(_, key string) bool { return key == a.Name })})
 }
 
-// rulesPage is /rules.
-type rulesPage struct{ Rules []RuleView }
+// rulesPage is /rules?kind=&service=&application=.
+type rulesPage struct {
+	Filter RuleFilter
+	Kinds  []string
+	Rules  []RuleView
+}
 
 func (rulesPage) name() string  { return "rules" }
 func (rulesPage) title() string { return "Rules" }
 
 func (c *Console) pageRules(ec echo.Context) error {
-	return c.render(ec, http.StatusOK, rulesPage{Rules: c.ruleViews(nil)})
+	f := ruleFilterOf(ec)
+	return c.render(ec, http.StatusOK, rulesPage{Filter: f, Kinds: rules.Kinds, Rules: c.ruleViews(f.keeps)})
 }
 
 // ruleTemplates start a new rule of each kind.
@@ -559,6 +564,10 @@ type rulePage struct {
 	Enabled bool
 	Kinds   []string // the kinds a new rule can be
 	Error   string   // why the form's rule was not saved
+	// Path is where the rule is stored; Warnings what it says that the
+	// runtime does not apply.
+	Path     string
+	Warnings []string
 }
 
 func (rulePage) name() string { return "rule" }
@@ -592,8 +601,9 @@ func (c *Console) pageRuleEdit(ec echo.Context) error {
 			return err
 		}
 		p.Doc, p.Enabled = doc, rules.Enabled([]byte(doc))
+		p.Warnings = rules.Warnings(kind, []byte(doc))
 	}
-	p.Kind, p.Key = kind, key
+	p.Kind, p.Key, p.Path = kind, key, rulePath(kind, key)
 	return c.render(ec, http.StatusOK, p)
 }
 
@@ -633,7 +643,7 @@ func (c *Console) formRule(ec echo.Context) error {
 		return err
 	}
 	return c.render(ec, ae.status, rulePage{New: isNew, Kind: kind, Key: key, Doc: doc, Enabled: rules.Enabled([]byte(doc)),
-		Kinds: rules.Kinds, Error: ae.msg})
+		Kinds: rules.Kinds, Error: ae.msg, Path: rulePath(kind, key)})
 }
 
 // registryPage is /registry?path=: one node of the registry's tree.

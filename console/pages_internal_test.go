@@ -27,6 +27,7 @@ func pageSamples() []struct {
 		Path: "/dubbo/config/dubbo/org.example.Greeter:1.0.0:g.condition-router", Content: "conditions: []"}
 	off := rule
 	off.Enabled, off.Key = false, "greeter-app"
+	rule.Warnings = []string{"x is not a field Dubbo reads"}
 	method := MethodView{Name: "sayHello", ParameterTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String",
 		Signature: "java.lang.String sayHello(java.lang.String)", Version: "1.0.0", Group: "g", Typed: true}
 	p50, p99 := 1.25, 4.2
@@ -149,12 +150,19 @@ func pageSamples() []struct {
 		{applicationsPage{}, []string{"No application is registered."}},
 		{applicationPage{App: app, Rules: []RuleView{rule, off}}, []string{"<h1>greeter-app</h1>", "raw-instance-data", "dubbo.metadata.revision", "(disabled)",
 			`Calls: <a href="/services/org.example.Stock">`}},
-		{rulesPage{Rules: []RuleView{rule, off}}, []string{rule.Path, "enabled", "disabled"}},
+		{rulesPage{Rules: []RuleView{rule, off}, Kinds: []string{"condition", "tag"}}, []string{rule.Path, "enabled", "disabled",
+			`data-kind="condition" data-key="org.example.Greeter:1.0.0:g"`, `<option value="tag" >tag</option>`, `title="x is not a field Dubbo reads">1 not applied<`}},
+		{rulesPage{Filter: RuleFilter{Kind: "tag", Service: "Greet", Application: "shop"}, Kinds: []string{"condition", "tag"}},
+			[]string{`<option value="tag" selected>tag</option>`, `name="service" value="Greet"`, `name="application" value="shop"`, "No rule matches the filter."}},
 		{rulePage{New: true, Kind: "tag", Key: "greeter-app", Doc: "tags: []", Kinds: []string{"condition", "tag", "override"}},
 			[]string{"<h1>New rule</h1>", `<option value="tag" selected>`, "tags: []"}},
-		{rulePage{Kind: "condition", Key: "org.example.Greeter:1.0.0:g", Doc: "conditions: []", Enabled: true},
+		{rulePage{Kind: "condition", Key: "org.example.Greeter:1.0.0:g", Doc: "conditions: []", Enabled: true,
+			Path: rulePath("condition", "org.example.Greeter:1.0.0:g")},
 			[]string{"<h1>condition rule org.example.Greeter:1.0.0:g</h1>", ".condition-router", `value="disable"`}},
-		{rulePage{Kind: "override", Key: "greeter-app", Doc: "configs: []", Error: "no configs"},
+		{rulePage{Kind: "affinity", Key: "greeter-app", Doc: "affinityAware: {key: region}", Enabled: true, Path: rulePath("affinity", "greeter-app"),
+			Warnings: []string{"owner is not a field Dubbo reads"}},
+			[]string{`<code id="rule-path">/dubbo/config/dubbo/greeter-app.affinity-router</code>`, "<li>owner is not a field Dubbo reads</li>"}},
+		{rulePage{Kind: "override", Key: "greeter-app", Doc: "configs: []", Error: "no configs", Path: rulePath("override", "greeter-app")},
 			[]string{"<h1>Rule not saved</h1>", `id="rule-error">no configs<`, ".configurators", `value="enable"`}},
 		{registryPage{catalog.Node{Path: "/dubbo/org.example.Greeter", Data: "node-data", Truncated: true, URL: "dubbo://10.0.0.1:20880/x",
 			Version: 3, Modified: time.Now(), Children: []catalog.Child{{Name: "providers"}, {Name: "c", URL: "dubbo://child"}}}},
