@@ -37,8 +37,6 @@ configs:
 
 func intp(n int) *int { return &n }
 
-func ptr[T any](v T) *T { return &v }
-
 // Each override form writes its items as Admin (or Dubbo's documentation)
 // writes them, reads back what it wrote, keeps every other item, and
 // leaves nothing when its rows are gone.
@@ -135,7 +133,10 @@ func TestOverrideForms(t *testing.T) {
 		apply func() error
 		says  string
 	}{
-		{"weight too big", func() error { _, _, err := rules.ApplyWeights(nil, svcKey, []rules.Weight{{Weight: 20000}}); return err }, "0 to"},
+		{"weight too big", func() error {
+			_, _, err := rules.ApplyWeights(nil, svcKey, []rules.Weight{{Weight: 20000}})
+			return err
+		}, "0 to"},
 		{"bad address", func() error {
 			_, _, err := rules.ApplyWeights(nil, svcKey, []rules.Weight{{Weight: 1, Addresses: []string{"a b"}}})
 			return err
@@ -148,8 +149,14 @@ func TestOverrideForms(t *testing.T) {
 			_, _, err := rules.ApplyTimeouts(nil, svcKey, []rules.Timeout{{Method: "say hello", Timeout: intp(1)}})
 			return err
 		}, "Java method"},
-		{"timeout 0", func() error { _, _, err := rules.ApplyTimeouts(nil, svcKey, []rules.Timeout{{Timeout: intp(0)}}); return err }, "at least 1"},
-		{"nothing set", func() error { _, _, err := rules.ApplyTimeouts(nil, svcKey, []rules.Timeout{{Method: "a"}}); return err }, "neither"},
+		{"timeout 0", func() error {
+			_, _, err := rules.ApplyTimeouts(nil, svcKey, []rules.Timeout{{Timeout: intp(0)}})
+			return err
+		}, "at least 1"},
+		{"nothing set", func() error {
+			_, _, err := rules.ApplyTimeouts(nil, svcKey, []rules.Timeout{{Method: "a"}})
+			return err
+		}, "neither"},
 		{"bad key", func() error { _, _, err := rules.ApplyMocks(nil, "a/b", []rules.Mock{{}}); return err }, "'/'"},
 	} {
 		if err := c.apply(); !errors.Is(err, rules.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
