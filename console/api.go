@@ -104,7 +104,7 @@ func (c *Console) apiService(ec echo.Context) error {
 }
 
 func (c *Console) apiProviders(ec echo.Context) error {
-	ps, err := c.providers(param(ec, "interface"), optional(ec, "version"), optional(ec, "group"))
+	ps, err := c.providers(ec.Request().Context(), param(ec, "interface"), optional(ec, "version"), optional(ec, "group"))
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (c *Console) apiProviderEnabled(ec echo.Context) error {
 func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(ProviderView) bool) error {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		ps, err := c.providers(iface, optional(ec, "version"), optional(ec, "group"))
+		ps, err := c.providers(ec.Request().Context(), iface, optional(ec, "version"), optional(ec, "group"))
 		if err != nil {
 			return err
 		}

@@ -374,6 +374,8 @@ func (c *Console) routes() {
 	e.GET("/rules/:kind/:key", c.pageRuleEdit)
 	e.POST("/rules/:kind/:key", c.formRule)
 	e.POST("/rules", c.formRule)
+	e.GET("/forms/:form", c.pageForm)
+	e.POST("/forms/:form", c.formPost)
 	e.GET("/registry", c.pageRegistry)
 	e.GET("/login", c.pageLogin)
 	e.POST("/login", c.formLogin)

@@ -156,7 +156,7 @@ func (c *Console) serviceView(ctx context.Context, iface string, sel trafficSel)
 	if err != nil {
 		return ServiceView{}, err
 	}
-	ps, err := c.providers(d.Interface, nil, nil)
+	ps, err := c.providers(ctx, d.Interface, nil, nil)
 	if err != nil {
 		return ServiceView{}, err
 	}
@@ -180,7 +180,7 @@ func (c *Console) service(iface string) (catalog.ServiceDetail, error) {
 
 // providers lists the providers of iface (version and group filter when
 // not nil), with the override rules of the config center applied.
-func (c *Console) providers(iface string, version, group *string) ([]ProviderView, error) {
+func (c *Console) providers(ctx context.Context, iface string, version, group *string) ([]ProviderView, error) {
 	d, err := c.service(iface)
 	if err != nil {
 		return nil, err
@@ -429,8 +429,8 @@ func (c *Console) waitRule(key, content string, exists bool) {
 
 // providerKey finds the service key of the provider at addr: its
 // registered URL's version and group, else those given.
-func (c *Console) providerKey(iface, addr string, version, group *string) (string, error) {
-	ps, err := c.providers(iface, version, group)
+func (c *Console) providerKey(ctx context.Context, iface, addr string, version, group *string) (string, error) {
+	ps, err := c.providers(ctx, iface, version, group)
 	if err != nil {
 		return "", err
 	}
@@ -444,7 +444,7 @@ func (c *Console) providerKey(iface, addr string, version, group *string) (strin
 
 // setWeight writes the weight of one provider as Admin's weight page does.
 func (c *Console) setWeight(ctx context.Context, iface, addr string, version, group *string, weight int) error {
-	key, err := c.providerKey(iface, addr, version, group)
+	key, err := c.providerKey(ctx, iface, addr, version, group)
 	if err != nil {
 		return err
 	}
@@ -462,7 +462,7 @@ func (c *Console) setWeight(ctx context.Context, iface, addr string, version, gr
 
 // setEnabled takes one provider out of service, or puts it back.
 func (c *Console) setEnabled(ctx context.Context, iface, addr string, version, group *string, on bool) error {
-	key, err := c.providerKey(iface, addr, version, group)
+	key, err := c.providerKey(ctx, iface, addr, version, group)
 	if err != nil {
 		return err
 	}
@@ -558,4 +558,26 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// appAddresses are the addresses of the providers of application app, of
+// every service it provides.
+func (c *Console) appAddresses(ctx context.Context, app string) []string {
+	a, ok := c.cat.Application(app)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, iface := range a.Services {
+		ps, err := c.providers(ctx, iface, nil, nil)
+		if err != nil {
+			continue
+		}
+		for _, p := range ps {
+			if p.Application == app && !slices.Contains(out, p.Address) {
+				out = append(out, p.Address)
+			}
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +78,13 @@ var funcs = template.FuncMap{
 	"apiRuleURL": func(kind, key string) string {
 		return "/api/v1/rules/" + neturl.PathEscape(kind) + "/" + neturl.PathEscape(key)
 	},
-	"treeURL": func(p string) string { return "/registry?path=" + neturl.QueryEscape(p) },
+	"treeURL":  func(p string) string { return "/registry?path=" + neturl.QueryEscape(p) },
+	"formsFor": formsFor,
+	"formURL": func(form, key string) string {
+		return "/forms/" + neturl.PathEscape(form) + "?key=" + neturl.QueryEscape(key)
+	},
+	// clause is one clause row of the condition builder, named.
+	"clause": func(name string, c clauseRow) namedClause { return namedClause{name, c.Key, c.Op, c.Values} },
 	"child": func(parent, name string) string {
 		return strings.TrimSuffix(parent, "/") + "/" + name
 	},
@@ -124,7 +131,7 @@ type page interface {
 // allPages has one view of each page: newPages builds their templates,
 // and renders each with this empty view to check it.
 var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, instancesPage{}, dependenciesPage{}, applicationsPage{},
-	applicationPage{}, rulesPage{}, rulePage{}, registryPage{}, loginPage{}, errorPage{}}
+	applicationPage{}, rulesPage{}, rulePage{}, formPage{}, registryPage{}, loginPage{}, errorPage{}}
 
 // newPages parses the templates of fsys (templates/*.html: templateFS)
 // and renders each page once with its empty view: a template that reads a
@@ -177,8 +184,7 @@ type view struct {
 // render writes page pg: the whole page, or with ?partial=1 only its
 // "live" part (what the refresh script fetches).
 func (c *Console) render(ec echo.Context, status int, pg page) error {
-	v := view{Title: pg.title(), Nav: pg.name(), D: pg, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
-		LoggedIn: c.loggedIn(ec.Request()), Refresh: c.opts.Refresh.Milliseconds()}
+	v := c.viewOf(ec, pg)
 	u := *ec.Request().URL
 	q := u.Query()
 	q.Set("partial", "1")
@@ -189,6 +195,12 @@ func (c *Console) render(ec echo.Context, status int, pg page) error {
 		return err
 	}
 	return ec.HTMLBlob(status, b)
+}
+
+// viewOf is what pg's templates get for this request.
+func (c *Console) viewOf(ec echo.Context, pg page) view {
+	return view{Title: pg.title(), Nav: pg.name(), D: pg, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
+		LoggedIn: c.loggedIn(ec.Request()), Refresh: c.opts.Refresh.Milliseconds()}
 }
 
 // overviewPage is /.
@@ -233,9 +245,12 @@ type servicePage struct {
 	Service ServiceView
 	Charts  Charts // drawn when Service.Traffic has no Error
 	Ranges  []Range
-	// NewRuleKey is the key the "add a rule" links start from: the
-	// service's first version and group.
+	// NewRuleKey is the key the "add a rule" links and the forms start
+	// from: the service's first version and group.
 	NewRuleKey string
+	// ProviderApps are the providers' applications, whose tag routing the
+	// page links to.
+	ProviderApps []string
 }
 
 func (servicePage) name() string    { return "service" }
@@ -255,11 +270,23 @@ func (c *Console) pageService(ec echo.Context) error {
 		}
 		return err
 	}
-	p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v)}
+	p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v), ProviderApps: providerApps(v)}
 	if v.Traffic.Error == "" {
 		p.Charts = charts(v.Traffic)
 	}
 	return c.render(ec, http.StatusOK, p)
+}
+
+// providerApps are the applications of v's providers, sorted.
+func providerApps(v ServiceView) []string {
+	var out []string
+	for _, p := range v.Providers {
+		if p.Application != "" && !slices.Contains(out, p.Application) {
+			out = append(out, p.Application)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // newRuleKey is the service key of v's first version and group.
@@ -538,6 +565,7 @@ type rulesPage struct {
 	Filter RuleFilter
 	Kinds  []string
 	Rules  []RuleView
+	Forms  []formSpec
 }
 
 func (rulesPage) name() string  { return "rules" }
@@ -545,7 +573,7 @@ func (rulesPage) title() string { return "Rules" }
 
 func (c *Console) pageRules(ec echo.Context) error {
 	f := ruleFilterOf(ec)
-	return c.render(ec, http.StatusOK, rulesPage{Filter: f, Kinds: rules.Kinds, Rules: c.ruleViews(f.keeps)})
+	return c.render(ec, http.StatusOK, rulesPage{Filter: f, Kinds: rules.Kinds, Rules: c.ruleViews(f.keeps), Forms: formSpecs})
 }
 
 // ruleTemplates start a new rule of each kind.
@@ -568,6 +596,8 @@ type rulePage struct {
 	// runtime does not apply.
 	Path     string
 	Warnings []string
+	// Forms edit parts of this rule.
+	Forms []formSpec
 }
 
 func (rulePage) name() string { return "rule" }
@@ -604,6 +634,7 @@ func (c *Console) pageRuleEdit(ec echo.Context) error {
 		p.Warnings = rules.Warnings(kind, []byte(doc))
 	}
 	p.Kind, p.Key, p.Path = kind, key, rulePath(kind, key)
+	p.Forms = formsOf(kind, key)
 	return c.render(ec, http.StatusOK, p)
 }
 

@@ -147,12 +147,18 @@ func checkList(what string, values []string) ([]string, error) {
 // loadCondition reads a stored condition rule, every field kept; nil for
 // no document.
 func loadCondition(doc []byte) (*router.ConditionRule, error) {
+	return loadRule[router.ConditionRule](doc, "condition rule")
+}
+
+// loadRule reads a stored rule into the runtime's model of it, which
+// keeps every field; nil for no document.
+func loadRule[T any](doc []byte, what string) (*T, error) {
 	if len(strings.TrimSpace(string(doc))) == 0 {
 		return nil, nil
 	}
-	var r router.ConditionRule
+	var r T
 	if err := yaml.Unmarshal(doc, &r); err != nil {
-		return nil, fmt.Errorf("%w: condition rule: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
 	}
 	return &r, nil
 }
@@ -452,13 +458,4 @@ func ApplyTags(doc []byte, app string, ts Tags) (out []byte, empty bool, err err
 
 // loadTag reads a stored tag rule, every field kept; nil for no
 // document.
-func loadTag(doc []byte) (*router.TagRule, error) {
-	if len(strings.TrimSpace(string(doc))) == 0 {
-		return nil, nil
-	}
-	var r router.TagRule
-	if err := yaml.Unmarshal(doc, &r); err != nil {
-		return nil, fmt.Errorf("%w: tag rule: %v", ErrInvalid, err)
-	}
-	return &r, nil
-}
+func loadTag(doc []byte) (*router.TagRule, error) { return loadRule[router.TagRule](doc, "tag rule") }
