@@ -82,6 +82,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // DefaultListen is console.listen's default.
@@ -95,10 +96,12 @@ type Stats interface {
 	Summary(ctx context.Context, q store.SummaryQuery) (store.Summary, error)
 }
 
-// Caller makes the console's test calls; *consumer.Consumer implements it.
+// Caller makes the console's test calls and reads what application-level
+// instances serve; *consumer.Consumer implements it.
 type Caller interface {
 	rpc.Invoker
 	ParamTypes(ctx context.Context, iface, version, group, method string, argc int) ([]string, error)
+	InstanceProviders(ctx context.Context, in *metadata.Instance) ([]*url.URL, error)
 }
 
 // RuleStore is the config center and metadata report the console writes

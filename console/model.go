@@ -118,15 +118,18 @@ func (c *Console) findServices(ctx context.Context, w Window, q string, svcs []c
 // with the override rules in force applied, or a provider a rule took out
 // of service (it withdraws its URL; Withdrawn is then true).
 type ProviderView struct {
-	Address     string            `json:"address"`
-	URL         string            `json:"url"`
-	Weight      int               `json:"weight"`
-	Enabled     bool              `json:"enabled"`
-	Application string            `json:"application"`
-	Version     string            `json:"version"`
-	Group       string            `json:"group"`
-	Withdrawn   bool              `json:"withdrawn,omitempty"`
-	Params      map[string]string `json:"params"`
+	Address     string `json:"address"`
+	URL         string `json:"url"`
+	Weight      int    `json:"weight"`
+	Enabled     bool   `json:"enabled"`
+	Application string `json:"application"`
+	Version     string `json:"version"`
+	Group       string `json:"group"`
+	Withdrawn   bool   `json:"withdrawn,omitempty"`
+	// Registration is catalog.LevelInterface (a URL in the registry) or
+	// catalog.LevelApplication (from its instance's metadata).
+	Registration string            `json:"registration"`
+	Params       map[string]string `json:"params"`
 	catalog.Staleness
 }
 
@@ -152,22 +155,19 @@ type ServiceView struct {
 // as sel selects. Methods that cannot be read are left out (the page says
 // no definition was published).
 func (c *Console) serviceView(ctx context.Context, iface string, sel trafficSel) (ServiceView, error) {
-	d, err := c.service(iface)
+	d, err := c.serviceState(ctx, iface)
 	if err != nil {
 		return ServiceView{}, err
 	}
-	ps, err := c.providers(ctx, d.Interface, nil, nil)
-	if err != nil {
-		return ServiceView{}, err
-	}
-	ms, err := c.methods(ctx, d.Interface, nil, nil)
+	ps := c.providersOf(d, nil, nil)
+	ms, err := c.methodsOf(ctx, d, nil, nil)
 	if err != nil {
 		c.log.Debug("methods not read", "interface", d.Interface, "err", err)
 		ms = []MethodView{}
 	}
 	return ServiceView{Interface: d.Interface, Rows: d.Rows, Providers: ps, Consumers: d.Consumers,
 		Instances: d.Instances, Apps: d.Apps, Routers: d.Routers, Overrides: d.Overrides,
-		Methods: ms, Rules: c.serviceRules(d), Traffic: c.serviceTraffic(ctx, d.Interface, sel)}, nil
+		Methods: ms, Rules: c.serviceRules(d.ServiceDetail), Traffic: c.serviceTraffic(ctx, d.Interface, sel)}, nil
 }
 
 func (c *Console) service(iface string) (catalog.ServiceDetail, error) {
@@ -181,18 +181,25 @@ func (c *Console) service(iface string) (catalog.ServiceDetail, error) {
 // providers lists the providers of iface (version and group filter when
 // not nil), with the override rules of the config center applied.
 func (c *Console) providers(ctx context.Context, iface string, version, group *string) ([]ProviderView, error) {
-	d, err := c.service(iface)
+	d, err := c.serviceState(ctx, iface)
 	if err != nil {
 		return nil, err
 	}
+	return c.providersOf(d, version, group), nil
+}
+
+// providersOf lists the providers of d: interface-level ones, then
+// application-level ones.
+func (c *Console) providersOf(d serviceState, version, group *string) []ProviderView {
+	iface := d.Interface
 	match := func(v, g string) bool { return (version == nil || *version == v) && (group == nil || *group == g) }
 	old, _ := configurator.ParseURLs(urlsOf(d.Overrides))
 	out := []ProviderView{}
 	seen := map[string]bool{}
-	for i, u := range d.ProviderURLs() {
+	add := func(u *url.URL, level string, st catalog.Staleness) {
 		v, g := u.Param(url.KeyVersion), u.Param(url.KeyGroup)
 		if !match(v, g) {
-			continue
+			return
 		}
 		rs := slices.Clone(old)
 		rs = append(rs, c.overrides(url.ColonSeparatedKey(iface, v, g))...)
@@ -201,7 +208,13 @@ func (c *Console) providers(ctx context.Context, iface string, version, group *s
 		p := catalog.ProviderOf(eff)
 		seen[url.ColonSeparatedKey(iface, v, g)+"|"+p.Address] = true
 		out = append(out, ProviderView{Address: p.Address, URL: p.URL, Weight: p.Weight, Enabled: p.Enabled,
-			Application: p.Application, Version: v, Group: g, Params: p.Params, Staleness: d.Providers[i].Staleness})
+			Application: p.Application, Version: v, Group: g, Registration: level, Params: p.Params, Staleness: st})
+	}
+	for i, u := range d.ProviderURLs() {
+		add(u, catalog.LevelInterface, d.Providers[i].Staleness)
+	}
+	for _, u := range d.appURLs {
+		add(u, catalog.LevelApplication, catalog.Staleness{})
 	}
 	// Providers that a rule disabled withdraw their URL: list them from
 	// the rules, so that they can be enabled again.
@@ -222,7 +235,7 @@ func (c *Console) providers(ctx context.Context, iface string, version, group *s
 			out = append(out, ProviderView{Address: addr, Enabled: false, Withdrawn: true, Version: parts[1], Group: parts[2]})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func urlsOf(ss []string) []*url.URL {
@@ -506,10 +519,16 @@ type MethodView struct {
 // service definitions its providers published; a service without one
 // lists the method names of its provider URLs, without types.
 func (c *Console) methods(ctx context.Context, iface string, version, group *string) ([]MethodView, error) {
-	d, err := c.service(iface)
+	d, err := c.serviceState(ctx, iface)
 	if err != nil {
 		return nil, err
 	}
+	return c.methodsOf(ctx, d, version, group)
+}
+
+// methodsOf is methods of d.
+func (c *Console) methodsOf(ctx context.Context, d serviceState, version, group *string) ([]MethodView, error) {
+	iface := d.Interface
 	out := []MethodView{}
 	for _, row := range d.Rows {
 		if (version != nil && *version != row.Version) || (group != nil && *group != row.Group) {
@@ -532,10 +551,12 @@ func (c *Console) methods(ctx context.Context, iface string, version, group *str
 			return nil, err
 		}
 		names := map[string]bool{}
-		for _, p := range d.Providers {
-			if p.Version == row.Version && p.Group == row.Group {
-				for _, m := range p.Methods {
-					names[m] = true
+		for _, u := range append(slices.Clone(d.ProviderURLs()), d.appURLs...) {
+			if u.Param(url.KeyVersion) == row.Version && u.Param(url.KeyGroup) == row.Group {
+				for _, m := range strings.Split(u.Param("methods"), ",") {
+					if m != "" {
+						names[m] = true
+					}
 				}
 			}
 		}
