@@ -73,6 +73,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
@@ -101,8 +102,12 @@ type Stats interface {
 type Caller interface {
 	rpc.Invoker
 	ParamTypes(ctx context.Context, iface, version, group, method string, argc int) ([]string, error)
+	ProtoService(ctx context.Context, iface, version, group string) (protoreflect.ServiceDescriptor, error)
 	InstanceProviders(ctx context.Context, in *metadata.Instance) ([]*url.URL, error)
 }
+
+// consoleApplication is the application name of the console's consumers.
+const consoleApplication = "dubbo-console"
 
 // RuleStore is the config center and metadata report the console writes
 // rules to and reads method signatures from; *zookeeper.Registry
@@ -223,7 +228,7 @@ func New(ctx context.Context, opts Options) (*Console, error) {
 	c.call = opts.Caller
 	if c.call == nil {
 		check := false
-		cons, err := consumer.New(ctx, consumer.Config{Application: "dubbo-console", Registry: opts.Registry,
+		cons, err := consumer.New(ctx, consumer.Config{Application: consoleApplication, Registry: opts.Registry,
 			Defaults: consumer.Settings{Check: &check}}, consumer.Options{Registry: reg, Logger: opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("console: consumer for test calls: %w", err)

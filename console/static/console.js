@@ -97,3 +97,14 @@
   fields.addEventListener("change", function () { later("form"); });
   yaml.addEventListener("input", function () { later("yaml"); });
 })();
+
+// The test page: picking another method shows its page (its arguments to
+// start from, its providers).
+(function () {
+  "use strict";
+  var pick = document.getElementById("method-choice");
+  if (!pick) return;
+  var choose = pick.form.querySelector(".nojs");
+  if (choose) choose.hidden = true;
+  pick.addEventListener("change", function () { pick.form.submit(); });
+})();
