@@ -305,7 +305,7 @@ func (c *Console) apiPutRule(kind string) echo.HandlerFunc {
 		if len(b) > maxBody {
 			return badRequest("rule larger than %d bytes", maxBody)
 		}
-		out, err := c.putRule(ec.Request().Context(), kind, ruleKey(ec, kind), b)
+		out, err := c.putRule(ec.Request().Context(), kind, ruleKey(ec, kind), b, "save")
 		if err != nil {
 			return err
 		}
@@ -315,7 +315,7 @@ func (c *Console) apiPutRule(kind string) echo.HandlerFunc {
 
 func (c *Console) apiDeleteRule(kind string) echo.HandlerFunc {
 	return func(ec echo.Context) error {
-		if err := c.deleteRule(ec.Request().Context(), kind, ruleKey(ec, kind)); err != nil {
+		if err := c.deleteRule(ec.Request().Context(), kind, ruleKey(ec, kind), "delete"); err != nil {
 			return err
 		}
 		return ec.NoContent(http.StatusNoContent)
@@ -334,6 +334,34 @@ func (c *Console) apiRuleEnabled(kind string) echo.HandlerFunc {
 			return badRequest(`body needs {"enabled": true|false}`)
 		}
 		out, err := c.setRuleEnabled(ec.Request().Context(), kind, ruleKey(ec, kind), *body.Enabled)
+		if err != nil {
+			return err
+		}
+		return ec.Blob(http.StatusOK, "application/yaml; charset=utf-8", out)
+	}
+}
+
+// apiRuleHistory answers GET /api/v1/rules/{kind}/{key}/history: the
+// rule's changes, newest first (the audit table's rows).
+func (c *Console) apiRuleHistory(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		hs, err := c.history(ec.Request().Context(), kind, ruleKey(ec, kind))
+		if err != nil {
+			return err
+		}
+		return ec.JSON(http.StatusOK, hs)
+	}
+}
+
+// apiRestoreRule answers POST /api/v1/rules/{kind}/{key}/history/{id}/restore
+// with the version of the rule change id wrote, stored again.
+func (c *Console) apiRestoreRule(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		id, err := strconv.ParseInt(param(ec, "id"), 10, 64)
+		if err != nil {
+			return badRequest("change id %q is not a number", param(ec, "id"))
+		}
+		out, err := c.restore(ec.Request().Context(), kind, ruleKey(ec, kind), id)
 		if err != nil {
 			return err
 		}

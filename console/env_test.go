@@ -81,9 +81,10 @@ func (s *served) snapshot() map[string]int64 {
 }
 
 type envOptions struct {
-	token  string
-	listen string
-	noLoad bool // no background calls
+	token     string
+	readToken string
+	listen    string
+	noLoad    bool // no background calls
 }
 
 // env is the in-process system plus handles the API tests use.
@@ -212,7 +213,7 @@ func startSystem(t *testing.T, o envOptions) *env {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	c, err := console.New(ctx, console.Options{Listen: listen, Token: o.token, Registry: reg, Stats: st,
+	c, err := console.New(ctx, console.Options{Listen: listen, Token: o.token, ReadToken: o.readToken, Registry: reg, Stats: st, Audit: st,
 		Logger: quiet(), Refresh: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -443,13 +443,17 @@ func (c *Console) saveForm(ec echo.Context, p formPage) error {
 	back := "/forms/" + p.Spec.Name + "?key=" + neturl.QueryEscape(p.Key)
 	if empty {
 		if stored {
-			if err := c.deleteRule(ctx, p.Spec.Kind, p.Key); err != nil {
+			if err := c.deleteRule(ctx, p.Spec.Kind, p.Key, "form "+p.Spec.Name+": nothing left"); err != nil {
 				return err
 			}
 		}
 		return ec.Redirect(http.StatusSeeOther, back+"&deleted=1")
 	}
-	if _, err := c.putRule(ctx, p.Spec.Kind, p.Key, out); err != nil {
+	action := "form " + p.Spec.Name
+	if p.Source == "yaml" {
+		action += " (its YAML)"
+	}
+	if _, err := c.putRule(ctx, p.Spec.Kind, p.Key, out, action); err != nil {
 		if ae := classify(err); ae.status < 500 {
 			return fail(ae.status, ae.msg)
 		}

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -369,38 +370,6 @@ func (c *Console) serviceRules(d catalog.ServiceDetail) []RuleView {
 	})
 }
 
-// putRule checks and stores a rule, and waits (a little) until the
-// console's own copy of the registry shows it.
-func (c *Console) putRule(ctx context.Context, kind, key string, doc []byte) ([]byte, error) {
-	norm, err := rules.Normalize(kind, key, doc)
-	if err != nil {
-		return nil, err
-	}
-	ck := rules.ConfigKey(kind, key)
-	if err := c.rules.PublishConfig(ctx, ck, string(norm)); err != nil {
-		return nil, err
-	}
-	c.waitRule(ck, string(norm), true)
-	return norm, nil
-}
-
-func (c *Console) deleteRule(ctx context.Context, kind, key string) error {
-	if err := rules.CheckKey(kind, key); err != nil {
-		return err
-	}
-	ck := rules.ConfigKey(kind, key)
-	if _, ok, err := c.rules.GetConfig(ctx, ck); err != nil {
-		return err
-	} else if !ok {
-		return notFound("no %s rule %s", kind, key)
-	}
-	if err := c.rules.DeleteConfig(ctx, ck); err != nil {
-		return err
-	}
-	c.waitRule(ck, "", false)
-	return nil
-}
-
 func (c *Console) getRule(ctx context.Context, kind, key string) (string, error) {
 	if err := rules.CheckKey(kind, key); err != nil {
 		return "", err
@@ -413,18 +382,6 @@ func (c *Console) getRule(ctx context.Context, kind, key string) (string, error)
 		return "", notFound("no %s rule %s (stored at %s)", kind, key, rulePath(kind, key))
 	}
 	return doc, nil
-}
-
-func (c *Console) setRuleEnabled(ctx context.Context, kind, key string, on bool) ([]byte, error) {
-	doc, err := c.getRule(ctx, kind, key)
-	if err != nil {
-		return nil, err
-	}
-	out, err := rules.SetEnabled(kind, key, []byte(doc), on)
-	if err != nil {
-		return nil, err
-	}
-	return c.putRule(ctx, kind, key, out)
 }
 
 // waitRule waits until the catalog holds content for key (or no document
@@ -469,7 +426,7 @@ func (c *Console) setWeight(ctx context.Context, iface, addr string, version, gr
 	if err != nil {
 		return err
 	}
-	_, err = c.putRule(ctx, rules.KindOverride, key, out)
+	_, err = c.putRule(ctx, rules.KindOverride, key, out, fmt.Sprintf("weight %d for %s", weight, addr))
 	return err
 }
 
@@ -488,17 +445,17 @@ func (c *Console) setEnabled(ctx context.Context, iface, addr string, version, g
 	if err != nil {
 		return err
 	}
+	action := "disable " + addr
+	if on {
+		action = "enable " + addr
+	}
 	if empty {
 		if doc == "" {
 			return nil
 		}
-		if err := c.rules.DeleteConfig(ctx, ck); err != nil {
-			return err
-		}
-		c.waitRule(ck, "", false)
-		return nil
+		return c.deleteRule(ctx, rules.KindOverride, key, action)
 	}
-	_, err = c.putRule(ctx, rules.KindOverride, key, out)
+	_, err = c.putRule(ctx, rules.KindOverride, key, out, action)
 	return err
 }
 

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
+	"github.com/dubbo-lab/dubbo/monitor/store"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -174,8 +176,9 @@ type view struct {
 	Nav      string
 	D        page
 	CSRF     string
-	Token    bool // a token is configured
-	LoggedIn bool
+	Token    bool  // a token is configured
+	LoggedIn bool  // may make changes
+	ReadOnly bool  // logged in with the read-only token
 	Refresh  int64 // ms between refreshes of the live part
 	Live     string
 }
@@ -198,8 +201,9 @@ func (c *Console) render(ec echo.Context, status int, pg page) error {
 
 // viewOf is what pg's templates get for this request.
 func (c *Console) viewOf(ec echo.Context, pg page) view {
+	level := c.accessOf(ec.Request())
 	return view{Title: pg.title(), Nav: pg.name(), D: pg, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
-		LoggedIn: c.loggedIn(ec.Request()), Refresh: c.opts.Refresh.Milliseconds()}
+		LoggedIn: level == accessWrite, ReadOnly: level == accessRead, Refresh: c.opts.Refresh.Milliseconds()}
 }
 
 // overviewPage is /.
@@ -459,6 +463,23 @@ type rulePage struct {
 	Warnings []string
 	// Forms edit parts of this rule.
 	Forms []formSpec
+	// History are the rule's changes, newest first; HistoryError why
+	// there are none to show. Missing says the rule is not stored (it was
+	// deleted: its history can restore it).
+	History      []changeView
+	HistoryError string
+	Missing      bool
+	Restored     string // the change whose version was just restored
+}
+
+// changeView is one change in a rule's history: the version it wrote
+// (for a deletion, the one it deleted), and whether that version is the
+// stored one.
+type changeView struct {
+	store.Change
+	Version string
+	Deleted bool
+	Current bool
 }
 
 func (rulePage) name() string { return "rule" }
@@ -474,6 +495,7 @@ func (p rulePage) title() string {
 }
 
 func (c *Console) pageRuleEdit(ec echo.Context) error {
+	ctx := ec.Request().Context()
 	kind, key := param(ec, "kind"), param(ec, "key")
 	p := rulePage{New: key == "", Kinds: rules.Kinds}
 	if p.New {
@@ -487,16 +509,45 @@ func (c *Console) pageRuleEdit(ec echo.Context) error {
 			p.Doc = strings.Replace(p.Doc, "key: org.example.Greeter", "key: "+interfaceOfKey(key), 1)
 		}
 	} else {
-		doc, err := c.getRule(ec.Request().Context(), kind, key)
-		if err != nil {
+		doc, err := c.getRule(ctx, kind, key)
+		if err != nil && classify(err).status != http.StatusNotFound {
 			return err
+		}
+		c.fillHistory(ctx, &p, kind, key, doc)
+		if err != nil {
+			if len(p.History) == 0 {
+				return err
+			}
+			p.Missing = true // deleted: its history can bring it back
 		}
 		p.Doc, p.Enabled = doc, rules.Enabled([]byte(doc))
 		p.Warnings = rules.Warnings(kind, []byte(doc))
 	}
 	p.Kind, p.Key, p.Path = kind, key, rulePath(kind, key)
 	p.Forms = formsOf(kind, key)
+	p.Restored = ec.QueryParam("restored")
 	return c.render(ec, http.StatusOK, p)
+}
+
+// fillHistory puts the rule's history in its page; current is the stored
+// document.
+func (c *Console) fillHistory(ctx context.Context, p *rulePage, kind, key, current string) {
+	hs, err := c.history(ctx, kind, key)
+	if err != nil {
+		p.HistoryError = classify(err).msg
+		return
+	}
+	for _, h := range hs {
+		v := changeView{Change: h, Deleted: h.New == nil}
+		switch {
+		case h.New != nil:
+			v.Version = *h.New
+		case h.Old != nil:
+			v.Version = *h.Old
+		}
+		v.Current = h.New != nil && *h.New == current
+		p.History = append(p.History, v)
+	}
 }
 
 func interfaceOfKey(k string) string {
@@ -517,8 +568,16 @@ func (c *Console) formRule(ec echo.Context) error {
 	doc := ec.FormValue("yaml")
 	var err error
 	switch ec.FormValue("action") {
+	case "restore":
+		id, perr := strconv.ParseInt(ec.FormValue("change"), 10, 64)
+		if perr != nil {
+			return badRequest("change %q is not a number", ec.FormValue("change"))
+		}
+		if _, err = c.restore(ctx, kind, key, id); err == nil {
+			return ec.Redirect(http.StatusSeeOther, "/rules/"+neturl.PathEscape(kind)+"/"+neturl.PathEscape(key)+"?restored="+strconv.FormatInt(id, 10))
+		}
 	case "delete":
-		if err = c.deleteRule(ctx, kind, key); err == nil {
+		if err = c.deleteRule(ctx, kind, key, "delete"); err == nil {
 			return ec.Redirect(http.StatusSeeOther, "/rules")
 		}
 	case "enable", "disable":
@@ -526,7 +585,7 @@ func (c *Console) formRule(ec echo.Context) error {
 			return ec.Redirect(http.StatusSeeOther, "/rules")
 		}
 	default:
-		if _, err = c.putRule(ctx, kind, key, []byte(doc)); err == nil {
+		if _, err = c.putRule(ctx, kind, key, []byte(doc), "save"); err == nil {
 			return ec.Redirect(http.StatusSeeOther, "/rules/"+neturl.PathEscape(kind)+"/"+neturl.PathEscape(key)+"?saved=1")
 		}
 	}
@@ -560,6 +619,9 @@ func (c *Console) pageRegistry(ec echo.Context) error {
 type loginPage struct {
 	Next  string // where to go once logged in
 	Error string
+	// Open says reading needs a token too (the console listens beyond
+	// loopback); ReadToken that a read-only token is configured.
+	Open, ReadToken bool
 }
 
 func (loginPage) name() string  { return "login" }

@@ -169,6 +169,13 @@ func pageSamples() []struct {
 			Path: rulePath("condition", "org.example.Greeter:1.0.0:g"), Forms: formsOf("condition", "org.example.Greeter:1.0.0:g")},
 			[]string{"<h1>condition rule org.example.Greeter:1.0.0:g</h1>", ".condition-router", `value="disable"`,
 				`<a href="/forms/access?key=org.example.Greeter%3A1.0.0%3Ag">Access control</a>`}},
+		{rulePage{Kind: "tag", Key: "greeter-app", Path: rulePath("tag", "greeter-app"), Missing: true, Restored: "7", History: []changeView{
+			{Change: store.Change{ID: 9, Time: 1700000000000, Who: "alice (console.token)", Client: "10.0.0.5", Action: "delete"}, Version: "tags: [old]", Deleted: true},
+			{Change: store.Change{ID: 7, Time: 1700000000000, Who: "console.token", Client: "10.0.0.6", Action: "form tag"}, Version: "tags: [cur]", Current: true},
+		}}, []string{`id="rule-missing"`, "The version of change #7 is restored.", `<tr data-change="9"><td>9</td>`, "alice (console.token)",
+			"deleted; the version before", "<pre>tags: [old]</pre>", `<input type="hidden" name="change" value="9">`, "the stored version"}},
+		{rulePage{Kind: "tag", Key: "greeter-app", Path: rulePath("tag", "greeter-app"), HistoryError: "no history: the console runs without"},
+			[]string{"no history: the console runs without"}},
 		{rulePage{Kind: "affinity", Key: "greeter-app", Doc: "affinityAware: {key: region}", Enabled: true, Path: rulePath("affinity", "greeter-app"),
 			Warnings: []string{"owner is not a field Dubbo reads"}},
 			[]string{`<code id="rule-path">/dubbo/config/dubbo/greeter-app.affinity-router</code>`, "<li>owner is not a field Dubbo reads</li>"}},
@@ -211,7 +218,8 @@ func pageSamples() []struct {
 		{registryPage{catalog.Node{Path: "/dubbo/org.example.Greeter", Data: "node-data", Truncated: true, URL: "dubbo://10.0.0.1:20880/x",
 			Version: 3, Modified: time.Now(), Children: []catalog.Child{{Name: "providers"}, {Name: "c", URL: "dubbo://child"}}}},
 			[]string{"Registry /dubbo/org.example.Greeter", "node-data", "first 64 KiB", "Children (2)", "dubbo://child", "/registry?path=%2Fdubbo"}},
-		{loginPage{Next: "/rules", Error: "Wrong token."}, []string{`value="/rules"`, "Wrong token."}},
+		{loginPage{Next: "/rules", Error: "Wrong token."}, []string{`value="/rules"`, "Wrong token.", "Changes need the console"}},
+		{loginPage{Open: true, ReadToken: true}, []string{"needs a token to read as well as to change", "<code>console.read-token</code> to read only", `name="user"`}},
 		{errorPage{Status: http.StatusNotFound, Message: "service x is not in the registry"}, []string{"<h1>404</h1>", "service x is not in the registry", "Not Found"}},
 	}
 }
