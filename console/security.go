@@ -203,9 +203,6 @@ func sessionValue(token, purpose string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// loggedIn reports whether changes are allowed to this browser.
-func (c *Console) loggedIn(r *http.Request) bool { return c.accessOf(r) == accessWrite }
-
 // actor is who makes a change: what the rules' history records.
 type actor struct {
 	Who    string // "alice (console.token)", "console.token", "no token (loopback)"
