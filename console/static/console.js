@@ -52,9 +52,10 @@
     });
     return kept;
   }
-  // put swaps the fields in, keeping what was typed meanwhile and the focus.
-  function put(html) {
-    var kept = values(), focus = document.activeElement;
+  // put swaps the fields in, keeping the focus and, when they come from
+  // the fields themselves, what was typed meanwhile.
+  function put(html, keep) {
+    var kept = keep ? values() : {}, focus = document.activeElement;
     var focusName = focus && fields.contains(focus) ? focus.name : null;
     fields.innerHTML = html;
     fields.querySelectorAll("input, select").forEach(function (el) {
@@ -71,7 +72,8 @@
     var body = new URLSearchParams(new FormData(form));
     body.set("action", "sync-" + from);
     var mine = ++seq;
-    fetch(form.action, { method: "POST", body: body, credentials: "same-origin", headers: { "Accept": "application/json" } })
+    // getAttribute: form.action is the form's buttons named "action".
+    fetch(form.getAttribute("action"), { method: "POST", body: body, credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (r) { return r.json(); })
       .then(function (d) {
         if (mine !== seq) return; // a newer change is on its way
@@ -81,7 +83,8 @@
         probe.innerHTML = d.fields;
         // The fields change shape when a spare row was filled, or the YAML
         // changed: then they are swapped in.
-        if (from === "yaml" || probe.querySelectorAll("input, select").length !== shape) put(d.fields);
+        if (from === "yaml") put(d.fields, false);
+        else if (probe.querySelectorAll("input, select").length !== shape) put(d.fields, true);
         errorBox.textContent = d.error || "";
         errorBox.hidden = !d.error;
         form.setAttribute("data-synced", String(mine));
