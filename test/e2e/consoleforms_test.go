@@ -29,7 +29,7 @@ func fill(t *testing.T, ctx context.Context, fields ...string) {
 	}
 	js, _ := json.Marshal(pairs)
 	msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
-		for (const [spec, v] of ` + string(js) + `) {
+		for (const [spec, v] of `+string(js)+`) {
 			const [name, value] = spec.split("@");
 			const el = document.querySelector(value ? '[name="' + name + '"][value="' + value + '"]' : '[name="' + name + '"]');
 			if (!el) return "no field " + spec;
