@@ -210,8 +210,24 @@ func TestConsoleFormsInBrowser(t *testing.T) {
 		fmt.Sprintf(`document.querySelector('[name="w.0.weight"]').value === "0" && document.querySelector('[name="w.0.addresses"]').value === %q`, e.a))
 	run("save the YAML", chromedp.Click(chromedp.CSS("#save")), chromedp.WaitVisible(chromedp.CSS("#form-saved")))
 	waitUntil(t, "every call on "+e.b, func() bool { return e.servedBy(10, "sayHello")[e.b] == 10 })
-	// Its history, and a restore that takes it back to nothing but its
-	// first version (the same here): the page lists the change.
-	run("the rule's history", chromedp.Navigate(p.consoleURL("/rules/override/"+svc)), chromedp.WaitVisible(chromedp.CSS("#history tr[data-change]")))
+	// Deleted, then restored from its history with a click.
 	deleteRule(t, p, "/api/v1/rules/override/"+svc)
+	run("the deleted rule's history", chromedp.Navigate(p.consoleURL("/rules/override/"+svc)), chromedp.WaitVisible(chromedp.CSS("#rule-missing")))
+	shot(t, ctx, shots, "rule-history.png")
+	run("restore", chromedp.Click(chromedp.CSS("#history tr[data-change] button.restore")), chromedp.WaitVisible(chromedp.CSS("#rule-restored")))
+	waitUntil(t, "every call on "+e.b+" again", func() bool { return e.servedBy(10, "sayHello")[e.b] == 10 })
+	deleteRule(t, p, "/api/v1/rules/override/"+svc)
+
+	// The test page: sayHello called on one provider picked, answered by
+	// it, with how long it took.
+	run("the test page", chromedp.Navigate(p.consoleURL("/services/org.example.Greeter/test?method=sayHello")), chromedp.WaitVisible(chromedp.CSS("#args")))
+	fill(t, ctx, "args", `["chromium"]`, "provider", e.b)
+	run("call", chromedp.Click(chromedp.CSS("#call")), chromedp.WaitVisible(chromedp.CSS("#test-result")))
+	if who, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#answered-by"))); who != e.b {
+		t.Fatalf("answered by %q, want %s", who, e.b)
+	}
+	if out, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#test-result"))); out != `"Hello, chromium"` {
+		t.Fatalf("result %q", out)
+	}
+	shot(t, ctx, shots, "test-page.png")
 }
