@@ -75,14 +75,22 @@ type propView struct{ Name, Type string }
 // maxClasses bounds the classes the test page describes.
 const maxClasses = 20
 
+// testedService is the service of the test page's request, and its
+// methods.
+func (c *Console) testedService(ec echo.Context) (serviceState, []MethodView, error) {
+	ctx := ec.Request().Context()
+	s, err := c.serviceState(ctx, param(ec, "interface"))
+	if err != nil {
+		return s, nil, err
+	}
+	ms, err := c.methodsOf(ctx, s, nil, nil)
+	return s, ms, err
+}
+
 func (c *Console) pageTest(ec echo.Context) error {
 	ctx := ec.Request().Context()
 	iface := param(ec, "interface")
-	s, err := c.serviceState(ctx, iface)
-	if err != nil {
-		return err
-	}
-	ms, err := c.methodsOf(ctx, s, nil, nil)
+	s, ms, err := c.testedService(ec)
 	if err != nil {
 		return err
 	}
@@ -201,11 +209,7 @@ func (c *Console) protoMethod(ctx context.Context, iface string, m MethodView, p
 func (c *Console) formTest(ec echo.Context) error {
 	ctx := ec.Request().Context()
 	iface := param(ec, "interface")
-	s, err := c.serviceState(ctx, iface)
-	if err != nil {
-		return err
-	}
-	ms, err := c.methodsOf(ctx, s, nil, nil)
+	s, ms, err := c.testedService(ec)
 	if err != nil {
 		return err
 	}
