@@ -222,6 +222,9 @@ var migrations = []string{
 		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application, s.address, s.consumer;
 	DROP TABLE minute_sums;
 	DROP TABLE hour_sums;`,
+
+	// 5: the console's rule changes (audit.go).
+	auditMigration,
 }
 
 // identify returns the schema version of db, refusing a database that is

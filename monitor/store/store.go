@@ -37,6 +37,10 @@
 // hundred sums per group to add up whatever the number of nodes. Minute
 // sums go with the rows they sum when their hour is folded.
 //
+// Beside the statistics, the store keeps the web console's rule changes
+// (audit.go): RecordChange stores one, Changes lists a rule's history,
+// ChangeByID reads one back to restore it. Retention does not touch them.
+//
 // One Store owns its file: it serialises its writes itself (a second
 // process writing the same file is not supported). Reads run concurrently
 // with writes (WAL).
