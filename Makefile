@@ -96,7 +96,7 @@ bench:
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkFault' -benchtime $(FAULT_BENCHTIME) ./test/fault/ | tee $(BENCH_OUT)/fault.txt
 	$(if $(SCALE_PKGS),$(GO) test $(BENCHFLAGS) -bench 'BenchmarkScale' -benchtime $(SCALE_BENCHTIME) $(SCALE_PKGS) | tee $(BENCH_OUT)/scale.txt)
 	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkStoreDay' -benchtime $(STORE_BENCHTIME) ./monitor/store/ | tee $(BENCH_OUT)/store.txt
-	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkServicesPage|BenchmarkServicePage' -benchtime $(BENCHTIME) ./console/ | tee $(BENCH_OUT)/console.txt
+	$(GO) test $(BENCHFLAGS) -bench 'BenchmarkPages' -benchtime $(BENCHTIME) ./console/ | tee $(BENCH_OUT)/console.txt
 	cat $(BENCH_OUT)/*.txt | $(GO) run ./tools/benchratio
 	$(GO) run ./tools/benchreport -machine $(BENCH_OUT)/machine.txt -out bench -readme README.md $(BENCH_OUT)/*.txt
 	@echo "wrote bench/REPORT.md"

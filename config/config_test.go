@@ -495,8 +495,8 @@ db = "../m.db"
 		t.Fatal(err)
 	}
 	if f.Registry.Server.DataDir != in("d/registry") || f.Monitor.Server.DB != in("d/monitor.db") ||
-		f.Consumer.CacheFile != in("d/cache/consumer-a.json") {
-		t.Errorf("defaults under data-dir: registry %q, monitor %q, cache %q", f.Registry.Server.DataDir, f.Monitor.Server.DB, f.Consumer.CacheFile)
+		f.Consumer.CacheFile != in("d/cache/consumer-a.json") || f.Monitor.Spool != in("d/spool") {
+		t.Errorf("defaults under data-dir: registry %q, monitor %q, cache %q, spool %q", f.Registry.Server.DataDir, f.Monitor.Server.DB, f.Consumer.CacheFile, f.Monitor.Spool)
 	}
 }
 

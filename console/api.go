@@ -3,11 +3,13 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	neturl "net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,8 +64,9 @@ func (c *Console) handleError(err error, ec echo.Context) {
 // serves instead.
 func (c *Console) apiIndex(ec echo.Context) error {
 	return ec.String(http.StatusOK, "dubbo monitor: no web console without a registry (registry.address)\n\n"+
-		"GET /api/v1/stats?interface=&method=&side=provider|consumer&address=&from=&to=&limit=\n"+
-		"GET /api/v1/series?interface=&method=&side=&address=&from=&to=&step=\n"+
+		"GET /api/v1/stats?interface=&method=&side=provider|consumer&address=&version=&group=&from=&to=&limit=\n"+
+		"GET /api/v1/series?interface=&method=&side=&address=&version=&group=&from=&to=&step=\n"+
+		"GET /api/v1/traffic?by=service|method|provider|consumer|application|edge&interface=&method=&side=&version=&group=&application=&host=&from=&to=\n"+
 		"GET /metrics\n")
 }
 
@@ -71,16 +74,29 @@ func (c *Console) apiOverview(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.overview(ec.Request().Context()))
 }
 
-// serviceRow is GET /api/v1/services' element (the README's API table), with the
-// providing applications and the registration level added.
+// apiServices answers GET /api/v1/services?q=&sort= with the services
+// list's rows (docs/console.md's API table): the registry's fields, and the
+// calls of the last five complete minutes in "traffic".
 func (c *Console) apiServices(ec echo.Context) error {
-	return ec.JSON(http.StatusOK, c.services(ec.QueryParam("q")))
+	l, err := c.services(ec.Request().Context(), ec.QueryParam("q"), ec.QueryParam("sort"))
+	if err != nil {
+		return err
+	}
+	if l.StatsError != "" {
+		return errors.New(l.StatsError)
+	}
+	return ec.JSON(http.StatusOK, l.Services)
 }
 
 // apiService answers with what the service page shows, its traffic over
-// ?range= (15m, 1h, 24h, 30d) on ?side= (consumer, provider) included.
+// ?range= (15m, 1h, 24h, 30d) or ?from=&to=, on ?side= (consumer,
+// provider), of ?version= and ?group= (absent: all) included.
 func (c *Console) apiService(ec echo.Context) error {
-	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), ec.QueryParam("range"), ec.QueryParam("side"))
+	sel, err := c.trafficSelOf(ec)
+	if err != nil {
+		return err
+	}
+	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), sel)
 	if err != nil {
 		return err
 	}
@@ -88,7 +104,7 @@ func (c *Console) apiService(ec echo.Context) error {
 }
 
 func (c *Console) apiProviders(ec echo.Context) error {
-	ps, err := c.providers(param(ec, "interface"), optional(ec, "version"), optional(ec, "group"))
+	ps, err := c.providers(ec.Request().Context(), param(ec, "interface"), optional(ec, "version"), optional(ec, "group"))
 	if err != nil {
 		return err
 	}
@@ -177,7 +193,7 @@ func (c *Console) apiProviderEnabled(ec echo.Context) error {
 func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(ProviderView) bool) error {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		ps, err := c.providers(iface, optional(ec, "version"), optional(ec, "group"))
+		ps, err := c.providers(ec.Request().Context(), iface, optional(ec, "version"), optional(ec, "group"))
 		if err != nil {
 			return err
 		}
@@ -193,6 +209,40 @@ func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(
 	}
 }
 
+// apiInstances answers GET /api/v1/instances?q=: every provider and
+// consumer process, from the registry and the monitor's reports of the
+// last five complete minutes.
+func (c *Console) apiInstances(ec echo.Context) error {
+	l := c.instances(ec.Request().Context(), ec.QueryParam("q"))
+	if l.StatsError != "" {
+		return errors.New(l.StatsError)
+	}
+	return ec.JSON(http.StatusOK, l)
+}
+
+// dependenciesOf reads who calls whom as the request asks: over ?range=
+// or ?from=&to= (default the last 15 minutes), of ?application= (default
+// every application).
+func (c *Console) dependenciesOf(ec echo.Context) (Dependencies, error) {
+	w, err := windowOf(c.opts.Now(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
+	if err != nil {
+		return Dependencies{}, err
+	}
+	return c.dependencies(ec.Request().Context(), w, ec.QueryParam("application")), nil
+}
+
+// apiDependencies answers GET /api/v1/dependencies: who calls whom.
+func (c *Console) apiDependencies(ec echo.Context) error {
+	d, err := c.dependenciesOf(ec)
+	if err != nil {
+		return err
+	}
+	if d.StatsError != "" {
+		return errors.New(d.StatsError)
+	}
+	return ec.JSON(http.StatusOK, d)
+}
+
 func (c *Console) apiApplications(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, c.cat.Applications())
 }
@@ -205,9 +255,15 @@ func (c *Console) apiApplication(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, a)
 }
 
+// apiRules answers GET /api/v1/rules?kind=&service=&application=: the
+// rules the filter selects (ruleFilterOf).
 func (c *Console) apiRules(ec echo.Context) error {
-	kind := ec.QueryParam("kind")
-	return ec.JSON(http.StatusOK, c.ruleViews(func(k, _ string) bool { return kind == "" || k == kind }))
+	return ec.JSON(http.StatusOK, c.ruleViews(ruleFilterOf(ec).keeps))
+}
+
+// ruleFilterOf reads a rules filter from the query.
+func ruleFilterOf(ec echo.Context) RuleFilter {
+	return RuleFilter{Kind: ec.QueryParam("kind"), Service: ec.QueryParam("service"), Application: ec.QueryParam("application")}
 }
 
 // ruleKey is the rule's key path parameter.
@@ -249,7 +305,7 @@ func (c *Console) apiPutRule(kind string) echo.HandlerFunc {
 		if len(b) > maxBody {
 			return badRequest("rule larger than %d bytes", maxBody)
 		}
-		out, err := c.putRule(ec.Request().Context(), kind, ruleKey(ec, kind), b)
+		out, err := c.putRule(ec.Request().Context(), kind, ruleKey(ec, kind), b, "save")
 		if err != nil {
 			return err
 		}
@@ -259,7 +315,7 @@ func (c *Console) apiPutRule(kind string) echo.HandlerFunc {
 
 func (c *Console) apiDeleteRule(kind string) echo.HandlerFunc {
 	return func(ec echo.Context) error {
-		if err := c.deleteRule(ec.Request().Context(), kind, ruleKey(ec, kind)); err != nil {
+		if err := c.deleteRule(ec.Request().Context(), kind, ruleKey(ec, kind), "delete"); err != nil {
 			return err
 		}
 		return ec.NoContent(http.StatusNoContent)
@@ -278,6 +334,34 @@ func (c *Console) apiRuleEnabled(kind string) echo.HandlerFunc {
 			return badRequest(`body needs {"enabled": true|false}`)
 		}
 		out, err := c.setRuleEnabled(ec.Request().Context(), kind, ruleKey(ec, kind), *body.Enabled)
+		if err != nil {
+			return err
+		}
+		return ec.Blob(http.StatusOK, "application/yaml; charset=utf-8", out)
+	}
+}
+
+// apiRuleHistory answers GET /api/v1/rules/{kind}/{key}/history: the
+// rule's changes, newest first (the audit table's rows).
+func (c *Console) apiRuleHistory(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		hs, err := c.history(ec.Request().Context(), kind, ruleKey(ec, kind))
+		if err != nil {
+			return err
+		}
+		return ec.JSON(http.StatusOK, hs)
+	}
+}
+
+// apiRestoreRule answers POST /api/v1/rules/{kind}/{key}/history/{id}/restore
+// with the version of the rule change id wrote, stored again.
+func (c *Console) apiRestoreRule(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		id, err := strconv.ParseInt(param(ec, "id"), 10, 64)
+		if err != nil {
+			return badRequest("change id %q is not a number", param(ec, "id"))
+		}
+		out, err := c.restore(ec.Request().Context(), kind, ruleKey(ec, kind), id)
 		if err != nil {
 			return err
 		}
@@ -307,8 +391,10 @@ func (c *Console) apiTree(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, n)
 }
 
-// apiStats answers GET /api/v1/stats with the store's rows (the README's
-// fields, plus the row's interval, node, service and peer).
+// apiStats answers GET /api/v1/stats with the store's rows (docs/console.md's
+// fields, plus the row's interval, node, service and peer, and its
+// percentiles: p50_ms, p90_ms, p99_ms, null for reporters that send no
+// histogram).
 func (c *Console) apiStats(ec echo.Context) error {
 	if c.opts.Stats == nil {
 		return errNoStats
@@ -327,7 +413,8 @@ func (c *Console) apiStats(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, rows)
 }
 
-// apiSeries answers the charts' sums: GET /api/v1/series?interface=&from=&to=&step=.
+// apiSeries answers the charts' sums, with each bucket's percentiles:
+// GET /api/v1/series?interface=&from=&to=&step=.
 func (c *Console) apiSeries(ec echo.Context) error {
 	if c.opts.Stats == nil {
 		return errNoStats
@@ -341,4 +428,35 @@ func (c *Console) apiSeries(ec echo.Context) error {
 		return err
 	}
 	return ec.JSON(http.StatusOK, bs)
+}
+
+// apiTraffic answers the pages' summaries (store.Summary): the calls of a
+// time range per service, method, provider, consumer, application or
+// application → service edge, with rates, errors, latency percentiles and
+// concurrency. from and to default to the last five complete minutes.
+func (c *Console) apiTraffic(ec echo.Context) error {
+	if c.opts.Stats == nil {
+		return errNoStats
+	}
+	v := ec.Request().URL.Query()
+	w := recent(c.opts.Now())
+	if !v.Has("to") {
+		v.Set("to", strconv.FormatInt(w.To, 10))
+	}
+	if !v.Has("from") {
+		to, err := strconv.ParseInt(v.Get("to"), 10, 64)
+		if err != nil {
+			return badRequest("to=%q is not a Unix time in seconds", v.Get("to"))
+		}
+		v.Set("from", strconv.FormatInt(to-w.Seconds()+1, 10))
+	}
+	q, err := store.ParseSummaryQuery(v)
+	if err != nil {
+		return err
+	}
+	s, err := c.opts.Stats.Summary(ec.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	return ec.JSON(http.StatusOK, s)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 	dubbourl "github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -54,7 +55,7 @@ func getJSON(t *testing.T, e *env, path string, v any) {
 func TestAPIRegistryViews(t *testing.T) {
 	e := startSystem(t, envOptions{noLoad: true})
 
-	// GET /api/v1/services: the fields the README's API table promises, exactly these values.
+	// GET /api/v1/services: the fields docs/console.md's API table promises, exactly these values.
 	var svcs []map[string]any
 	getJSON(t, e, "/api/v1/services", &svcs)
 	if len(svcs) != 1 {
@@ -688,14 +689,31 @@ func TestConsoleWithoutStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Shutdown(context.Background()) })
-	if st, body, _ := do(t, "GET", c.URL()+"api/v1/stats?interface=x", "", ""); st != 503 || !strings.Contains(body, "no_statistics") {
-		t.Fatalf("stats without a store: %d %s", st, body)
+	for _, p := range []string{"api/v1/stats?interface=x", "api/v1/traffic?by=service"} {
+		if st, body, _ := do(t, "GET", c.URL()+p, "", ""); st != 503 || !strings.Contains(body, "no_statistics") {
+			t.Fatalf("%s without a store: %d %s", p, st, body)
+		}
 	}
 	if err := c.Catalog().WaitLoaded(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	if st, body, _ := do(t, "GET", c.URL()+"services/"+greeter, "", ""); st != 200 || !strings.Contains(body, "no statistics") {
 		t.Fatalf("service page without a store: %d", st)
+	}
+	// The registry's side of the traffic pages, without numbers.
+	for _, p := range []struct{ path, says string }{
+		{"api/v1/overview", `"traffic":null,"busiest":[]`},
+		{"api/v1/services", `"registration":"both","traffic":null`},
+		{"api/v1/instances", `"registered":true,"traffic":null`},
+		{"api/v1/dependencies", `{"caller":"greeter-consumer","interface":"org.example.Greeter","version":"1.0.0","group":"","providers":["greeter-app"],"registered":true,"traffic":null}`},
+		{"", "No statistics"},
+		{"services", "greeter-app"},
+		{"instances", "greeter-consumer"},
+		{"dependencies", `data-from="greeter-consumer" data-to="org.example.Greeter"`},
+	} {
+		if st, body, _ := do(t, "GET", c.URL()+p.path, "", ""); st != 200 || !strings.Contains(body, p.says) {
+			t.Errorf("GET /%s without a store: %d, want %s in\n%s", p.path, st, p.says, body)
+		}
 	}
 }
 
@@ -709,10 +727,16 @@ func TestStatisticsAPIWithoutRegistry(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := time.Now().Unix() / 60 * 60
+	var h histogram.Counts // 2.0.0's calls: 9 at 1 ms, 1 at 50 ms
+	h[histogram.Of(time.Millisecond)], h[histogram.Of(50*time.Millisecond)] = 9, 1
 	if _, err := st.Insert(testCtx(t), []store.Row{{Time: now, Interval: 60, Side: "provider", Application: "greeter-app", Node: "n",
-		Interface: greeter, Version: "1.0.0", Method: "sayHello", Address: "127.0.0.1:20880", Consumer: "127.0.0.9", Success: 7}}); err != nil {
+		Interface: greeter, Version: "1.0.0", Method: "sayHello", Address: "127.0.0.1:20880", Consumer: "127.0.0.9", Success: 7, ElapsedMs: 14, MaxElapsedMs: 5},
+		{Time: now, Interval: 60, Side: "provider", Application: "greeter-app", Node: "n2", Interface: greeter, Version: "2.0.0", Group: "gray",
+			Method: "sayHello", Address: "127.0.0.2:20880", Consumer: "127.0.0.9", Success: 10, ElapsedMs: 59, MaxElapsedMs: 50, Histogram: h.Sparse()},
+	}); err != nil {
 		t.Fatal(err)
 	}
+	minute := func(q string) string { return fmt.Sprintf("%s&from=%d&to=%d", q, now-59, now) }
 	c, err := console.New(testCtx(t), console.Options{Listen: "127.0.0.1:0", Stats: st, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -729,9 +753,24 @@ func TestStatisticsAPIWithoutRegistry(t *testing.T) {
 		path, kind, says string
 		code             int
 	}{
-		{"/api/v1/stats?interface=" + greeter + "&side=provider", "", `"success":7`, 200},
+		{"/api/v1/stats?interface=" + greeter + "&side=provider&version=1.0.0", "", `"success":7`, 200},
+		{"/api/v1/stats?interface=" + greeter + "&version=1.0.0", "", `"p99_ms":null`, 200},
+		{"/api/v1/stats?interface=" + greeter + "&group=gray", "", `"p50_ms":0.96`, 200},
+		{"/api/v1/stats?interface=" + greeter + "&group=none", "", "[]", 200},
 		{"/api/v1/stats?interface=nobody", "", "[]", 200},
-		{fmt.Sprintf("/api/v1/series?interface=%s&from=%d&to=%d", greeter, now-60, now), "", `"calls":7`, 200},
+		{fmt.Sprintf("/api/v1/series?interface=%s&version=1.0.0&from=%d&to=%d", greeter, now-60, now), "", `"calls":7`, 200},
+		{fmt.Sprintf("/api/v1/series?interface=%s&from=%d&to=%d", greeter, now-60, now), "", `"calls":17`, 200},
+		{fmt.Sprintf("/api/v1/series?interface=%s&group=gray&from=%d&to=%d", greeter, now-60, now), "", `"histogram_calls":10`, 200},
+		{"/api/v1/traffic?by=service", "", `"version":"2.0.0","group":"gray","method":"","application":"greeter-app"`, 200},
+		{minute("/api/v1/traffic?by=service&version=1.0.0"), "", `"calls":7,"success":7,"failure":0,"calls_per_second":0.11666666666666667`, 200},
+		{minute("/api/v1/traffic?by=method&interface=" + greeter + "&version=1.0.0"), "", `"avg_ms":2,"max_elapsed_ms":5,"max_concurrent":0,"last":`, 200},
+		{minute("/api/v1/traffic?by=method&interface=" + greeter + "&version=1.0.0"), "", `"p50_ms":null,"p90_ms":null,"p99_ms":null,"histogram_calls":0`, 200},
+		{minute("/api/v1/traffic?by=provider&interface=" + greeter + "&group=gray"), "", `"address":"127.0.0.2:20880"`, 200},
+		{minute("/api/v1/traffic?by=provider&interface=" + greeter + "&group=gray"), "", `"p99_ms":56.525`, 200},
+		{minute("/api/v1/traffic?by=service&host=127.0.0.9&version=3"), "", `"rows":[]`, 200},
+		{"/api/v1/traffic?by=everything", "bad_request", "by", 400},
+		{"/api/v1/traffic?by=method", "bad_request", "needs an interface", 400},
+		{"/api/v1/traffic?by=service&to=x", "bad_request", "to", 400},
 		{"/metrics", "", "go_goroutines", 200},
 		{"/", "", "/api/v1/stats", 200},
 		{"/api/v1/stats", "bad_request", "interface is required", 400},

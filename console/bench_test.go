@@ -16,6 +16,7 @@ import (
 	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/testkit/zktest"
 	"github.com/dubbo-lab/dubbo/monitor/store"
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 // Benchmark scale: the scale suite's registry (test/scale): 500 services,
@@ -26,11 +27,56 @@ const (
 	benchConsumers = 20 // per service
 )
 
+// benchMinutes is how many minutes of reports the benchmarks' store holds
+// up to now: the service page's default window.
+const benchMinutes = 15
+
+// benchMethods are the methods every service has.
+var benchMethods = []string{"find", "save"}
+
+// reported stores what the nodes of bigRegistry report in the last
+// benchMinutes minutes: every provider's calls of every method from one
+// of its service's consumers, on both sides, once a minute, as a
+// dubbo node's report with its histogram (40,000 rows a minute).
+func reported(b *testing.B, st *store.Store) {
+	b.Helper()
+	var h histogram.Counts
+	h[histogram.Of(time.Millisecond)], h[histogram.Of(5*time.Millisecond)], h[histogram.Of(40*time.Millisecond)] = 90, 9, 1
+	hist := h.Sparse()
+	end := time.Now().Unix() / 60 * 60
+	start := time.Now()
+	rows := make([]store.Row, 0, benchServices*benchProviders*len(benchMethods)*2)
+	for m := range int64(benchMinutes) {
+		rows = rows[:0]
+		at := end - 60*m
+		for s := range benchServices {
+			iface := fmt.Sprintf("com.example.shop.Service%03d", s)
+			for p := range benchProviders {
+				addr := fmt.Sprintf("10.1.%d.%d:20880", s%250, p+1)
+				n := (s/50*benchConsumers + p) % 200 // a consumer of the service (bigRegistry's consumer n)
+				host := fmt.Sprintf("10.2.%d.%d", n/250, n%250+1)
+				for _, method := range benchMethods {
+					r := store.Row{Time: at, Interval: 60, Interface: iface, Version: "1.0.0", Method: method, Address: addr, Consumer: host,
+						Success: 99, Failure: int64(s % 2), ElapsedMs: 250, MaxElapsedMs: 40, Concurrent: 1, MaxConcurrent: 3, Histogram: hist}
+					prov, cons := r, r
+					prov.Side, prov.Application, prov.Node = store.SideProvider, fmt.Sprintf("shop-app-%d", s%50), addr+"#1#1700000000"
+					cons.Side, cons.Application, cons.Node = store.SideConsumer, fmt.Sprintf("web-%d", n), host+"#2#1700000000"
+					rows = append(rows, prov, cons)
+				}
+			}
+		}
+		if _, err := st.Insert(testCtx(b), rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("stored %d minutes of %d rows in %v", benchMinutes, len(rows), time.Since(start).Round(time.Millisecond))
+}
+
 // bigRegistry fills a real embedded registry with benchServices services
 // of benchProviders providers and benchConsumers consumers each, registered as Dubbo
-// nodes write them, and returns a console over it (and a store) once the
-// console's copy holds them all.
-func bigRegistry(b *testing.B) *console.Console {
+// nodes write them, and returns a console over it and a store of their
+// reports (reported) once the console's copy holds them all.
+func bigRegistry(b *testing.B) (*console.Console, *store.Store) {
 	b.Helper()
 	off := false
 	zkAddr := zktest.StartEmbedded(b, embeddedzk.Config{Fsync: &off})
@@ -73,6 +119,7 @@ func bigRegistry(b *testing.B) *console.Console {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
+	reported(b, st)
 	c, err := console.New(testCtx(b), console.Options{Listen: "127.0.0.1:0", Registry: "zookeeper://" + zkAddr, Stats: st, Logger: quiet()})
 	if err != nil {
 		b.Fatal(err)
@@ -84,7 +131,7 @@ func bigRegistry(b *testing.B) *console.Console {
 	if n := c.Catalog().Counts().Providers; n != benchServices*benchProviders {
 		b.Fatalf("console sees %d providers", n)
 	}
-	return c
+	return c, st
 }
 
 func benchPage(b *testing.B, c *console.Console, path, must string) {
@@ -109,16 +156,50 @@ func benchPage(b *testing.B, c *console.Console, path, must string) {
 	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N)/1000, "ms/page")
 }
 
-// BenchmarkServicesPage renders /services over 500 services, 10,000
-// providers and 10,000 consumers (goal: under 50 ms).
-func BenchmarkServicesPage(b *testing.B) {
-	c := bigRegistry(b)
-	benchPage(b, c, "/services", "com.example.shop.Service499")
-}
-
-// BenchmarkServicePage renders one service page (its providers,
-// consumers, rules and charts) in the same registry (goal: under 50 ms).
-func BenchmarkServicePage(b *testing.B) {
-	c := bigRegistry(b)
-	benchPage(b, c, "/services/com.example.shop.Service250", "10.1.0.10:20880")
+// BenchmarkPages renders each page over 500 services, 10,000 providers
+// and 10,000 consumer nodes, with benchMinutes of every node's reports in
+// the store (goal: under 50 ms for the overview, the services list and a
+// service page), and times the store's queries behind them.
+func BenchmarkPages(b *testing.B) {
+	c, st := bigRegistry(b)
+	for _, p := range []struct{ name, path, must string }{
+		{"overview", "/", "com.example.shop.Service"},
+		{"services", "/services", "com.example.shop.Service499"},
+		{"service", "/services/com.example.shop.Service250", "10.1.0.10:20880"},
+		{"instances", "/instances", "10.1.0.10:20880"},
+		{"dependencies", "/dependencies", "The first 1000 of"},
+	} {
+		b.Run(p.name, func(b *testing.B) { benchPage(b, c, p.path, p.must) })
+	}
+	now := time.Now().Unix()
+	last5 := now/60*60 - 299
+	summary := func(q store.SummaryQuery) func() error {
+		return func() error { _, err := st.Summary(testCtx(b), q); return err }
+	}
+	iface := "com.example.shop.Service250"
+	for _, q := range []struct {
+		name string
+		run  func() error
+	}{
+		{"query/services-5m", summary(store.SummaryQuery{By: store.ByService, From: last5, To: now / 60 * 60})},
+		{"query/methods-15m", summary(store.SummaryQuery{By: store.ByMethod, Interface: iface, Side: store.SideConsumer, From: now - 899, To: now})},
+		{"query/providers-15m", summary(store.SummaryQuery{By: store.ByProvider, Interface: iface, Side: store.SideConsumer, From: now - 899, To: now})},
+		{"query/consumers-15m", summary(store.SummaryQuery{By: store.ByConsumer, Interface: iface, Side: store.SideConsumer, From: now - 899, To: now})},
+		{"query/series-15m", func() error {
+			_, err := st.Series(testCtx(b), store.SeriesQuery{Interface: iface, Side: store.SideConsumer, From: now - 899, To: now, Step: 60})
+			return err
+		}},
+		{"query/instances-5m", summary(store.SummaryQuery{By: store.ByProvider, Side: store.SideProvider, From: last5, To: now / 60 * 60})},
+		{"query/edges-15m", summary(store.SummaryQuery{By: store.ByEdge, From: now - 899, To: now})},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			start := time.Now()
+			for range b.N {
+				if err := q.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N)/1000, "ms/query")
+		})
+	}
 }

@@ -2,13 +2,15 @@ package console
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
 	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
+	"github.com/dubbo-lab/dubbo/monitor/store"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -42,10 +45,11 @@ type pages struct {
 }
 
 var funcs = template.FuncMap{
-	"pathesc":  neturl.PathEscape,
-	"queryesc": neturl.QueryEscape,
-	"percent":  func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" },
-	"rate":     func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"pathesc": neturl.PathEscape,
+	"percent": percentText,
+	// success is the success rate of calls with this error rate.
+	"success": func(errorRate float64) string { return percentText(1 - errorRate) },
+	"rate":    rateText,
 	"millis": func(ms int64) string {
 		if ms == 0 {
 			return ""
@@ -53,14 +57,35 @@ var funcs = template.FuncMap{
 		return time.UnixMilli(ms).Format("2006-01-02 15:04:05")
 	},
 	"since": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
-	"join":  strings.Join,
+	"ms":    msText,
+	// pms is a percentile: "—" when no reporter sent a histogram.
+	"pms": func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return msText(*v)
+	},
+	"clock": func(unix int64) string {
+		if unix == 0 {
+			return "—"
+		}
+		return time.Unix(unix, 0).Format("2006-01-02 15:04:05")
+	},
+	"localInput": localInput,
+	"join":       strings.Join,
 	"ruleURL": func(kind, key string) string {
 		return "/rules/" + neturl.PathEscape(kind) + "/" + neturl.PathEscape(key)
 	},
 	"apiRuleURL": func(kind, key string) string {
 		return "/api/v1/rules/" + neturl.PathEscape(kind) + "/" + neturl.PathEscape(key)
 	},
-	"treeURL": func(p string) string { return "/registry?path=" + neturl.QueryEscape(p) },
+	"treeURL":  func(p string) string { return "/registry?path=" + neturl.QueryEscape(p) },
+	"formsFor": formsFor,
+	"formURL": func(form, key string) string {
+		return "/forms/" + neturl.PathEscape(form) + "?key=" + neturl.QueryEscape(key)
+	},
+	// clause is one clause row of the condition builder, named.
+	"clause": func(name string, c clauseRow) namedClause { return namedClause{name, c.Key, c.Op, c.Values} },
 	"child": func(parent, name string) string {
 		return strings.TrimSuffix(parent, "/") + "/" + name
 	},
@@ -78,6 +103,22 @@ var funcs = template.FuncMap{
 	},
 }
 
+func rateText(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+
+func percentText(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
+
+// msText is a latency in milliseconds, to three significant digits or
+// the millisecond.
+func msText(v float64) string {
+	switch {
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
 type crumb struct{ Name, Path string }
 
 // page is a page's view: the typed data its template reads as .D.
@@ -90,8 +131,8 @@ type page interface {
 
 // allPages has one view of each page: newPages builds their templates,
 // and renders each with this empty view to check it.
-var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, applicationsPage{},
-	applicationPage{}, rulesPage{}, rulePage{}, registryPage{}, loginPage{}, errorPage{}}
+var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, instancesPage{}, dependenciesPage{}, applicationsPage{},
+	applicationPage{}, rulesPage{}, rulePage{}, formPage{}, registryPage{}, loginPage{}, errorPage{}}
 
 // newPages parses the templates of fsys (templates/*.html: templateFS)
 // and renders each page once with its empty view: a template that reads a
@@ -135,8 +176,9 @@ type view struct {
 	Nav      string
 	D        page
 	CSRF     string
-	Token    bool // a token is configured
-	LoggedIn bool
+	Token    bool  // a token is configured
+	LoggedIn bool  // may make changes
+	ReadOnly bool  // logged in with the read-only token
 	Refresh  int64 // ms between refreshes of the live part
 	Live     string
 }
@@ -144,8 +186,7 @@ type view struct {
 // render writes page pg: the whole page, or with ?partial=1 only its
 // "live" part (what the refresh script fetches).
 func (c *Console) render(ec echo.Context, status int, pg page) error {
-	v := view{Title: pg.title(), Nav: pg.name(), D: pg, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
-		LoggedIn: c.loggedIn(ec.Request()), Refresh: c.opts.Refresh.Milliseconds()}
+	v := c.viewOf(ec, pg)
 	u := *ec.Request().URL
 	q := u.Query()
 	q.Set("partial", "1")
@@ -158,6 +199,13 @@ func (c *Console) render(ec echo.Context, status int, pg page) error {
 	return ec.HTMLBlob(status, b)
 }
 
+// viewOf is what pg's templates get for this request.
+func (c *Console) viewOf(ec echo.Context, pg page) view {
+	level := c.accessOf(ec.Request())
+	return view{Title: pg.title(), Nav: pg.name(), D: pg, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
+		LoggedIn: level == accessWrite, ReadOnly: level == accessRead, Refresh: c.opts.Refresh.Milliseconds()}
+}
+
 // overviewPage is /.
 type overviewPage struct{ Overview Overview }
 
@@ -168,36 +216,55 @@ func (c *Console) pageOverview(ec echo.Context) error {
 	return c.render(ec, http.StatusOK, overviewPage{Overview: c.overview(ec.Request().Context())})
 }
 
-// servicesPage is /services?q=.
+// servicesPage is /services?q=&sort=.
 type servicesPage struct {
-	Query    string
-	Services []catalog.Service
+	Query string
+	Sort  string
+	Stats bool // the console has statistics
+	ServiceList
 }
 
 func (servicesPage) name() string  { return "services" }
 func (servicesPage) title() string { return "Services" }
 
-func (c *Console) pageServices(ec echo.Context) error {
-	q := ec.QueryParam("q")
-	return c.render(ec, http.StatusOK, servicesPage{Query: q, Services: c.services(q)})
+// SortURL is the list in another order.
+func (p servicesPage) SortURL(sort string) string {
+	return "/services?" + neturl.Values{"q": {p.Query}, "sort": {sort}}.Encode()
 }
 
-// servicePage is /services/{interface}?range=&side=: the service's view,
-// its traffic drawn, and where a new rule for it starts.
+func (c *Console) pageServices(ec echo.Context) error {
+	q, sort := ec.QueryParam("q"), ec.QueryParam("sort")
+	l, err := c.services(ec.Request().Context(), q, sort)
+	if err != nil {
+		return err
+	}
+	return c.render(ec, http.StatusOK, servicesPage{Query: q, Sort: cmp.Or(sort, SortName), Stats: c.opts.Stats != nil, ServiceList: l})
+}
+
+// servicePage is /services/{interface}?range=&from=&to=&side=&version=&group=:
+// the service's view, its traffic drawn, and where a new rule for it
+// starts.
 type servicePage struct {
 	Service ServiceView
 	Charts  Charts // drawn when Service.Traffic has no Error
 	Ranges  []Range
-	// NewRuleKey is the key the "add a rule" links start from: the
-	// service's first version and group.
+	// NewRuleKey is the key the "add a rule" links and the forms start
+	// from: the service's first version and group.
 	NewRuleKey string
+	// ProviderApps are the providers' applications, whose tag routing the
+	// page links to.
+	ProviderApps []string
 }
 
 func (servicePage) name() string    { return "service" }
 func (p servicePage) title() string { return p.Service.Interface }
 
 func (c *Console) pageService(ec echo.Context) error {
-	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), ec.QueryParam("range"), ec.QueryParam("side"))
+	sel, err := c.trafficSelOf(ec)
+	if err != nil {
+		return err
+	}
+	v, err := c.serviceView(ec.Request().Context(), param(ec, "interface"), sel)
 	if err != nil {
 		// /services/<app> is where Dubbo keeps an application's
 		// instances; the console shows them at /applications/<app>.
@@ -206,11 +273,23 @@ func (c *Console) pageService(ec echo.Context) error {
 		}
 		return err
 	}
-	p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v)}
+	p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v), ProviderApps: providerApps(v)}
 	if v.Traffic.Error == "" {
 		p.Charts = charts(v.Traffic)
 	}
 	return c.render(ec, http.StatusOK, p)
+}
+
+// providerApps are the applications of v's providers, sorted.
+func providerApps(v ServiceView) []string {
+	var out []string
+	for _, p := range v.Providers {
+		if p.Application != "" && !slices.Contains(out, p.Application) {
+			out = append(out, p.Application)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // newRuleKey is the service key of v's first version and group.
@@ -247,142 +326,75 @@ func (c *Console) formProvider(ec echo.Context) error {
 	return ec.Redirect(http.StatusSeeOther, "/services/"+neturl.PathEscape(iface))
 }
 
-// testPage is /services/{interface}/test: the form, and once a call was
-// made (Done) what it answered.
-type testPage struct {
-	Interface string
-	Methods   []MethodView
-	Chosen    int // index in Methods
-	Args      string
-	Done      bool
-	Status    int // the gateway's HTTP status
-	Result    string
-	Error     *errorDetail
-	Class     string // the exception's Java class
-	Types     string // the parameter types the gateway used
+// instancesPage is /instances?q=.
+type instancesPage struct {
+	Query string
+	Stats bool // the console has statistics
+	InstanceList
 }
 
-func (testPage) name() string    { return "test" }
-func (p testPage) title() string { return "Test " + p.Interface }
+// Rows are the instances the table shows: at most maxRows.
+func (p instancesPage) Rows() []InstanceRow { return p.Instances[:min(len(p.Instances), maxRows)] }
 
-func (c *Console) pageTest(ec echo.Context) error {
-	iface := param(ec, "interface")
-	ms, err := c.methods(ec.Request().Context(), iface, nil, nil)
-	if err != nil {
-		return err
-	}
-	d := testPage{Interface: iface, Methods: ms, Args: "[]"}
-	if m := ec.QueryParam("method"); m != "" {
-		for i, mv := range ms {
-			if mv.Name == m {
-				d.Chosen = i
-				break
-			}
-		}
-	}
-	if len(ms) > 0 {
-		d.Args = sampleArgs(ms[d.Chosen].ParameterTypes)
-	}
-	return c.render(ec, http.StatusOK, d)
+func (instancesPage) name() string  { return "instances" }
+func (instancesPage) title() string { return "Instances" }
+
+func (c *Console) pageInstances(ec echo.Context) error {
+	q := ec.QueryParam("q")
+	return c.render(ec, http.StatusOK, instancesPage{Query: q, Stats: c.opts.Stats != nil, InstanceList: c.instances(ec.Request().Context(), q)})
 }
 
-// sampleArgs is a starting point for the arguments of a method.
-func sampleArgs(types []string) string {
-	parts := make([]string, len(types))
-	for i, t := range types {
-		switch t {
-		case "java.lang.String":
-			parts[i] = `"world"`
-		case "int", "long", "short", "byte", "java.lang.Integer", "java.lang.Long", "double", "float":
-			parts[i] = "1"
-		case "boolean", "java.lang.Boolean":
-			parts[i] = "true"
-		case "java.util.Map":
-			parts[i] = `{"key": "value"}`
-		case "java.util.List":
-			parts[i] = "[]"
-		default:
-			parts[i] = `{"class": "` + t + `"}`
-		}
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
+// dependenciesPage is /dependencies?range=&from=&to=&application=.
+type dependenciesPage struct {
+	Dependencies
+	Map      template.HTML // "" when there are too many services to draw
+	MapLimit int
+	Ranges   []Range
 }
 
-// formTest makes the call through the API's invoke (the gateway) and shows
-// what it answered.
-func (c *Console) formTest(ec echo.Context) error {
-	iface := param(ec, "interface")
-	ms, err := c.methods(ec.Request().Context(), iface, nil, nil)
-	if err != nil {
-		return err
-	}
-	d := testPage{Interface: iface, Methods: ms, Args: ec.FormValue("args"), Done: true}
-	i, err := strconv.Atoi(ec.FormValue("method"))
-	if err != nil || i < 0 || i >= len(ms) {
-		return badRequest("pick a method")
-	}
-	d.Chosen = i
-	m := ms[i]
-	q := neturl.Values{"version": {m.Version}, "group": {m.Group}}
-	if m.Typed {
-		q.Set("types", strings.Join(m.ParameterTypes, ","))
-	}
-	r, err := http.NewRequestWithContext(ec.Request().Context(), http.MethodPost,
-		"/invoke/"+neturl.PathEscape(iface)+"/"+neturl.PathEscape(m.Name)+"?"+q.Encode(), strings.NewReader(d.Args))
-	if err != nil {
-		return err
-	}
-	r.Header.Set("Content-Type", "application/json")
-	var w recorder
-	c.gw.Handler().ServeHTTP(&w, r)
-	d.Status, d.Types = w.status, w.header.Get("Dubbo-Param-Types")
-	var ok struct {
-		Result json.RawMessage `json:"result"`
-	}
-	var bad struct {
-		Error struct {
-			errorDetail
-			Class string `json:"class"`
-		} `json:"error"`
-	}
-	if w.status == http.StatusOK && json.Unmarshal(w.body.Bytes(), &ok) == nil {
-		var pretty bytes.Buffer
-		if json.Indent(&pretty, ok.Result, "", "  ") == nil {
-			d.Result = pretty.String()
-		} else {
-			d.Result = string(ok.Result)
-		}
-	} else if json.Unmarshal(w.body.Bytes(), &bad) == nil {
-		d.Error, d.Class = &bad.Error.errorDetail, bad.Error.Class
+// Rows are the edges the table shows: at most maxRows.
+func (p dependenciesPage) Rows() []Edge { return p.Edges[:min(len(p.Edges), maxRows)] }
+
+func (dependenciesPage) name() string  { return "dependencies" }
+func (dependenciesPage) title() string { return "Dependencies" }
+
+// link is the page (a query string) with the window or the application
+// changed by change.
+func (p dependenciesPage) link(change func(q neturl.Values)) string {
+	q := neturl.Values{}
+	if p.Window.Range == customRange {
+		q.Set("from", strconv.FormatInt(p.Window.From, 10))
+		q.Set("to", strconv.FormatInt(p.Window.To, 10))
 	} else {
-		d.Error = &errorDetail{Kind: kindOther, Message: w.body.String()}
+		q.Set("range", p.Window.Range)
 	}
-	return c.render(ec, http.StatusOK, d)
-}
-
-// recorder is a ResponseWriter that keeps what the gateway answered.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header {
-	if r.header == nil {
-		r.header = http.Header{}
+	if p.Application != "" {
+		q.Set("application", p.Application)
 	}
-	return r.header
+	change(q)
+	return "?" + q.Encode()
 }
 
-func (r *recorder) WriteHeader(s int) {
-	if r.status == 0 {
-		r.status = s
+// RangeLink shows the preset range name.
+func (p dependenciesPage) RangeLink(name string) string {
+	return p.link(func(q neturl.Values) { q.Del("from"); q.Del("to"); q.Set("range", name) })
+}
+
+// AppLink shows the edges of one application, or all ("").
+func (p dependenciesPage) AppLink(app string) string {
+	return p.link(func(q neturl.Values) {
+		if q.Del("application"); app != "" {
+			q.Set("application", app)
+		}
+	})
+}
+
+func (c *Console) pageDependencies(ec echo.Context) error {
+	d, err := c.dependenciesOf(ec)
+	if err != nil {
+		return err
 	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	r.WriteHeader(http.StatusOK)
-	return r.body.Write(b)
+	return c.render(ec, http.StatusOK, dependenciesPage{Dependencies: d, Map: depMap(d), MapLimit: mapLimit, Ranges: Ranges})
 }
 
 // applicationsPage is /applications.
@@ -413,14 +425,20 @@ func (c *Console) pageApplication(ec echo.Context) error {
 	return c.render(ec, http.StatusOK, applicationPage{App: a, Rules: c.ruleViews(func(_, key string) bool { return key == a.Name })})
 }
 
-// rulesPage is /rules.
-type rulesPage struct{ Rules []RuleView }
+// rulesPage is /rules?kind=&service=&application=.
+type rulesPage struct {
+	Filter RuleFilter
+	Kinds  []string
+	Rules  []RuleView
+	Forms  []formSpec
+}
 
 func (rulesPage) name() string  { return "rules" }
 func (rulesPage) title() string { return "Rules" }
 
 func (c *Console) pageRules(ec echo.Context) error {
-	return c.render(ec, http.StatusOK, rulesPage{Rules: c.ruleViews(nil)})
+	f := ruleFilterOf(ec)
+	return c.render(ec, http.StatusOK, rulesPage{Filter: f, Kinds: rules.Kinds, Rules: c.ruleViews(f.keeps), Forms: formSpecs})
 }
 
 // ruleTemplates start a new rule of each kind.
@@ -439,6 +457,29 @@ type rulePage struct {
 	Enabled bool
 	Kinds   []string // the kinds a new rule can be
 	Error   string   // why the form's rule was not saved
+	// Path is where the rule is stored; Warnings what it says that the
+	// runtime does not apply.
+	Path     string
+	Warnings []string
+	// Forms edit parts of this rule.
+	Forms []formSpec
+	// History are the rule's changes, newest first; HistoryError why
+	// there are none to show. Missing says the rule is not stored (it was
+	// deleted: its history can restore it).
+	History      []changeView
+	HistoryError string
+	Missing      bool
+	Restored     string // the change whose version was just restored
+}
+
+// changeView is one change in a rule's history: the version it wrote
+// (for a deletion, the one it deleted), and whether that version is the
+// stored one.
+type changeView struct {
+	store.Change
+	Version string
+	Deleted bool
+	Current bool
 }
 
 func (rulePage) name() string { return "rule" }
@@ -454,6 +495,7 @@ func (p rulePage) title() string {
 }
 
 func (c *Console) pageRuleEdit(ec echo.Context) error {
+	ctx := ec.Request().Context()
 	kind, key := param(ec, "kind"), param(ec, "key")
 	p := rulePage{New: key == "", Kinds: rules.Kinds}
 	if p.New {
@@ -467,14 +509,45 @@ func (c *Console) pageRuleEdit(ec echo.Context) error {
 			p.Doc = strings.Replace(p.Doc, "key: org.example.Greeter", "key: "+interfaceOfKey(key), 1)
 		}
 	} else {
-		doc, err := c.getRule(ec.Request().Context(), kind, key)
-		if err != nil {
+		doc, err := c.getRule(ctx, kind, key)
+		if err != nil && classify(err).status != http.StatusNotFound {
 			return err
 		}
+		c.fillHistory(ctx, &p, kind, key, doc)
+		if err != nil {
+			if len(p.History) == 0 {
+				return err
+			}
+			p.Missing = true // deleted: its history can bring it back
+		}
 		p.Doc, p.Enabled = doc, rules.Enabled([]byte(doc))
+		p.Warnings = rules.Warnings(kind, []byte(doc))
 	}
-	p.Kind, p.Key = kind, key
+	p.Kind, p.Key, p.Path = kind, key, rulePath(kind, key)
+	p.Forms = formsOf(kind, key)
+	p.Restored = ec.QueryParam("restored")
 	return c.render(ec, http.StatusOK, p)
+}
+
+// fillHistory puts the rule's history in its page; current is the stored
+// document.
+func (c *Console) fillHistory(ctx context.Context, p *rulePage, kind, key, current string) {
+	hs, err := c.history(ctx, kind, key)
+	if err != nil {
+		p.HistoryError = classify(err).msg
+		return
+	}
+	for _, h := range hs {
+		v := changeView{Change: h, Deleted: h.New == nil}
+		switch {
+		case h.New != nil:
+			v.Version = *h.New
+		case h.Old != nil:
+			v.Version = *h.Old
+		}
+		v.Current = h.New != nil && *h.New == current
+		p.History = append(p.History, v)
+	}
 }
 
 func interfaceOfKey(k string) string {
@@ -495,8 +568,16 @@ func (c *Console) formRule(ec echo.Context) error {
 	doc := ec.FormValue("yaml")
 	var err error
 	switch ec.FormValue("action") {
+	case "restore":
+		id, perr := strconv.ParseInt(ec.FormValue("change"), 10, 64)
+		if perr != nil {
+			return badRequest("change %q is not a number", ec.FormValue("change"))
+		}
+		if _, err = c.restore(ctx, kind, key, id); err == nil {
+			return ec.Redirect(http.StatusSeeOther, "/rules/"+neturl.PathEscape(kind)+"/"+neturl.PathEscape(key)+"?restored="+strconv.FormatInt(id, 10))
+		}
 	case "delete":
-		if err = c.deleteRule(ctx, kind, key); err == nil {
+		if err = c.deleteRule(ctx, kind, key, "delete"); err == nil {
 			return ec.Redirect(http.StatusSeeOther, "/rules")
 		}
 	case "enable", "disable":
@@ -504,7 +585,7 @@ func (c *Console) formRule(ec echo.Context) error {
 			return ec.Redirect(http.StatusSeeOther, "/rules")
 		}
 	default:
-		if _, err = c.putRule(ctx, kind, key, []byte(doc)); err == nil {
+		if _, err = c.putRule(ctx, kind, key, []byte(doc), "save"); err == nil {
 			return ec.Redirect(http.StatusSeeOther, "/rules/"+neturl.PathEscape(kind)+"/"+neturl.PathEscape(key)+"?saved=1")
 		}
 	}
@@ -513,7 +594,7 @@ func (c *Console) formRule(ec echo.Context) error {
 		return err
 	}
 	return c.render(ec, ae.status, rulePage{New: isNew, Kind: kind, Key: key, Doc: doc, Enabled: rules.Enabled([]byte(doc)),
-		Kinds: rules.Kinds, Error: ae.msg})
+		Kinds: rules.Kinds, Error: ae.msg, Path: rulePath(kind, key)})
 }
 
 // registryPage is /registry?path=: one node of the registry's tree.
@@ -538,6 +619,9 @@ func (c *Console) pageRegistry(ec echo.Context) error {
 type loginPage struct {
 	Next  string // where to go once logged in
 	Error string
+	// Open says reading needs a token too (the console listens beyond
+	// loopback); ReadToken that a read-only token is configured.
+	Open, ReadToken bool
 }
 
 func (loginPage) name() string  { return "login" }

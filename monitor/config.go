@@ -23,6 +23,12 @@ type Config struct {
 	// be reached; past it the oldest are dropped. Default an hour of
 	// intervals (60 at the default interval).
 	Buffer int `koanf:"buffer"`
+	// Spool is the directory where a stopping node leaves the statistics
+	// a monitor that was there did not take (report.Spool, at most 32 MiB),
+	// for the next process started with it to send, and the monitor role
+	// to store: <data-dir>/spool, set by package config (not a key of
+	// its own); "" = none.
+	Spool string `koanf:"-"`
 	// Server is the monitor role.
 	Server ServerConfig `koanf:"server"`
 }

@@ -9,10 +9,13 @@
 // (node/report); the Collector turns it into a store.Row and answers once
 // it is stored (store.Store, SQLite, which keeps each interval of each node
 // once, so a sample sent again after a lost answer is not counted twice).
-// Retention runs in the background. The monitor serves no HTTP: package
+// Retention runs in the background, and so does storing what stopped nodes
+// left in the spool (Options.Spool) when the monitor was not there to take
+// it. The monitor serves no HTTP: package
 // console owns the URL space on console.listen, and the role that runs
-// the monitor (package roles) hands it the store (GET /api/v1/stats) and a
-// metrics registry holding Collector (GET /metrics).
+// the monitor (package roles) hands it the store (GET /api/v1/stats,
+// /api/v1/series, /api/v1/traffic) and a metrics registry holding
+// Collector (GET /metrics).
 //
 // Nodes report through a Reporter (NewReporter): every monitor.interval it
 // sends each interval's samples of the node's stats.Recorders, over the
@@ -39,6 +42,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/monitor/store"
 	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/report"
 )
 
 // Options configure the monitor role.
@@ -64,6 +68,10 @@ type Options struct {
 	Now func() time.Time
 	// RetainEvery is how often retention runs. Default a minute.
 	RetainEvery time.Duration
+	// Spool is where stopped nodes left the statistics they could not send
+	// (monitor.spool): Start stores them in the background and removes
+	// them. "" = none.
+	Spool string
 }
 
 // Monitor is a running monitor role.
@@ -77,6 +85,7 @@ type Monitor struct {
 
 	stopRetain context.CancelFunc
 	retainDone chan struct{}
+	spoolDone  chan struct{} // closed when the spool is stored; nil: none
 }
 
 // Start opens the store, starts its retention, serves and registers the
@@ -111,6 +120,13 @@ func Start(ctx context.Context, o Options) (_ *Monitor, err error) {
 	}()
 	m.coll = NewCollector(m.store, log)
 	m.metrics = newMetrics(m.store, m.coll)
+	if o.Spool != "" {
+		m.spoolDone = make(chan struct{})
+		go func() {
+			defer close(m.spoolDone)
+			storeSpool(rctx, m.store, &report.Spool{Dir: o.Spool}, log)
+		}()
+	}
 
 	pc := o.Protocol
 	pc.Port = o.Config.Port
@@ -197,6 +213,9 @@ func (m *Monitor) close() error {
 	if m.stopRetain != nil {
 		m.stopRetain()
 		<-m.retainDone
+	}
+	if m.spoolDone != nil {
+		<-m.spoolDone
 	}
 	if m.store != nil && m.ownsDB {
 		errs = append(errs, m.store.Close())

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,8 +22,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/dubbo-lab/dubbo/console"
+	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/monitor"
 	"github.com/dubbo-lab/dubbo/monitor/store"
+	"github.com/dubbo-lab/dubbo/node/consumer"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/report"
 	"github.com/dubbo-lab/dubbo/node/rpc"
@@ -75,6 +79,17 @@ func startMonitorWith(t *testing.T, o monitor.Options) running {
 	}
 	t.Cleanup(func() { c.Shutdown(context.Background()) })
 	return running{m, "http://" + c.Addr()}
+}
+
+// dial connects a dubbo client to the monitor's MonitorService.
+func dial(t *testing.T, m running) *transport.Client {
+	t.Helper()
+	client, err := transport.Dial(testCtx(t), m.Addr(), transport.ClientConfig{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
 }
 
 // stats GETs /api/v1/stats?query and decodes the rows.
@@ -173,11 +188,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func TestResentReportIsCountedOnce(t *testing.T) {
 	m := startMonitor(t)
 	ctx := testCtx(t)
-	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := dial(t, m)
 	rec := stats.NewRecorder(stats.Config{Side: stats.Provider, Application: "greeter-app", Host: "127.0.0.1", Port: 20880})
 	k := hello
 	k.Peer = "127.0.0.9"
@@ -207,11 +218,7 @@ func TestResentReportIsCountedOnce(t *testing.T) {
 func TestJavaSamplesAndBadOnes(t *testing.T) {
 	m := startMonitor(t)
 	ctx := testCtx(t)
-	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := dial(t, m)
 	collect := func(arg any) (*rpc.Result, error) {
 		return client.Invoke(ctx, &rpc.Invocation{Service: monitor.ServiceInterface, Method: "collect",
 			ParamTypes: []string{report.URLClass}, Args: []any{arg}})
@@ -292,27 +299,47 @@ func scrape(t *testing.T, m running) map[string]float64 {
 	return out
 }
 
-// A node stopping while no monitor is there does not wait for one.
-func TestReporterCloseWithoutMonitor(t *testing.T) {
+// A node stopping while its monitor (monitor.address) is down tries it
+// until its deadline, as a monitor may be restarting, then leaves what it
+// could not send in the spool; the monitor, started with that spool,
+// stores it. Without a spool the loss is Close's error.
+func TestMonitorDownAtCloseSpools(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	rec := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "a", Host: "127.0.0.1"})
-	rep, err := monitor.NewReporter(monitor.Config{Address: "dubbo://" + addr}, monitor.ReporterOptions{Logger: quiet()}, rec)
-	if err != nil {
-		t.Fatal(err)
+	spool := filepath.Join(t.TempDir(), "spool")
+	for _, dir := range []string{"", spool} {
+		rec := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "a", Host: "127.0.0.1"})
+		rep, err := monitor.NewReporter(monitor.Config{Address: "dubbo://" + addr, Spool: dir}, monitor.ReporterOptions{Logger: quiet(), Node: "gone-node"}, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Start()
+		count(rec, hello, 3, stats.Success)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		start := time.Now()
+		err = rep.Close(ctx)
+		cancel()
+		if took := time.Since(start); took < 400*time.Millisecond || took > 5*time.Second {
+			t.Errorf("spool %q: Close took %v; want it to try until its 500ms deadline", dir, took)
+		}
+		if (dir == "") != (err != nil) || errors.Is(err, report.ErrNoMonitor) {
+			t.Errorf("spool %q: Close = %v; want an error (not ErrNoMonitor) without a spool, none with one", dir, err)
+		}
 	}
-	rep.Start()
-	count(rec, hello, 3, stats.Success)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	err = rep.Close(ctx)
-	if took := time.Since(start); took > 5*time.Second || err == nil {
-		t.Fatalf("Close took %v and returned %v; want an error at once", took, err)
+	m := startMonitorWith(t, monitor.Options{Spool: spool})
+	deadline := time.Now().Add(10 * time.Second)
+	for rows := getStats(t, m, "interface=org.example.Greeter"); calls(rows) != 3; rows = getStats(t, m, "interface=org.example.Greeter") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the monitor did not store the spooled report: %+v", rows)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left, _, _ := (&report.Spool{Dir: spool}).Read(); len(left) != 0 {
+		t.Errorf("%d reports left in the spool once stored", len(left))
 	}
 }
 
@@ -381,11 +408,7 @@ func TestRetentionThroughTheMonitor(t *testing.T) {
 		RetainEvery: 10 * time.Millisecond,
 	})
 	ctx := testCtx(t)
-	client, err := transport.Dial(ctx, m.Addr(), transport.ClientConfig{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := dial(t, m)
 
 	// Two hours of minute intervals of one provider: 7 calls each.
 	var samples []stats.Sample
@@ -424,5 +447,169 @@ func TestRetentionThroughTheMonitor(t *testing.T) {
 			t.Fatal("hourly rows still there past the rollup retention")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A known latency mix through a real provider and consumer (the example
+// service's sleep: 90 calls of 1 ms, 10 of 50 ms) reads back from
+// GET /api/v1/traffic with p50 and p99 within a bucket's width (25%) of
+// the latencies the caller measured, on the consumer side, and the
+// provider's below them; after the hour is folded into hourly rows the
+// same percentiles come back, from the summary and from the series.
+func TestPercentilesOfAKnownLatencyMix(t *testing.T) {
+	clk := &clock{t: time.Now()}
+	m := startMonitorWith(t, monitor.Options{Now: clk.Now, RetainEvery: 10 * time.Millisecond})
+	ctx := testCtx(t)
+	p, err := provider.Start(ctx, provider.Config{Application: "greeter-app", Protocol: provider.ProtocolConfig{Host: "127.0.0.1", Port: -1}},
+		provider.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := p.Export(ctx, providertest.Greeter(nil)); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := consumer.New(ctx, consumer.Config{Application: "web-app"}, consumer.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cons.Close() })
+	ref, err := cons.Reference(ctx, consumer.ReferenceConfig{Interface: providertest.GreeterInterface, Version: providertest.GreeterVersion,
+		URL: "dubbo://" + p.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.WaitAvailable(ctx, 5*time.Second)
+	rep, err := monitor.NewReporter(monitor.Config{Address: "dubbo://" + m.Addr(), Interval: time.Hour},
+		monitor.ReporterOptions{Logger: quiet(), Node: "mix"}, p.Stats(), cons.Stats())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Start()
+	from := time.Now().Unix()
+
+	// Ten callers, each with nine short calls and one long one.
+	took := make([]time.Duration, 0, 100)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			for i := range 10 {
+				ms := int32(1)
+				if i == 4 {
+					ms = 50
+				}
+				began := time.Now()
+				res, err := ref.Invoke(ctx, &rpc.Invocation{Service: providertest.GreeterInterface, Version: providertest.GreeterVersion,
+					Method: "sleep", ParamTypes: []string{"int"}, Args: []any{ms}})
+				d := time.Since(began)
+				if err != nil || res.Exception != nil {
+					t.Errorf("sleep(%d): %v %v", ms, res, err)
+					return
+				}
+				mu.Lock()
+				took = append(took, d)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := rep.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(took)
+	trueP50, trueP99 := took[49], took[98]
+
+	summary := func(side string) store.SummaryRow {
+		t.Helper()
+		code, body := get(t, fmt.Sprintf("%s/api/v1/traffic?by=method&interface=%s&side=%s&from=%d&to=%d", m.http,
+			providertest.GreeterInterface, side, from-3600, from+3600))
+		var s store.Summary
+		if err := json.Unmarshal([]byte(body), &s); code != http.StatusOK || err != nil || len(s.Rows) != 1 {
+			t.Fatalf("GET /api/v1/traffic (%s): %d %s", side, code, body)
+		}
+		return s.Rows[0]
+	}
+	near := func(what string, got *float64, want time.Duration) {
+		t.Helper()
+		w := float64(want) / float64(time.Millisecond)
+		if got == nil || *got < w*0.75 || *got > w*1.25 {
+			t.Errorf("%s = %v ms, want within 25%% of %.3f ms", what, deref(got), w)
+		}
+	}
+	c, pr := summary("consumer"), summary("provider")
+	if c.Calls != 100 || pr.Calls != 100 || c.HistogramCalls != 100 || pr.HistogramCalls != 100 {
+		t.Fatalf("calls: consumer %+v, provider %+v", c, pr)
+	}
+	near("consumer p50", c.P50Ms, trueP50)
+	near("consumer p99", c.P99Ms, trueP99)
+	if *pr.P50Ms < 0.75 || *pr.P50Ms > *c.P50Ms*1.25 || *pr.P99Ms < 50*0.75 || *pr.P99Ms > *c.P99Ms*1.25 {
+		t.Errorf("provider p50 %v ms, p99 %v ms: want from the sleeps (1 ms, 50 ms) up to the consumer's (%v, %v)", *pr.P50Ms, *pr.P99Ms, *c.P50Ms, *c.P99Ms)
+	}
+	t.Logf("measured p50 %v p99 %v; consumer p50 %.3f p99 %.3f ms; provider p50 %.3f p99 %.3f ms",
+		trueP50, trueP99, *c.P50Ms, *c.P99Ms, *pr.P50Ms, *pr.P99Ms)
+
+	// A day later the hour is folded: the same percentiles, from hourly
+	// rows.
+	clk.Set(time.Now().Add(26 * time.Hour))
+	deadline := time.Now().Add(10 * time.Second)
+	for rows := getStats(t, m, "interface=org.example.Greeter"); len(rows) != 2 || rows[0].Interval != 3600; rows = getStats(t, m, "interface=org.example.Greeter") {
+		if time.Now().After(deadline) {
+			t.Fatalf("not folded into hourly rows: %+v", rows)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c2 := summary("consumer"); *c2.P50Ms != *c.P50Ms || *c2.P99Ms != *c.P99Ms || c2.HistogramCalls != 100 {
+		t.Errorf("after the rollup: consumer p50 %v p99 %v, before %v %v", deref(c2.P50Ms), deref(c2.P99Ms), *c.P50Ms, *c.P99Ms)
+	}
+	code, body := get(t, fmt.Sprintf("%s/api/v1/series?interface=%s&side=provider&from=%d&to=%d&step=3600", m.http,
+		providertest.GreeterInterface, from, from))
+	var bs []store.Bucket
+	if err := json.Unmarshal([]byte(body), &bs); code != http.StatusOK || err != nil || len(bs) != 1 || bs[0].P99Ms == nil || *bs[0].P99Ms != *pr.P99Ms {
+		t.Errorf("series after the rollup: %d %s, want p99 %v", code, body, *pr.P99Ms)
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// A Java Dubbo 2.7 node's report (its URL object with a parameters map, no
+// node, interval or histogram) is stored and shows its calls, average and
+// maximum, its percentiles null: the summary marks what it cannot know.
+func TestJavaReportShowsAvgAndMax(t *testing.T) {
+	m := startMonitor(t)
+	ctx := testCtx(t)
+	client := dial(t, m)
+	ts := time.Now().UnixMilli()
+	java27 := map[string]any{
+		hessian.ClassKey: report.URLClass, "protocol": "count", "host": "10.0.0.6", "port": int32(20880), "path": "org.example.Greeter/add",
+		"parameters": map[any]any{"application": "java-provider", "interface": "org.example.Greeter", "method": "add", "version": "1.0.0",
+			"consumer": "10.0.0.9", "success": "10", "failure": "2", "elapsed": "36", "max.elapsed": "9", "concurrent": "1",
+			"max.concurrent": "2", "input": "1200", "output": "400", "max.input": "100", "max.output": "40", "timestamp": itoa(ts), "dubbo": "2.0.2"},
+	}
+	res, err := client.Invoke(ctx, &rpc.Invocation{Service: monitor.ServiceInterface, Method: "collect",
+		ParamTypes: []string{report.URLClass}, Args: []any{java27}})
+	if err != nil || res.Exception != nil {
+		t.Fatalf("java 2.7 sample: %v %v", res, err)
+	}
+	rows := getStats(t, m, "interface=org.example.Greeter&version=1.0.0")
+	if len(rows) != 1 || rows[0].Success != 10 || rows[0].Failure != 2 || rows[0].ElapsedMs != 36 || rows[0].MaxElapsedMs != 9 ||
+		rows[0].Address != "10.0.0.6:20880" || rows[0].Side != "provider" || rows[0].P99Ms != nil {
+		t.Fatalf("java 2.7 rows %+v", rows)
+	}
+	sec := ts / 1000
+	code, body := get(t, fmt.Sprintf("%s/api/v1/traffic?by=service&from=%d&to=%d", m.http, sec-60, sec+60))
+	var s store.Summary
+	if err := json.Unmarshal([]byte(body), &s); code != http.StatusOK || err != nil || len(s.Rows) != 1 {
+		t.Fatalf("GET /api/v1/traffic: %d %s", code, body)
+	}
+	if r := s.Rows[0]; r.Calls != 12 || r.AvgMs != 3 || r.MaxElapsedMs != 9 || r.MaxConcurrent != 2 || r.ErrorRate != 2.0/12 ||
+		r.Application != "java-provider" || r.P50Ms != nil || r.P99Ms != nil || r.HistogramCalls != 0 ||
+		!strings.Contains(body, `"p99_ms":null`) {
+		t.Errorf("java 2.7 summary %s", body)
 	}
 }

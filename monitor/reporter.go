@@ -27,9 +27,11 @@ type ReporterOptions struct {
 
 // NewReporter returns the reporter of recs (more can be added with Add)
 // as the [monitor] section says: a report.Reporter sending through the
-// node's consumer, or straight to monitor.address. It is nil when
-// reporting is off (monitor.enabled = false). Start it with Start; stop it
-// with Close, which does not wait for a monitor that is not there.
+// node's consumer, or straight to monitor.address, with monitor.spool as
+// its spool. It is nil when reporting is off (monitor.enabled = false).
+// Start it with Start (it sends what the spool holds first); stop it with
+// Close, which does not wait for a monitor that is not registered, and
+// spools what a monitor that was there did not take.
 func NewReporter(cfg Config, o ReporterOptions, recs ...*stats.Recorder) (*report.Reporter, error) {
 	if !cfg.IsEnabled() {
 		return nil, nil
@@ -54,8 +56,11 @@ func NewReporter(cfg Config, o ReporterOptions, recs ...*stats.Recorder) (*repor
 	default:
 		return nil, errors.New("monitor: no monitor.address and no consumer to find the monitor with")
 	}
-	rep, err := report.New(report.Config{Interval: cfg.Interval, Buffer: cfg.Buffer, Node: o.Node,
-		Logger: log.With("component", "monitor-reporter")}, sender, recs...)
+	rcfg := report.Config{Interval: cfg.Interval, Buffer: cfg.Buffer, Node: o.Node, Logger: log.With("component", "monitor-reporter")}
+	if cfg.Spool != "" {
+		rcfg.Spool = &report.Spool{Dir: cfg.Spool}
+	}
+	rep, err := report.New(rcfg, sender, recs...)
 	if err != nil {
 		if c, ok := sender.(*directSender); ok {
 			c.Close()

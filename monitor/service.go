@@ -214,6 +214,7 @@ func RowOf(s stats.Sample) store.Row {
 		MaxConcurrent: s.MaxConcurrent,
 		MaxInput:      s.MaxInput,
 		MaxOutput:     s.MaxOutput,
+		Histogram:     s.Histogram,
 	}
 	if r.Node == "" {
 		r.Node = cut(s.Application + "@" + self)
@@ -250,4 +251,40 @@ func hostPort(host string, port int) string {
 		return host
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// storeSpool stores the reports stopped nodes left in sp (each sample
+// once: the store ignores what it has) and removes them; a report that
+// cannot be stored stays for the next start.
+func storeSpool(ctx context.Context, st *store.Store, sp *report.Spool, log *slog.Logger) {
+	spooled, bad, err := sp.Read()
+	for _, e := range append(bad, err) {
+		if e != nil {
+			log.Warn("statistics left by a stopped node cannot be read; they are lost", "err", e)
+		}
+	}
+	var reports, rows, stored int
+	for _, r := range spooled {
+		batch := make([]store.Row, 0, len(r.Samples))
+		for _, s := range r.Samples {
+			row := RowOf(s)
+			if err := row.Validate(); err != nil {
+				log.Warn("a spooled statistics sample is refused", "file", r.File, "err", err)
+				continue
+			}
+			batch = append(batch, row)
+		}
+		n, err := st.Insert(ctx, batch)
+		if err != nil {
+			log.Warn("cannot store spooled statistics; they stay in the spool", "file", r.File, "err", err)
+			continue
+		}
+		if err := sp.Remove(r.File); err != nil {
+			log.Warn("cannot remove spooled statistics once stored", "err", err)
+		}
+		reports, rows, stored = reports+1, rows+len(batch), stored+n
+	}
+	if reports > 0 {
+		log.Info("stored the statistics stopped nodes left in the spool", "spool", sp.Dir, "reports", reports, "rows", rows, "new", stored)
+	}
 }

@@ -88,30 +88,7 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 		n.log.Debug("statistics are not reported: no registry to find the monitor in, and no monitor.address")
 		return nil
 	}
-	toMonitor := rpc.InvokerFunc(func(callCtx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
-		// Making the consumer waits for the registry (5 s at most); a send
-		// waits no longer than it may, and the making goes on for the next.
-		var cons *consumer.Consumer
-		var err error
-		made := make(chan struct{})
-		go func() {
-			c, e := n.consumer(ctx, cfg)
-			cons, err = c, e
-			close(made)
-		}()
-		select {
-		case <-made:
-		case <-callCtx.Done():
-			return nil, &rpc.CallError{Kind: rpc.ErrConnection, Service: inv.Service, Method: inv.Method,
-				Detail: "the node's consumer is still connecting to the registry"}
-		}
-		if err != nil {
-			return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
-				Detail: "the node's consumer is not available: " + err.Error()}
-		}
-		return cons.Invoke(callCtx, inv)
-	})
-	rep, err := monitor.NewReporter(cfg.Monitor, monitor.ReporterOptions{Consumer: toMonitor, Logger: n.log})
+	rep, err := monitor.NewReporter(cfg.Monitor, monitor.ReporterOptions{Consumer: toMonitor{n, ctx, cfg}, Logger: n.log})
 	if err != nil || rep == nil {
 		return err
 	}
@@ -119,6 +96,8 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 	n.gatherer.MustRegister(rep)
 	rep.Start()
 	n.onStop("statistics reporter", func(stopCtx context.Context) error {
+		// What a monitor that was there does not take in time is spooled
+		// under data-dir for the next process to send.
 		cctx, cancel := context.WithTimeout(stopCtx, report.CloseTimeout)
 		defer cancel()
 		if err := rep.Close(cctx); errors.Is(err, report.ErrNoMonitor) {
@@ -129,6 +108,61 @@ func (n *node) startReporting(ctx context.Context, cfg *config.File) error {
 		return nil
 	})
 	return nil
+}
+
+// toMonitor reaches the monitor through the node's consumer, made on the
+// first report in a process without one.
+type toMonitor struct {
+	n   *node
+	ctx context.Context // the node's run context
+	cfg *config.File
+}
+
+// consumer waits for the node's consumer no longer than callCtx: making it
+// waits for the registry (5 s at most), and the making goes on for the
+// next report.
+func (m toMonitor) consumer(callCtx context.Context) (*consumer.Consumer, error) {
+	var cons *consumer.Consumer
+	var err error
+	made := make(chan struct{})
+	go func() {
+		c, e := m.n.consumer(m.ctx, m.cfg)
+		cons, err = c, e
+		close(made)
+	}()
+	select {
+	case <-made:
+		return cons, err
+	case <-callCtx.Done():
+		return nil, errConnecting
+	}
+}
+
+var errConnecting = errors.New("the node's consumer is still connecting to the registry")
+
+func (m toMonitor) Invoke(callCtx context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+	cons, err := m.consumer(callCtx)
+	switch {
+	case errors.Is(err, errConnecting):
+		return nil, &rpc.CallError{Kind: rpc.ErrConnection, Service: inv.Service, Method: inv.Method, Detail: err.Error()}
+	case err != nil:
+		return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method,
+			Detail: "the node's consumer is not available: " + err.Error()}
+	}
+	return cons.Invoke(callCtx, inv)
+}
+
+// Offered asks the registry whether the monitor is registered, so that
+// one that is down is not taken for none (report.Offerer).
+func (m toMonitor) Offered(ctx context.Context, iface, version, group string) error {
+	cons, err := m.consumer(ctx)
+	switch {
+	case errors.Is(err, errConnecting):
+		return nil // cannot tell yet
+	case err != nil: // no consumer, no registry to find a monitor in
+		return &rpc.CallError{Kind: rpc.ErrNoProvider, Service: iface, Detail: "the node's consumer is not available: " + err.Error()}
+	}
+	return cons.Offered(ctx, iface, version, group)
 }
 
 // startMonitor runs the monitor role: its store, the MonitorService, and
@@ -146,8 +180,8 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		if cfg.Registry.Address == "" {
 			log.Warn("no web console without a registry (registry.address is empty); the stats API and /metrics are served")
 		}
-		c, err = console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token,
-			Registry: cfg.Registry.Address, Stats: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
+		c, err = console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token, ReadToken: cfg.Console.ReadToken,
+			Registry: cfg.Registry.Address, Stats: st, Audit: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
 		if err != nil {
 			return err
 		}
@@ -163,6 +197,7 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		Registry:    cfg.Registry.Address,
 		Protocol:    monitorProtocol(cfg.Protocol),
 		Logger:      log,
+		Spool:       cfg.Monitor.Spool,
 	})
 	if err != nil {
 		return monitorInUse(err)

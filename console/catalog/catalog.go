@@ -73,6 +73,11 @@ type Catalog struct {
 
 	mu    sync.RWMutex
 	state state
+	memo  struct {
+		sync.Mutex
+		services []Service // Services of state version
+		version  uint64
+	}
 	// connected is true while the session is usable; since is when that
 	// last changed; loaded is true once a full read finished.
 	connected bool

@@ -3,12 +3,14 @@ package catalog
 import (
 	"cmp"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -41,9 +43,21 @@ func gvOf(u *url.URL) gv { return gv{u.Param(url.KeyVersion), u.Param(url.KeyGro
 // Interface-level rows come from provider and consumer URLs; an interface
 // known only from the mapping (application-level registration, dubbo-go's
 // default) gets one row whose providers are its applications' instances.
+// The rows' Applications are shared with other callers: read them only.
 func (c *Catalog) Services() []Service {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	// Pages ask far more often than the registry changes.
+	c.memo.Lock()
+	defer c.memo.Unlock()
+	if c.memo.services == nil || c.memo.version != c.state.version {
+		c.memo.services, c.memo.version = c.services(), c.state.version
+	}
+	return slices.Clone(c.memo.services)
+}
+
+// services is Services. Call with mu held.
+func (c *Catalog) services() []Service {
 	out := make([]Service, 0, len(c.state.ifaces)+len(c.state.mapping))
 	for iface, n := range c.state.ifaces {
 		out = c.appendRows(out, iface, n)
@@ -235,34 +249,84 @@ func ProviderOf(u *url.URL) Provider {
 	return p
 }
 
-// Application is one application with its instances.
+// Application is one application: its instances (application-level
+// registration) and the interfaces it provides and references.
 type Application struct {
 	Name      string     `json:"name"`
 	Instances []Instance `json:"instances"`
-	// Services are the interfaces the mapping says it provides.
+	// Services are the interfaces it provides: those the mapping names it
+	// for, and those of its provider nodes.
 	Services []string `json:"services"`
+	// References are the interfaces its consumer nodes reference.
+	References []string `json:"references"`
 }
 
-// Applications lists the applications under /services, sorted.
+// Applications lists every application the registry names, sorted: those
+// with instances under /services, and those named by the application
+// parameter of provider and consumer nodes.
 func (c *Catalog) Applications() []Application {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	byApp := map[string][]string{}
-	for iface, apps := range c.state.mapping {
-		for _, a := range apps {
-			byApp[a] = append(byApp[a], iface)
-		}
-	}
-	out := make([]Application, 0, len(c.state.apps))
-	for _, name := range slices.Sorted(maps.Keys(c.state.apps)) {
-		svcs := byApp[name]
-		slices.Sort(svcs)
-		out = append(out, Application{Name: name, Instances: sortedInstances(name, c.state.apps[name]), Services: svcs})
+	return c.applications()
+}
+
+// applications is Applications. Call with mu held.
+func (c *Catalog) applications() []Application {
+	provides, references, names := c.appsOf()
+	out := make([]Application, 0, len(names))
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		out = append(out, Application{Name: name, Instances: sortedInstances(name, c.state.apps[name]),
+			Services: sortedKeys(provides[name]), References: sortedKeys(references[name])})
 	}
 	return out
 }
 
-// Application returns one application; ok is false when it has no folder.
+// appsOf reads the interfaces each application provides and references,
+// and the names of all applications. Call with mu held.
+func (c *Catalog) appsOf() (provides, references map[string]map[string]bool, names map[string]bool) {
+	provides, references = map[string]map[string]bool{}, map[string]map[string]bool{}
+	add := func(m map[string]map[string]bool, app, iface string) {
+		if m[app] == nil {
+			m[app] = map[string]bool{}
+		}
+		m[app][iface] = true
+	}
+	for iface, apps := range c.state.mapping {
+		for _, a := range apps {
+			add(provides, a, iface)
+		}
+	}
+	for iface, in := range c.state.ifaces {
+		for _, u := range in.cats["providers"] {
+			if a := u.Param("application"); a != "" && !in.stale[u].Stale {
+				add(provides, a, iface)
+			}
+		}
+		for _, u := range in.cats["consumers"] {
+			if a := u.Param("application"); a != "" {
+				add(references, a, iface)
+			}
+		}
+	}
+	names = map[string]bool{}
+	for _, m := range []map[string]map[string]bool{provides, references} {
+		for a := range m {
+			names[a] = true
+		}
+	}
+	for a := range c.state.apps {
+		names[a] = true
+	}
+	return provides, references, names
+}
+
+// sortedKeys are m's keys, sorted; empty, not nil, when there are none.
+func sortedKeys(m map[string]bool) []string {
+	return append([]string{}, slices.Sorted(maps.Keys(m))...)
+}
+
+// Application returns one application; ok is false when the registry
+// does not name it.
 func (c *Catalog) Application(name string) (Application, bool) {
 	for _, a := range c.Applications() {
 		if a.Name == name {
@@ -280,7 +344,7 @@ func sortedInstances(app string, m map[string]*appInstance) []Instance {
 		if ai.inst == nil {
 			in.Raw = RedactText(ai.raw)
 		} else {
-			in.Address = ai.inst.Address + ":" + strconv.Itoa(ai.inst.Port)
+			in.Address = ai.address()
 			in.Revision = ai.inst.Revision()
 			in.Registered = ai.inst.RegistrationTimeUTC
 			if ai.inst.Payload != nil {
@@ -290,6 +354,27 @@ func sortedInstances(app string, m map[string]*appInstance) []Instance {
 		out = append(out, in)
 	}
 	return out
+}
+
+// InstancesOf are the instances of app as registered (those whose node
+// parses), sorted by id: what application-level discovery reads. They
+// are shared: read them only.
+func (c *Catalog) InstancesOf(app string) []*metadata.Instance {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m := c.state.apps[app]
+	out := make([]*metadata.Instance, 0, len(m))
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		if in := m[id].inst; in != nil {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// address is the instance's host:port.
+func (ai *appInstance) address() string {
+	return net.JoinHostPort(ai.inst.Address, strconv.Itoa(ai.inst.Port))
 }
 
 // Rule is one config-center document.
@@ -317,47 +402,38 @@ func (c *Catalog) RuleContent(key string) (string, bool) {
 	return s, ok
 }
 
-// Counts are the overview's figures.
+// Counts are the overview's figures. Services and Applications count
+// what Services and Applications list.
 type Counts struct {
 	Services     int `json:"services"` // distinct interfaces
 	Applications int `json:"applications"`
-	Providers    int `json:"providers"`
-	Consumers    int `json:"consumers"`
-	Instances    int `json:"instances"`
-	Rules        int `json:"rules"`
+	Providers    int `json:"providers"` // provider nodes, stale ones left out
+	Consumers    int `json:"consumers"` // consumer nodes
+	Instances    int `json:"instances"` // application instances
 }
 
 // Counts counts what the registry holds.
 func (c *Catalog) Counts() Counts {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	ifaces := map[string]bool{}
-	apps := map[string]bool{}
 	var n Counts
-	for iface, in := range c.state.ifaces {
-		if len(in.cats["providers"])+len(in.cats["consumers"]) > 0 {
-			ifaces[iface] = true
-		}
-		n.Providers += len(in.cats["providers"]) - len(in.stale)
-		n.Consumers += len(in.cats["consumers"])
-		for _, u := range in.cats["providers"] {
-			if a := u.Param("application"); a != "" {
-				apps[a] = true
-			}
-		}
-		for _, u := range in.cats["consumers"] {
-			if a := u.Param("application"); a != "" {
-				apps[a] = true
-			}
-		}
+	// Services lists a row for every interface folder and every mapped
+	// interface.
+	ifaces := map[string]bool{}
+	for iface := range c.state.ifaces {
+		ifaces[iface] = true
 	}
 	for iface := range c.state.mapping {
 		ifaces[iface] = true
 	}
-	for a, insts := range c.state.apps {
-		apps[a] = true
+	_, _, apps := c.appsOf()
+	n.Services, n.Applications = len(ifaces), len(apps)
+	for _, in := range c.state.ifaces {
+		n.Providers += len(in.cats["providers"]) - len(in.stale)
+		n.Consumers += len(in.cats["consumers"])
+	}
+	for _, insts := range c.state.apps {
 		n.Instances += len(insts)
 	}
-	n.Services, n.Applications, n.Rules = len(ifaces), len(apps), len(c.state.rules)
 	return n
 }

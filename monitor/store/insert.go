@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 // streamKey is what identifies a stream of rows; with the time it is the
@@ -20,10 +22,12 @@ type streamKey struct {
 
 // writeStmts are prepared once on the single write connection.
 type writeStmts struct {
-	selIface, insIface, selStream, insStream, setLast, addMinute, changes *sql.Stmt
+	selIface, insIface, selStream, insStream, setLast, changes *sql.Stmt
 	// insRaw[k] inserts 1<<k rows (a batch is cut into such pieces);
 	// insRawReturning[k] also names the rows it stored.
 	insRaw, insRawReturning [chunkBits + 1]*sql.Stmt
+	// addSums[t][k] adds 1<<k sums to sumTables[t].
+	addSums [][chunkBits + 1]*sql.Stmt
 }
 
 // chunkBits sets the most rows one INSERT into raw carries, 1<<chunkBits.
@@ -32,7 +36,7 @@ type writeStmts struct {
 // row was most of the cost of storing rows one statement each.
 const chunkBits = 8
 
-const rawColumns = 14
+const rawColumns = 15
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 	type stmt struct {
@@ -46,16 +50,13 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&w.insStream, `INSERT INTO streams (interface_id, side, method, node, grp, version, address, consumer, application, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.setLast, `UPDATE streams SET last = ? WHERE id = ?`},
 		{&w.changes, `SELECT total_changes()`},
-		{&w.addMinute, `INSERT INTO minute_sums (interface_id, time, side, method, success, failure, input, output, elapsed, max_elapsed, max_concurrent)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (interface_id, time, side, method) DO UPDATE SET
-				success = success + excluded.success, failure = failure + excluded.failure,
-				input = input + excluded.input, output = output + excluded.output,
-				elapsed = elapsed + excluded.elapsed, max_elapsed = max(max_elapsed, excluded.max_elapsed),
-				max_concurrent = max(max_concurrent, excluded.max_concurrent)`},
 	}
+	w.addSums = make([][chunkBits + 1]*sql.Stmt, len(sumTables))
 	for k := range chunkBits + 1 {
 		list = append(list, stmt{&w.insRaw[k], rawInsert(1<<k, false)}, stmt{&w.insRawReturning[k], rawInsert(1<<k, true)})
+		for t, tbl := range sumTables {
+			list = append(list, stmt{&w.addSums[t][k], sumsUpsert(tbl, 1<<k)})
+		}
 	}
 	for _, p := range list {
 		st, err := db.PrepareContext(ctx, p.sql)
@@ -71,13 +72,8 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 // CONFLICT DO NOTHING). With returning, it names the rows it stored.
 func rawInsert(n int, returning bool) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO raw (interface_id, time, stream_id, interval, success, failure, input, output, elapsed, max_elapsed, concurrent, max_concurrent, max_input, max_output) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-	}
+	b.WriteString(`INSERT INTO raw (interface_id, time, stream_id, interval, success, failure, input, output, elapsed, max_elapsed, concurrent, max_concurrent, max_input, max_output, histogram) VALUES `)
+	values(&b, n, rawColumns)
 	b.WriteString(" ON CONFLICT DO NOTHING")
 	if returning {
 		b.WriteString(" RETURNING stream_id, time")
@@ -85,10 +81,42 @@ func rawInsert(n int, returning bool) string {
 	return b.String()
 }
 
+// sumsUpsert is the statement that adds n sums to tbl: a new row per sum,
+// or added to the row already there (counts summed, maxima kept,
+// histograms merged).
+func sumsUpsert(tbl source, n int) string {
+	key := "interface_id, span, time, " + strings.Join(tbl.cols, ", ")
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT INTO %s (%s, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last, histogram) VALUES ", tbl.table, key)
+	values(&b, n, 3+len(tbl.cols)+len(sumColumns))
+	fmt.Fprintf(&b, ` ON CONFLICT (%s) DO UPDATE SET success = success + excluded.success, failure = failure + excluded.failure,
+		input = input + excluded.input, output = output + excluded.output, elapsed = elapsed + excluded.elapsed,
+		max_elapsed = max(max_elapsed, excluded.max_elapsed), max_concurrent = max(max_concurrent, excluded.max_concurrent),
+		last = max(last, excluded.last), histogram = dubbo_histogram(histogram, excluded.histogram)`, key)
+	return b.String()
+}
+
+// sumColumns are the figures of a sum, after its key.
+var sumColumns = [...]string{"success", "failure", "input", "output", "elapsed", "max_elapsed", "max_concurrent", "last", "histogram"}
+
+// values writes n tuples of cols placeholders.
+func values(b *strings.Builder, n, cols int) {
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?,", cols), ",") + ")"
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(tuple)
+	}
+}
+
 func (w *writeStmts) close() {
-	all := []*sql.Stmt{w.selIface, w.insIface, w.selStream, w.insStream, w.setLast, w.addMinute, w.changes}
+	all := []*sql.Stmt{w.selIface, w.insIface, w.selStream, w.insStream, w.setLast, w.changes}
 	all = append(all, w.insRaw[:]...)
 	all = append(all, w.insRawReturning[:]...)
+	for _, sts := range w.addSums {
+		all = append(all, sts[:]...)
+	}
 	for _, st := range all {
 		if st != nil {
 			st.Close()
@@ -99,32 +127,9 @@ func (w *writeStmts) close() {
 // rowID is the key of a raw row within its interface.
 type rowID struct{ stream, time int64 }
 
-// sumKey is one row of minute_sums or hour_sums.
-type sumKey struct {
-	iface, time  int64
-	side, method string
-}
-
-type sums struct {
-	success, failure, input, output, elapsed, maxElapsed, maxConcurrent int64
-}
-
-func (s *sums) add(r *Row) {
-	s.success += r.Success
-	s.failure += r.Failure
-	s.input += r.Input
-	s.output += r.Output
-	s.elapsed += r.ElapsedMs
-	s.maxElapsed = max(s.maxElapsed, r.MaxElapsedMs)
-	s.maxConcurrent = max(s.maxConcurrent, r.MaxConcurrent)
-}
-
-// minuteEnd is the end of the minute holding an interval that ended at t:
-// an interval ending 12:00:00 belongs to the minute 11:59-12:00.
-func minuteEnd(t int64) int64 { return (t + 59) / 60 * 60 }
-
-// hourEnd is the same for hours.
-func hourEnd(t int64) int64 { return (t + hour - 1) / hour * hour }
+// hourEnd is the end of the hour holding an interval that ended at t: an
+// interval ending 12:00:00 belongs to the hour 11:00-12:00.
+func hourEnd(t int64) int64 { return ceilTo(t, hour) }
 
 // Insert stores rows in one transaction and returns how many were new.
 // Rows already stored (same stream and time) are ignored and counted in
@@ -195,7 +200,7 @@ func (s *Store) insert(ctx context.Context, rows []Row, exact bool) (stored, dup
 			return 0, 0, 0, err
 		}
 	}
-	raw := rawWriter{tx: tx, stmts: &s.stmts, exact: exact, minutes: map[sumKey]*sums{}}
+	raw := rawWriter{tx: tx, stmts: &s.stmts, exact: exact, sums: newSumsOf()}
 	if err := raw.store(ctx, todo); err != nil {
 		return 0, 0, 0, err
 	}
@@ -208,7 +213,7 @@ func (s *Store) insert(ctx context.Context, rows []Row, exact bool) (stored, dup
 			return 0, 0, 0, errNotAllNew
 		}
 	}
-	if err := addMinutes(tx.Stmt(s.stmts.addMinute), raw.minutes); err != nil {
+	if err := raw.sums.write(tx, &s.stmts); err != nil {
 		return 0, 0, 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -229,14 +234,14 @@ func totalChanges(st *sql.Stmt) (int64, error) {
 }
 
 // rawWriter stores the rows of one transaction into raw, in pieces of 1<<k
-// rows, counting what it stored and summing it by minute.
+// rows, counting what it stored and summing it.
 type rawWriter struct {
 	tx    *sql.Tx
 	stmts *writeStmts
 	exact bool // learn which rows were already stored (RETURNING)
 
 	stored, dups int
-	minutes      map[sumKey]*sums
+	sums         *sumsOf
 
 	args []any   // one piece's values, reused
 	got  []rowID // the rows a piece stored, reused
@@ -268,7 +273,7 @@ func (w *rawWriter) insertPiece(k int, part []pending) error {
 	for _, p := range part {
 		r := p.r
 		w.args = append(w.args, p.iface, r.Time, p.stream, r.Interval, r.Success, r.Failure, r.Input, r.Output,
-			r.ElapsedMs, r.MaxElapsedMs, r.Concurrent, r.MaxConcurrent, r.MaxInput, r.MaxOutput)
+			r.ElapsedMs, r.MaxElapsedMs, r.Concurrent, r.MaxConcurrent, r.MaxInput, r.MaxOutput, blob(r.Histogram))
 	}
 	st := w.stmts.insRaw[k]
 	if w.exact {
@@ -294,7 +299,7 @@ func (w *rawWriter) insertPiece(k int, part []pending) error {
 }
 
 // count adds the rows of part that were stored to the counts and the
-// minute sums.
+// sums.
 func (w *rawWriter) count(part []pending) {
 	for _, p := range part {
 		if w.exact && len(w.got) < len(part) {
@@ -308,22 +313,127 @@ func (w *rawWriter) count(part []pending) {
 			w.got[i] = rowID{}
 		}
 		w.stored++
-		k := sumKey{p.iface, minuteEnd(p.r.Time), p.r.Side, p.r.Method}
-		sm := w.minutes[k]
-		if sm == nil {
-			sm = &sums{}
-			w.minutes[k] = sm
-		}
-		sm.add(p.r)
+		w.sums.add(p.iface, p.r)
 	}
 }
 
-// addMinutes adds the batch's minute sums to minute_sums.
-func addMinutes(addMinute *sql.Stmt, minutes map[sumKey]*sums) error {
-	for k, v := range minutes {
-		if _, err := addMinute.ExecContext(context.Background(), k.iface, k.time, k.side, k.method,
-			v.success, v.failure, v.input, v.output, v.elapsed, v.maxElapsed, v.maxConcurrent); err != nil {
-			return fmt.Errorf("add minute sums: %w", err)
+// blob is a histogram as a column value: NULL when there is none.
+func blob(h histogram.Sparse) any {
+	if h == "" {
+		return nil
+	}
+	return []byte(h)
+}
+
+// sumsOf adds up the rows of a batch into the sums they change.
+type sumsOf struct {
+	byKey map[sumKey]*sumSpans
+	order []sumKey // in the order they came, so that writes are repeatable
+}
+
+// sumKey is a sum's key but for its span and time.
+type sumKey struct {
+	table int
+	iface int64
+	cols  [6]string // the table's key columns, in its order
+}
+
+// sumSpans are the sums of one key the batch changes: a minute, an hour
+// and a day, more when the batch spans several.
+type sumSpans []*sum
+
+type sum struct {
+	span, time                                                    int64
+	success, failure, input, output, elapsed, maxElapsed, maxConc int64
+	last                                                          int64
+	hist                                                          []byte // the rows' histograms concatenated: their sum (package histogram)
+}
+
+func newSumsOf() *sumsOf { return &sumsOf{byKey: map[sumKey]*sumSpans{}} }
+
+// add adds r, of interface iface, to its sums in every table and span.
+func (s *sumsOf) add(iface int64, r *Row) {
+	for t, tbl := range sumTables {
+		k := sumKey{table: t, iface: iface}
+		for i, c := range tbl.cols {
+			k.cols[i] = column(r, c)
+		}
+		ss := s.byKey[k]
+		if ss == nil {
+			ss = &sumSpans{}
+			s.byKey[k] = ss
+			s.order = append(s.order, k)
+		}
+		for _, span := range spans {
+			ss.of(span, ceilTo(r.Time, span)).add(r)
+		}
+	}
+}
+
+func (ss *sumSpans) of(span, time int64) *sum {
+	for _, x := range *ss {
+		if x.span == span && x.time == time {
+			return x
+		}
+	}
+	x := &sum{span: span, time: time}
+	*ss = append(*ss, x)
+	return x
+}
+
+func (x *sum) add(r *Row) {
+	x.success += r.Success
+	x.failure += r.Failure
+	x.input += r.Input
+	x.output += r.Output
+	x.elapsed += r.ElapsedMs
+	x.maxElapsed = max(x.maxElapsed, r.MaxElapsedMs)
+	x.maxConc = max(x.maxConc, r.MaxConcurrent)
+	x.last = max(x.last, r.Time)
+	x.hist = append(x.hist, r.Histogram...)
+}
+
+// write adds the sums to their tables, in pieces of 1<<k sums.
+func (s *sumsOf) write(tx *sql.Tx, stmts *writeStmts) error {
+	for t, tbl := range sumTables {
+		var args []any
+		n := 0
+		// Pieces run as queries, as the rows do: one cgo call binds them.
+		flush := func() error {
+			per := 3 + len(tbl.cols) + len(sumColumns)
+			for n > 0 {
+				k := min(bits.Len(uint(n))-1, chunkBits)
+				res, err := tx.Stmt(stmts.addSums[t][k]).QueryContext(context.Background(), args[:per<<k]...)
+				if err == nil {
+					res.Next() // runs it
+					err = errors.Join(res.Err(), res.Close())
+				}
+				if err != nil {
+					return fmt.Errorf("add %s: %w", tbl.table, err)
+				}
+				args, n = args[per<<k:], n-(1<<k)
+			}
+			return nil
+		}
+		for _, k := range s.order {
+			if k.table != t {
+				continue
+			}
+			for _, x := range *s.byKey[k] {
+				args = append(args, k.iface, x.span, x.time)
+				for i := range tbl.cols {
+					args = append(args, k.cols[i])
+				}
+				var h histogram.Counts
+				if err := h.AddSparse(histogram.Sparse(x.hist)); err != nil {
+					return err // the rows were validated: not reached
+				}
+				args = append(args, x.success, x.failure, x.input, x.output, x.elapsed, x.maxElapsed, x.maxConc, x.last, blob(h.Sparse()))
+				n++
+			}
+		}
+		if err := flush(); err != nil {
+			return err
 		}
 	}
 	return nil

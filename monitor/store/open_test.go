@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 func TestOpenCreatesTheDirectoryAndReopens(t *testing.T) {
@@ -121,10 +123,12 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 }
 
 // TestOpenUpgradesOldVersions writes a database as versions 1 (rows, no
-// per-interface sums) and 2 (sums; one rolled-through mark for all
-// interfaces) of the schema wrote it, and opens it: the sums are built from
-// the rows when missing, the mark moves to the interface, and the store
-// goes on from there.
+// per-interface sums), 2 (sums; one rolled-through mark for all
+// interfaces) and 3 (the mark per interface) of the schema wrote it, and
+// opens it: the sums are built again from the rows (per service, method
+// and address; by minute, hour and day; without histograms), the mark
+// moves to the interface, and the store goes on from there, with
+// histograms.
 func TestOpenUpgradesOldVersions(t *testing.T) {
 	ctx := context.Background()
 	rows := `
@@ -137,6 +141,7 @@ func TestOpenUpgradesOldVersions(t *testing.T) {
 		                       (1, $T + 90, 1, 60, 4, 0, 0, 0, 8, 3, 1, 1, 0, 0);
 		INSERT INTO hourly VALUES (1, $T, 1, 100, 5, 0, 0, 300, 20, 2.5, 4, 0, 0);
 		UPDATE meta SET value = $T WHERE name = 'rolled_through';`
+	rows3 := strings.Replace(rows, "UPDATE meta SET value = $T WHERE name = 'rolled_through';", "UPDATE interfaces SET rolled_through = $T;", 1)
 	sums := `
 		INSERT INTO minute_sums VALUES (1, $T + 60, 'consumer', 'sayHello', 10, 1, 0, 0, 40, 6, 2),
 		                               (1, $T + 60, 'provider', 'sayHello', 10, 1, 0, 0, 30, 5, 2),
@@ -145,7 +150,7 @@ func TestOpenUpgradesOldVersions(t *testing.T) {
 	for _, tc := range []struct {
 		version int
 		sql     string
-	}{{1, rows}, {2, rows + sums}} {
+	}{{1, rows}, {2, rows + sums}, {3, rows3 + sums}} {
 		t.Run("version "+strconv.Itoa(tc.version), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "monitor.db")
 			db, err := sql.Open("sqlite3", dsn(path, "_journal_mode=WAL"))
@@ -183,8 +188,26 @@ func TestOpenUpgradesOldVersions(t *testing.T) {
 			if n := mustInsert(t, st, []Row{report(prov1, cons1.addr, greeter, "sayHello", t0+1800, 1, 0)}); n != 0 {
 				t.Errorf("stored a row for an hour the old version had folded")
 			}
-			if n := mustInsert(t, st, []Row{report(prov1, cons1.addr, greeter, "sayHello", t0+3600+180, 1, 0)}); n != 1 {
+			// The sums of old rows have no histogram: no percentiles.
+			sum, err := st.Summary(ctx, SummaryQuery{By: ByService, Interface: greeter, From: t0 + 1, To: t0 + 2*3600})
+			if err != nil || len(sum.Rows) != 2 {
+				t.Fatalf("summary after the upgrade: %+v, %v", sum, err)
+			}
+			for _, r := range sum.Rows {
+				if w := map[string]int64{SideProvider: 105 + 11 + 4, SideConsumer: 11}[r.Side]; r.Calls != w || r.P99Ms != nil || r.Version != "1.0.0" {
+					t.Errorf("summary row %+v, want %d calls and no percentiles", r, w)
+				}
+			}
+			next := report(prov1, cons1.addr, greeter, "sayHello", t0+3600+180, 10, 0)
+			var h histogram.Counts
+			h[histogram.Of(2*time.Millisecond)] = 10
+			next.Histogram = h.Sparse()
+			if n := mustInsert(t, st, []Row{next}); n != 1 {
 				t.Errorf("a new row after the upgrade: stored %d", n)
+			}
+			sum, err = st.Summary(ctx, SummaryQuery{By: ByService, Interface: greeter, Side: SideProvider, From: t0 + 3600 + 121, To: t0 + 3600 + 180})
+			if err != nil || len(sum.Rows) != 1 || sum.Rows[0].HistogramCalls != 10 || sum.Rows[0].P50Ms == nil {
+				t.Errorf("a new row's histogram after the upgrade: %+v, %v", sum, err)
 			}
 		})
 	}

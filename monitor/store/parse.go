@@ -7,11 +7,13 @@ import (
 )
 
 // ParseFilter reads a Filter from the query of
-// GET /api/v1/stats?interface=&method=&side=provider|consumer&address=&from=&to=&limit=
-// (from and to in Unix seconds; all but interface optional). Its errors
-// wrap ErrBadQuery and name the parameter.
+// GET /api/v1/stats?interface=&method=&side=provider|consumer&address=&version=&group=&from=&to=&limit=
+// (from and to in Unix seconds; all but interface optional; version= and
+// group= present but empty select none). Its errors wrap ErrBadQuery and
+// name the parameter.
 func ParseFilter(v url.Values) (Filter, error) {
-	f := Filter{Interface: v.Get("interface"), Method: v.Get("method"), Side: v.Get("side"), Address: v.Get("address")}
+	f := Filter{Interface: v.Get("interface"), Method: v.Get("method"), Side: v.Get("side"), Address: v.Get("address"),
+		Version: optional(v, "version"), Group: optional(v, "group")}
 	var limit int64
 	for _, p := range []struct {
 		name string
@@ -35,7 +37,8 @@ func ParseFilter(v url.Values) (Filter, error) {
 // ParseFilter, with step (seconds) instead of limit; from and to are
 // required.
 func ParseSeriesQuery(v url.Values) (SeriesQuery, error) {
-	q := SeriesQuery{Interface: v.Get("interface"), Method: v.Get("method"), Side: v.Get("side"), Address: v.Get("address")}
+	q := SeriesQuery{Interface: v.Get("interface"), Method: v.Get("method"), Side: v.Get("side"), Address: v.Get("address"),
+		Version: optional(v, "version"), Group: optional(v, "group")}
 	for _, p := range []struct {
 		name string
 		dst  *int64
@@ -49,6 +52,36 @@ func ParseSeriesQuery(v url.Values) (SeriesQuery, error) {
 		return SeriesQuery{}, err
 	}
 	return q, nil
+}
+
+// ParseSummaryQuery reads a SummaryQuery from the query of
+// GET /api/v1/traffic?by=&interface=&method=&side=&version=&group=&application=&host=&from=&to=
+// (by, from and to required; from and to in Unix seconds).
+func ParseSummaryQuery(v url.Values) (SummaryQuery, error) {
+	q := SummaryQuery{By: v.Get("by"), Interface: v.Get("interface"), Method: v.Get("method"), Side: v.Get("side"),
+		Version: optional(v, "version"), Group: optional(v, "group"), Application: v.Get("application"), Host: v.Get("host")}
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"from", &q.From}, {"to", &q.To}} {
+		if err := parseInt(v, p.name, p.dst); err != nil {
+			return SummaryQuery{}, err
+		}
+	}
+	if err := q.check(); err != nil {
+		return SummaryQuery{}, err
+	}
+	return q, nil
+}
+
+// optional is the parameter's value when it is present, even empty
+// (version= is "no version"); nil when absent (any).
+func optional(v url.Values, name string) *string {
+	if !v.Has(name) {
+		return nil
+	}
+	s := v.Get(name)
+	return &s
 }
 
 func parseInt(v url.Values, name string, dst *int64) error {

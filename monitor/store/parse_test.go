@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,7 @@ func TestParseFilter(t *testing.T) {
 		{"interface=I&method=m&side=consumer&address=10.0.0.1%3A20880&from=100&to=200&limit=5",
 			Filter{Interface: "I", Method: "m", Side: "consumer", Address: "10.0.0.1:20880", From: 100, To: 200, Limit: 5}, ""},
 		{"interface=I&side=provider&to=200", Filter{Interface: "I", Side: "provider", To: 200}, ""},
+		{"interface=I&version=1.0.0&group=", Filter{Interface: "I", Version: str("1.0.0"), Group: str("")}, ""},
 		{"method=m", Filter{}, "interface is required"},
 		{"interface=I&side=both", Filter{}, `side "both"`},
 		{"interface=I&from=yesterday", Filter{}, `from="yesterday"`},
@@ -38,7 +40,7 @@ func TestParseFilter(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tc.want {
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
@@ -54,6 +56,7 @@ func TestParseSeriesQuery(t *testing.T) {
 		{"interface=I&from=100&to=200", SeriesQuery{Interface: "I", From: 100, To: 200, Step: 60}, ""},
 		{"interface=I&method=m&side=provider&address=a&from=100&to=86500&step=3600",
 			SeriesQuery{Interface: "I", Method: "m", Side: "provider", Address: "a", From: 100, To: 86500, Step: 3600}, ""},
+		{"interface=I&group=gray&from=100&to=200", SeriesQuery{Interface: "I", Group: str("gray"), From: 100, To: 200, Step: 60}, ""},
 		{"interface=I&from=100", SeriesQuery{}, "from and to are required"},
 		{"interface=I&from=100&to=200&step=90", SeriesQuery{}, "step 90 s is not a positive multiple of 60"},
 		{"interface=I&from=1&to=2592000&step=60", SeriesQuery{}, "more than 10000 buckets"},
@@ -68,7 +71,38 @@ func TestParseSeriesQuery(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tc.want {
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseSummaryQuery(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  SummaryQuery
+		err   string
+	}{
+		{"by=service&from=100&to=200", SummaryQuery{By: "service", From: 100, To: 200}, ""},
+		{"by=method&interface=I&method=m&side=provider&version=1.0.0&group=&application=a&host=10.0.0.1&from=100&to=200",
+			SummaryQuery{By: "method", Interface: "I", Method: "m", Side: "provider", Version: str("1.0.0"), Group: str(""),
+				Application: "a", Host: "10.0.0.1", From: 100, To: 200}, ""},
+		{"by=method&from=100&to=200", SummaryQuery{}, "needs an interface"},
+		{"by=everything&from=100&to=200", SummaryQuery{}, `by "everything"`},
+		{"by=edge&from=100", SummaryQuery{}, "from and to are required"},
+		{"by=edge&from=x&to=1", SummaryQuery{}, `from="x"`},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			v, _ := url.ParseQuery(tc.query)
+			got, err := ParseSummaryQuery(v)
+			if tc.err != "" {
+				if !errors.Is(err, ErrBadQuery) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v; want ErrBadQuery with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
@@ -76,9 +110,9 @@ func TestParseSeriesQuery(t *testing.T) {
 }
 
 // FuzzStatsQuery feeds query strings of GET /api/v1/stats (and the series
-// parameters) through the parsers and, when they accept them, through
-// Query and Series on a real store: a query is either refused with
-// ErrBadQuery or answered, never anything else.
+// and traffic parameters) through the parsers and, when they accept them,
+// through Query, Series and Summary on a real store: a query is either
+// refused with ErrBadQuery or answered, never anything else.
 func FuzzStatsQuery(f *testing.F) {
 	for _, s := range []string{
 		"interface=org.example.Greeter",
@@ -89,6 +123,9 @@ func FuzzStatsQuery(f *testing.F) {
 		"interface=I&limit=3&from=0&to=0",
 		"interface=I&from=100&to=50",
 		"interface=I&step=-60&from=1&to=2",
+		"by=edge&from=1793491200&to=1793494800&version=1.0.0&group=",
+		"by=provider&interface=org.example.Greeter&host=10.0.0.9&from=1&to=253402300799",
+		"by=method&interface=org.example.Greeter&host=10.0.0.1%3A20880&method=add&from=1793491201&to=1793491320",
 	} {
 		f.Add(s)
 	}
@@ -113,6 +150,13 @@ func FuzzStatsQuery(f *testing.F) {
 			}
 		} else if bs, err := st.Series(ctx, q); err != nil || len(bs) == 0 || len(bs) > MaxBuckets {
 			t.Fatalf("Series(%+v) of an accepted query: %d buckets, %v", q, len(bs), err)
+		}
+		if q, err := ParseSummaryQuery(v); err != nil {
+			if !errors.Is(err, ErrBadQuery) {
+				t.Fatalf("ParseSummaryQuery(%q): %v is not ErrBadQuery", query, err)
+			}
+		} else if s, err := st.Summary(ctx, q); err != nil || s.Rows == nil {
+			t.Fatalf("Summary(%+v) of an accepted query: %+v, %v", q, s, err)
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 // ErrBadQuery is wrapped by the errors of Query, Series and the parsers
@@ -18,8 +20,11 @@ type Filter struct {
 	Method    string // "" = every method
 	Side      string // "" = both, else SideProvider or SideConsumer
 	Address   string // the provider's host:port; "" = every provider
-	From, To  int64  // Unix seconds, inclusive, of the rows' Time (interval end); 0 = unbounded
-	Limit     int    // most rows returned, the oldest first; 0 = all
+	// Version and Group select one version and group of the service
+	// ("" is none); nil = all of them.
+	Version, Group *string
+	From, To       int64 // Unix seconds, inclusive, of the rows' Time (interval end); 0 = unbounded
+	Limit          int   // most rows returned, the oldest first; 0 = all
 }
 
 func (f Filter) check() error {
@@ -41,38 +46,43 @@ func (f Filter) check() error {
 	return nil
 }
 
-// where returns the conditions on t (raw, hourly, minute_sums or hour_sums)
-// and s (streams, when joined) that f asks for, and their arguments.
-func (f Filter) where(iface, from, to int64, joined bool) (string, []any) {
+// where returns the conditions on t (raw or hourly) and s (its streams)
+// that f asks for, and their arguments.
+func (f Filter) where(iface, from, to int64) (string, []any) {
 	conds := []string{"t.interface_id = ?", "t.time >= ?", "t.time <= ?"}
 	args := []any{iface, from, to}
-	col := "t."
-	if joined {
-		col = "s."
-	}
 	if f.Side != "" {
-		conds = append(conds, col+"side = ?")
+		conds = append(conds, "s.side = ?")
 		args = append(args, f.Side)
 	}
 	if f.Method != "" {
-		conds = append(conds, col+"method = ?")
+		conds = append(conds, "s.method = ?")
 		args = append(args, f.Method)
 	}
 	if f.Address != "" {
 		conds = append(conds, "s.address = ?")
 		args = append(args, f.Address)
 	}
+	if f.Version != nil {
+		conds = append(conds, "s.version = ?")
+		args = append(args, *f.Version)
+	}
+	if f.Group != nil {
+		conds = append(conds, "s.grp = ?")
+		args = append(args, *f.Group)
+	}
 	return strings.Join(conds, " AND "), args
 }
 
 const rowColumns = `t.time, %s, s.side, s.application, s.node, s.grp, s.version, s.method, s.address, s.consumer,
-	t.success, t.failure, t.input, t.output, t.elapsed, t.max_elapsed, t.concurrent, t.max_concurrent, t.max_input, t.max_output`
+	t.success, t.failure, t.input, t.output, t.elapsed, t.max_elapsed, t.concurrent, t.max_concurrent, t.max_input, t.max_output, t.histogram`
 
 // Query returns the rows f selects, oldest first: hourly rows (Interval
 // 3600, Time the end of the hour) where the range is older than the raw
 // retention, then the rows as reported. Each call made is in exactly one
 // row, so the sum of Success+Failure over the result is the number of calls
-// whose interval (or hour, for hourly rows) ended within From..To.
+// whose interval (or hour, for hourly rows) ended within From..To. Each
+// row has its percentiles, from its histogram.
 func (s *Store) Query(ctx context.Context, f Filter) ([]Row, error) {
 	if err := f.check(); err != nil {
 		return nil, err
@@ -91,7 +101,7 @@ func (s *Store) Query(ctx context.Context, f Filter) ([]Row, error) {
 			return err
 		}
 		for _, tbl := range []struct{ name, interval string }{{"hourly", "3600"}, {"raw", "t.interval"}} {
-			where, args := f.where(iface, f.From, to, true)
+			where, args := f.where(iface, f.From, to)
 			q := "SELECT " + fmt.Sprintf(rowColumns, tbl.interval) + " FROM " + tbl.name + " t JOIN streams s ON s.id = t.stream_id WHERE " + where + " ORDER BY t.time, t.stream_id"
 			if f.Limit > 0 {
 				if len(out) >= f.Limit {
@@ -118,11 +128,20 @@ func appendRows(ctx context.Context, tx *sql.Tx, out []Row, iface, q string, arg
 		return out, err
 	}
 	defer rows.Close()
+	var hist []byte
 	for rows.Next() {
 		r := Row{Interface: iface}
 		if err := rows.Scan(&r.Time, &r.Interval, &r.Side, &r.Application, &r.Node, &r.Group, &r.Version, &r.Method, &r.Address, &r.Consumer,
-			&r.Success, &r.Failure, &r.Input, &r.Output, &r.ElapsedMs, &r.MaxElapsedMs, &r.Concurrent, &r.MaxConcurrent, &r.MaxInput, &r.MaxOutput); err != nil {
+			&r.Success, &r.Failure, &r.Input, &r.Output, &r.ElapsedMs, &r.MaxElapsedMs, &r.Concurrent, &r.MaxConcurrent, &r.MaxInput, &r.MaxOutput, &hist); err != nil {
 			return out, err
+		}
+		if len(hist) > 0 {
+			r.Histogram = histogram.Sparse(hist)
+			h, err := r.Histogram.Counts()
+			if err != nil {
+				return out, fmt.Errorf("row of %s at %d: %w", r.Node, r.Time, err)
+			}
+			r.Percentiles = percentilesOf(&h)
 		}
 		out = append(out, r)
 	}
@@ -154,8 +173,11 @@ type SeriesQuery struct {
 	Method    string // "" = every method
 	Side      string // "" = both, else SideProvider or SideConsumer
 	Address   string // the provider's host:port; "" = every provider
-	From, To  int64  // Unix seconds, required: the buckets holding From through the one holding To
-	Step      int64  // bucket length in seconds, a multiple of 60; 0 = 60
+	// Version and Group select one version and group ("" is none); nil =
+	// all of them.
+	Version, Group *string
+	From, To       int64 // Unix seconds, required: the buckets holding From through the one holding To
+	Step           int64 // bucket length in seconds, a multiple of 60; 0 = 60
 }
 
 // MaxBuckets is the most buckets one Series call returns.
@@ -172,6 +194,7 @@ type Bucket struct {
 	ElapsedMs     int64 `json:"elapsed_ms"` // sum over the calls: average = ElapsedMs / Calls
 	MaxElapsedMs  int64 `json:"max_elapsed_ms"`
 	MaxConcurrent int64 `json:"max_concurrent"` // the most calls in flight at one node
+	Percentiles
 }
 
 func (q SeriesQuery) check() (SeriesQuery, error) {
@@ -197,13 +220,13 @@ func (q SeriesQuery) check() (SeriesQuery, error) {
 
 // Series sums one service's calls per step for the console's charts,
 // returning every bucket from the one holding From to the one holding To,
-// empty ones included. Recent data is at minute resolution; where the
-// range is older than the raw retention the data is hourly, and each
-// hour's sums fall in the bucket holding the hour's end (use a step of
-// 3600 or more there).
+// empty ones included, with the percentiles of each bucket's calls.
+// Recent data is at minute resolution; where the range is older than the
+// raw retention the data is hourly, and each hour's sums fall in the
+// bucket holding the hour's end (use a step of 3600 or more there).
 //
-// Without an address it reads the per-minute and per-hour sums kept per
-// interface, side and method; with one it sums that provider's rows.
+// It reads the sums (sums.go) of the least detailed table that has the
+// filter's columns; the rows only for a method and an address together.
 func (s *Store) Series(ctx context.Context, q SeriesQuery) ([]Bucket, error) {
 	q, err := q.check()
 	if err != nil {
@@ -215,56 +238,45 @@ func (s *Store) Series(ctx context.Context, q SeriesQuery) ([]Bucket, error) {
 	for i := range out {
 		out[i].Time = first + int64(i)*q.Step
 	}
-	f := Filter{Method: q.Method, Side: q.Side, Address: q.Address}
-	tables := []string{"hour_sums t", "minute_sums t"}
-	if q.Address != "" {
-		tables = []string{"hourly t JOIN streams s ON s.id = t.stream_id", "raw t JOIN streams s ON s.id = t.stream_id"}
-	}
+	sc := scope{side: q.Side, method: q.Method, version: q.Version, group: q.Group, address: q.Address,
+		from: first - q.Step + minute, to: last, within: q.Step}
+	src := sourceFor(sc.columns()...)
 	err = s.read(ctx, func(tx *sql.Tx) error {
 		iface, ok, err := ifaceOf(ctx, tx, q.Interface)
 		if err != nil || !ok {
 			return err
 		}
-		for _, tbl := range tables {
-			// Whole buckets: rows in (first-step, last].
-			where, args := f.where(iface, first-q.Step+1, last, q.Address != "")
-			sel := fmt.Sprintf(`SELECT (t.time + %[1]d - 1) / %[1]d * %[1]d AS b, SUM(t.success), SUM(t.failure), SUM(t.input), SUM(t.output),
-				SUM(t.elapsed), MAX(t.max_elapsed), MAX(t.max_concurrent) FROM %s WHERE %s GROUP BY b`, q.Step, tbl, where)
-			if err := addBuckets(ctx, tx, out, first, q.Step, sel, args); err != nil {
+		sc.iface = iface
+		from, args := src.selectFrom(sc)
+		sel := fmt.Sprintf(`SELECT (time + %[1]d - 1) / %[1]d * %[1]d AS b, SUM(success), SUM(failure), SUM(input), SUM(output),
+			SUM(elapsed), MAX(max_elapsed), MAX(max_concurrent), unhex(group_concat(hex(histogram), '')) FROM (%s) GROUP BY b`, q.Step, from)
+		rows, err := tx.QueryContext(ctx, sel, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var hist []byte
+		for rows.Next() {
+			var b Bucket
+			if err := rows.Scan(&b.Time, &b.Success, &b.Failure, &b.Input, &b.Output, &b.ElapsedMs, &b.MaxElapsedMs, &b.MaxConcurrent, &hist); err != nil {
 				return err
 			}
+			var h histogram.Counts
+			if err := h.AddSparse(histogram.Sparse(hist)); err != nil {
+				return fmt.Errorf("bucket %d: %w", b.Time, err)
+			}
+			b.Calls = b.Success + b.Failure
+			b.Percentiles = percentilesOf(&h)
+			if i := (b.Time - first) / q.Step; i >= 0 && i < int64(len(out)) {
+				out[i] = b
+			}
 		}
-		return nil
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("series %s: %w", q.Interface, err)
 	}
 	return out, nil
-}
-
-func addBuckets(ctx context.Context, tx *sql.Tx, out []Bucket, first, step int64, q string, args []any) error {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var t int64
-		var v Bucket
-		if err := rows.Scan(&t, &v.Success, &v.Failure, &v.Input, &v.Output, &v.ElapsedMs, &v.MaxElapsedMs, &v.MaxConcurrent); err != nil {
-			return err
-		}
-		b := &out[(t-first)/step]
-		b.Success += v.Success
-		b.Failure += v.Failure
-		b.Calls += v.Success + v.Failure
-		b.Input += v.Input
-		b.Output += v.Output
-		b.ElapsedMs += v.ElapsedMs
-		b.MaxElapsedMs = max(b.MaxElapsedMs, v.MaxElapsedMs)
-		b.MaxConcurrent = max(b.MaxConcurrent, v.MaxConcurrent)
-	}
-	return rows.Err()
 }
 
 // ceilTo rounds t up to a multiple of step.

@@ -30,8 +30,9 @@ func (s *Store) Run(ctx context.Context, every time.Duration) {
 
 // Retain folds every complete hour of rows older than RawRetention into
 // hourly rows, one per stream (sums of the counts and bytes, maxima of the
-// max.* values, the average of the concurrency), and deletes hourly rows
-// older than RollupRetention together with the streams no row is left of.
+// max.* values, the average of the concurrency, the merged histogram),
+// dropping the hour's minute sums, and deletes hourly rows and sums older
+// than RollupRetention together with the streams no row is left of.
 //
 // Each hour of each interface is folded in one transaction that also
 // deletes its rows and records that the hour is done, so a run interrupted
@@ -127,20 +128,22 @@ func (s *Store) foldOldestHour(ctx context.Context, id, cutoff int64) (rows int6
 	// no ON CONFLICT: an hour is folded once (later rows for it are refused
 	// as stale), and a conflict would mean a double count, so it fails the
 	// transaction instead.
+	// The hour's sums of longer spans are kept up to date by Insert.
 	const span = `interface_id = ?1 AND time > ?3 AND time <= ?2`
-	steps := []struct {
+	type step struct {
 		what, sql string
 		n         *int64
-	}{
-		{"fold rows", `INSERT INTO hourly (interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, concurrent, max_concurrent, max_input, max_output)
+	}
+	steps := []step{
+		{"fold rows", `INSERT INTO hourly (interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, concurrent, max_concurrent, max_input, max_output, histogram)
 			SELECT ?1, ?2, stream_id, SUM(success), SUM(failure), SUM(input), SUM(output), SUM(elapsed),
-				MAX(max_elapsed), AVG(concurrent), MAX(max_concurrent), MAX(max_input), MAX(max_output)
+				MAX(max_elapsed), AVG(concurrent), MAX(max_concurrent), MAX(max_input), MAX(max_output),
+				dubbo_histogram(unhex(group_concat(hex(histogram), '')))
 			FROM raw WHERE ` + span + ` GROUP BY stream_id`, nil},
-		{"fold sums", `INSERT INTO hour_sums (interface_id, time, side, method, success, failure, input, output, elapsed, max_elapsed, max_concurrent)
-			SELECT ?1, ?2, side, method, SUM(success), SUM(failure), SUM(input), SUM(output), SUM(elapsed), MAX(max_elapsed), MAX(max_concurrent)
-			FROM minute_sums WHERE ` + span + ` GROUP BY side, method`, nil},
 		{"delete rows", `DELETE FROM raw WHERE ` + span, &rows},
-		{"delete sums", `DELETE FROM minute_sums WHERE ` + span, nil},
+	}
+	for _, t := range sumTables {
+		steps = append(steps, step{"delete " + t.table + " by minute", `DELETE FROM ` + t.table + ` WHERE span = 60 AND ` + span, nil})
 	}
 	for _, st := range steps {
 		res, err := tx.ExecContext(ctx, st.sql, id, h, h-hour)
@@ -165,7 +168,7 @@ func (s *Store) foldOldestHour(ctx context.Context, id, cutoff int64) (rows int6
 	return rows, false, nil
 }
 
-// expire deletes hourly rows and sums at or before horizon, then, if that
+// expire deletes hourly rows and sums ending at or before horizon, then, if that
 // deleted any or hours were just folded (only then can a stream have lost
 // its last row), the streams and interfaces no row refers to any more.
 func (s *Store) expire(ctx context.Context, horizon int64, folded bool) (rows, streams int64, err error) {
@@ -181,8 +184,10 @@ func (s *Store) expire(ctx context.Context, horizon int64, folded bool) (rows, s
 		return 0, 0, fmt.Errorf("expire hourly rows: %w", err)
 	}
 	rows, _ = res.RowsAffected()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM hour_sums WHERE interface_id IN (SELECT id FROM interfaces) AND time <= ?`, horizon); err != nil {
-		return 0, 0, fmt.Errorf("expire hourly sums: %w", err)
+	for _, t := range sumTables {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t.table+` WHERE interface_id IN (SELECT id FROM interfaces) AND span IN (60, 3600, 86400) AND time <= ?`, horizon); err != nil {
+			return 0, 0, fmt.Errorf("expire %s: %w", t.table, err)
+		}
 	}
 	if rows > 0 || folded {
 		// A stream's rows all end by its last hour: once that hour is both
@@ -194,6 +199,14 @@ func (s *Store) expire(ctx context.Context, horizon int64, folded bool) (rows, s
 		streams, _ = res.RowsAffected()
 	}
 	if streams > 0 {
+		// An interface goes with its last stream, and so do its sums of
+		// days that end after the horizon: its id may be given again.
+		for _, t := range sumTables {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t.table+` WHERE interface_id IN
+				(SELECT id FROM interfaces WHERE NOT EXISTS (SELECT 1 FROM streams WHERE interface_id = interfaces.id))`); err != nil {
+				return 0, 0, fmt.Errorf("expire %s: %w", t.table, err)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM interfaces WHERE NOT EXISTS (SELECT 1 FROM streams WHERE interface_id = interfaces.id)`); err != nil {
 			return 0, 0, fmt.Errorf("expire interfaces: %w", err)
 		}

@@ -209,6 +209,12 @@ func TestRetentionRollsUpAndExpires(t *testing.T) {
 	if streams != 0 || ifaces != 0 {
 		t.Errorf("%d streams and %d interfaces left", streams, ifaces)
 	}
+	for _, tbl := range sumTables { // days that end after the horizon too
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM " + tbl.table).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%d sums left in %s (%v)", n, tbl.table, err)
+		}
+	}
 	back := report(prov1, cons1.addr, greeter, "sayHello", end+720*3600, 3, 0)
 	mustInsert(t, st, []Row{back})
 	if got := mustQuery(t, st, all); len(got) != 1 || got[0] != back {
@@ -237,7 +243,7 @@ func TestRollupFailingMidwayChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fault.Close()
-	if _, err := fault.Exec(`CREATE TRIGGER fault BEFORE DELETE ON minute_sums BEGIN SELECT RAISE(ABORT, 'injected fault'); END`); err != nil {
+	if _, err := fault.Exec(`CREATE TRIGGER fault BEFORE DELETE ON peer_sums BEGIN SELECT RAISE(ABORT, 'injected fault'); END`); err != nil {
 		t.Fatal(err)
 	}
 	err = st.Retain(ctx)

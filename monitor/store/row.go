@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 // Sides of a call, as Dubbo names them.
@@ -15,7 +17,7 @@ const (
 // Row is one statistics report (Dubbo's MonitorService.collect): what Node
 // counted for one method of one service towards one peer during the
 // interval that ended at Time. Its JSON form is what GET /api/v1/stats
-// returns.
+// returns. Insert reads Histogram; Query fills Percentiles from it.
 type Row struct {
 	Time     int64 `json:"time"`     // end of the interval, Unix seconds
 	Interval int64 `json:"interval"` // its length in seconds; 3600 for hourly rows
@@ -42,6 +44,37 @@ type Row struct {
 	MaxConcurrent int64   `json:"max_concurrent"`
 	MaxInput      int64   `json:"max_input"`
 	MaxOutput     int64   `json:"max_output"`
+
+	// Histogram counts the calls by response time; "" when the reporter
+	// sends none (Java and dubbo-go nodes).
+	Histogram histogram.Sparse `json:"-"`
+	Percentiles
+}
+
+// Percentiles are response times of calls, read from their merged
+// histograms (package histogram: each within a bucket, under 25%, of the
+// true value). They are null when no reporter of the calls sent a
+// histogram: Java and dubbo-go nodes report the average and maximum only.
+type Percentiles struct {
+	P50Ms *float64 `json:"p50_ms"`
+	P90Ms *float64 `json:"p90_ms"`
+	P99Ms *float64 `json:"p99_ms"`
+	// HistogramCalls is how many of the calls the histograms hold: all of
+	// them when every reporter sent one, fewer when some did not.
+	HistogramCalls int64 `json:"histogram_calls"`
+}
+
+// percentilesOf reads the percentiles of h; null ones when it is empty.
+func percentilesOf(h *histogram.Counts) Percentiles {
+	n := h.Total()
+	if n == 0 {
+		return Percentiles{}
+	}
+	q := func(q float64) *float64 {
+		v := math.Round(h.Quantile(q)*1000) / 1000 // to the microsecond
+		return &v
+	}
+	return Percentiles{P50Ms: q(0.5), P90Ms: q(0.9), P99Ms: q(0.99), HistogramCalls: n}
 }
 
 // Calls is the number of calls the row counts.
@@ -96,6 +129,9 @@ func (r Row) Validate() error {
 	}
 	if math.IsNaN(r.Concurrent) || math.IsInf(r.Concurrent, 0) || r.Concurrent < 0 {
 		return bad("concurrent %v is not a non-negative number", r.Concurrent)
+	}
+	if _, err := r.Histogram.Counts(); err != nil {
+		return bad("histogram: %v", err)
 	}
 	return nil
 }

@@ -117,6 +117,114 @@ var migrations = []string{
 	`ALTER TABLE interfaces ADD COLUMN rolled_through INTEGER NOT NULL DEFAULT 0;
 	UPDATE interfaces SET rolled_through = (SELECT value FROM meta WHERE name = 'rolled_through');
 	DROP TABLE meta;`,
+
+	// 4: response-time histograms beside the rows (NULL from reporters
+	// that send none); and sums per minute, hour and day of every row,
+	// kept by Insert, in three tables of increasing detail: per service
+	// (side, version, group, reporting application), per method, and per
+	// provider and consumer address. They replace minute_sums and
+	// hour_sums, and are filled from the rows already stored (without
+	// histograms: the rows had none).
+	`ALTER TABLE raw ADD COLUMN histogram BLOB;
+	ALTER TABLE hourly ADD COLUMN histogram BLOB;
+	CREATE TABLE service_sums (
+		interface_id INTEGER NOT NULL,
+		span INTEGER NOT NULL,
+		time INTEGER NOT NULL,
+		side TEXT NOT NULL, version TEXT NOT NULL, grp TEXT NOT NULL, application TEXT NOT NULL,
+		success INTEGER NOT NULL,
+		failure INTEGER NOT NULL,
+		input INTEGER NOT NULL,
+		output INTEGER NOT NULL,
+		elapsed INTEGER NOT NULL,
+		max_elapsed INTEGER NOT NULL,
+		max_concurrent INTEGER NOT NULL,
+		last INTEGER NOT NULL,
+		histogram BLOB,
+		PRIMARY KEY (interface_id, span, time, side, version, grp, application)
+	) WITHOUT ROWID;
+	CREATE TABLE method_sums (
+		interface_id INTEGER NOT NULL,
+		span INTEGER NOT NULL,
+		time INTEGER NOT NULL,
+		side TEXT NOT NULL, method TEXT NOT NULL, version TEXT NOT NULL, grp TEXT NOT NULL, application TEXT NOT NULL,
+		success INTEGER NOT NULL,
+		failure INTEGER NOT NULL,
+		input INTEGER NOT NULL,
+		output INTEGER NOT NULL,
+		elapsed INTEGER NOT NULL,
+		max_elapsed INTEGER NOT NULL,
+		max_concurrent INTEGER NOT NULL,
+		last INTEGER NOT NULL,
+		histogram BLOB,
+		PRIMARY KEY (interface_id, span, time, side, method, version, grp, application)
+	) WITHOUT ROWID;
+	CREATE TABLE peer_sums (
+		interface_id INTEGER NOT NULL,
+		span INTEGER NOT NULL,
+		time INTEGER NOT NULL,
+		side TEXT NOT NULL, version TEXT NOT NULL, grp TEXT NOT NULL, application TEXT NOT NULL, address TEXT NOT NULL, consumer TEXT NOT NULL,
+		success INTEGER NOT NULL,
+		failure INTEGER NOT NULL,
+		input INTEGER NOT NULL,
+		output INTEGER NOT NULL,
+		elapsed INTEGER NOT NULL,
+		max_elapsed INTEGER NOT NULL,
+		max_concurrent INTEGER NOT NULL,
+		last INTEGER NOT NULL,
+		histogram BLOB,
+		PRIMARY KEY (interface_id, span, time, side, version, grp, application, address, consumer)
+	) WITHOUT ROWID;
+	INSERT INTO service_sums (interface_id, span, time, side, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 60, (r.time + 59) / 60 * 60 AS t, s.side, s.version, s.grp, s.application,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM raw r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application;
+	INSERT INTO service_sums (interface_id, span, time, side, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 3600, (r.time + 3599) / 3600 * 3600 AS t, s.side, s.version, s.grp, s.application,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application;
+	INSERT INTO service_sums (interface_id, span, time, side, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 86400, (r.time + 86399) / 86400 * 86400 AS t, s.side, s.version, s.grp, s.application,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application;
+	INSERT INTO method_sums (interface_id, span, time, side, method, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 60, (r.time + 59) / 60 * 60 AS t, s.side, s.method, s.version, s.grp, s.application,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM raw r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.method, s.version, s.grp, s.application;
+	INSERT INTO method_sums (interface_id, span, time, side, method, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 3600, (r.time + 3599) / 3600 * 3600 AS t, s.side, s.method, s.version, s.grp, s.application,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.method, s.version, s.grp, s.application;
+	INSERT INTO method_sums (interface_id, span, time, side, method, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 86400, (r.time + 86399) / 86400 * 86400 AS t, s.side, s.method, s.version, s.grp, s.application,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.method, s.version, s.grp, s.application;
+	INSERT INTO peer_sums (interface_id, span, time, side, version, grp, application, address, consumer, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 60, (r.time + 59) / 60 * 60 AS t, s.side, s.version, s.grp, s.application, s.address, s.consumer,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM raw r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application, s.address, s.consumer;
+	INSERT INTO peer_sums (interface_id, span, time, side, version, grp, application, address, consumer, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 3600, (r.time + 3599) / 3600 * 3600 AS t, s.side, s.version, s.grp, s.application, s.address, s.consumer,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application, s.address, s.consumer;
+	INSERT INTO peer_sums (interface_id, span, time, side, version, grp, application, address, consumer, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
+		SELECT r.interface_id, 86400, (r.time + 86399) / 86400 * 86400 AS t, s.side, s.version, s.grp, s.application, s.address, s.consumer,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
+		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
+		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application, s.address, s.consumer;
+	DROP TABLE minute_sums;
+	DROP TABLE hour_sums;`,
+
+	// 5: the console's rule changes (audit.go).
+	auditMigration,
 }
 
 // identify returns the schema version of db, refusing a database that is

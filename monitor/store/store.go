@@ -2,10 +2,18 @@
 //
 // A Row is one statistics report of Dubbo's MonitorService.collect: what one
 // node (Row.Node) counted for one service method towards one peer during
-// one interval, on the provider or the consumer side. The monitor role
-// decodes reports, checks each with Row.Validate and hands batches to
-// Insert; the console reads them back with Query (the rows, for
-// GET /api/v1/stats) and Series (per-step sums for its charts).
+// one interval, on the provider or the consumer side, with the interval's
+// response-time histogram when the node sends one (ours do; Java and
+// dubbo-go nodes do not). The monitor role decodes reports, checks each
+// with Row.Validate and hands batches to Insert; the console reads them
+// back with Query (the rows, for GET /api/v1/stats), Series (per-step sums
+// for its charts, GET /api/v1/series) and Summary (the calls of a time
+// range per service, method, provider, consumer, application or
+// application → service edge, for its pages, GET /api/v1/traffic). Each
+// answers percentiles (p50, p90, p99) from the merged histograms of the
+// calls it adds up (package histogram: within a bucket, under 25%, of the
+// true value), null where no reporter sent one, and filters by version and
+// group as well as by interface, method, side and address.
 //
 // Each interval is stored once: a row whose node, side, interface, group,
 // version, method, address, consumer and time are already stored is
@@ -15,15 +23,23 @@
 // Data is kept at two resolutions. Rows as reported stay for
 // Options.RawRetention (24 h); Retain (run every minute by Run) then folds
 // each complete hour of them into one hourly row per stream (sums, maxima,
-// averaged concurrency) and drops hourly rows older than
-// Options.RollupRetention (30 days). A time range holds either reported rows or hourly rows, never
-// both, so summing Success+Failure over any query gives the calls made in
-// it exactly; rows that arrive for an hour already folded are refused
-// (Stats().Stale) rather than counted twice.
+// averaged concurrency, merged histograms) and drops hourly rows older
+// than Options.RollupRetention (30 days). A time range holds either
+// reported rows or hourly rows, never both, so summing Success+Failure
+// over any query gives the calls made in it exactly; rows that arrive for
+// an hour already folded are refused (Stats().Stale) rather than counted
+// twice.
 //
-// Series reads per-minute and per-hour sums per interface, side and method
-// that Insert and Retain maintain beside the rows, so a day of one service
-// is a few tens of thousands of rows to read whatever the number of nodes.
+// Beside the rows, Insert keeps their sums per minute, hour and day, per
+// service, per method and per provider and consumer address (sums.go);
+// Series and Summary read the least detailed of them that answers, in as
+// few spans as cover the range, so a day of every service is a few
+// hundred sums per group to add up whatever the number of nodes. Minute
+// sums go with the rows they sum when their hour is folded.
+//
+// Beside the statistics, the store keeps the web console's rule changes
+// (audit.go): RecordChange stores one, Changes lists a rule's history,
+// ChangeByID reads one back to restore it. Retention does not touch them.
 //
 // One Store owns its file: it serialises its writes itself (a second
 // process writing the same file is not supported). Reads run concurrently
@@ -33,6 +49,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +60,8 @@ import (
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 // Options configure a Store. The zero value gives the defaults.
@@ -150,10 +169,7 @@ func (s *Store) open() error {
 	// setting it would rewrite another program's file header).
 	common := "_synchronous=NORMAL&_busy_timeout=10000&_foreign_keys=0"
 	var err error
-	s.wdb, err = sql.Open("sqlite3", dsn(s.path, common+"&_txlock=immediate&_cache_size=-65536"))
-	if err != nil {
-		return err
-	}
+	s.wdb = sql.OpenDB(writeConnector{dsn(s.path, common+"&_txlock=immediate&_cache_size=-65536")})
 	s.wdb.SetMaxOpenConns(1)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
@@ -184,6 +200,33 @@ func (s *Store) open() error {
 	}
 	s.rdb.SetMaxOpenConns(4)
 	return s.rdb.PingContext(ctx)
+}
+
+// writeConnector opens the write connection, with the SQL function that
+// merges histograms (sqlHistogram) registered on it. No driver is
+// registered with database/sql: the function is this store's alone.
+type writeConnector struct{ dsn string }
+
+func (c writeConnector) Connect(context.Context) (driver.Conn, error) { return c.Driver().Open(c.dsn) }
+
+func (writeConnector) Driver() driver.Driver {
+	return &sqlite3.SQLiteDriver{ConnectHook: func(conn *sqlite3.SQLiteConn) error {
+		return conn.RegisterFunc("dubbo_histogram", sqlHistogram, true)
+	}}
+}
+
+// sqlHistogram is dubbo_histogram(h, ...): the histograms h (Sparse
+// blobs, NULL or empty for none; one may be several concatenated) merged
+// into one compact blob, NULL when they hold no call.
+func sqlHistogram(hs ...any) ([]byte, error) {
+	var c histogram.Counts
+	for _, h := range hs {
+		b, _ := h.([]byte)
+		if err := c.AddSparse(histogram.Sparse(b)); err != nil {
+			return nil, err
+		}
+	}
+	return []byte(c.Sparse()), nil // empty: NULL
 }
 
 // dsn makes a go-sqlite3 URI of path: escaped, so that a '?' or '#' in a

@@ -132,6 +132,15 @@ func (c *Consumer) onDemandReference(ctx context.Context, key string, inv *rpc.I
 	return r, od, nil
 }
 
+// Offered answers rpc.ErrNoProvider when the registry lists no provider of
+// the service, nil when it lists one (available or not: a call may still
+// find none it can reach) or cannot be read. It only reads. The node's
+// statistics reporter asks it to tell a monitor that is registered but
+// down from none at all.
+func (c *Consumer) Offered(ctx context.Context, iface, version, group string) error {
+	return c.offered(ctx, ReferenceConfig{Interface: iface, Version: version, Group: group})
+}
+
 // offered answers rpc.ErrNoProvider when the registry says no provider
 // offers rc's service; it only reads. At interface level that is a
 // provider URL matching rc's version and group; at application level an

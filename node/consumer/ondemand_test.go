@@ -268,3 +268,39 @@ func TestOnDemandBoundedAndReleased(t *testing.T) {
 		}
 	})
 }
+
+// Offered reads the registry, not the consumer's reachable providers: a
+// provider registered but unreachable (its process killed, its node not
+// yet expired) is offered, though a call finds no provider it can use; a
+// version nobody registered is not.
+func TestOfferedReadsTheRegistry(t *testing.T) {
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	zc := zkConn(t, zkAddr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there
+	u := url.MustParse("dubbo://" + dead + "/org.example.Greeter?application=gone&interface=org.example.Greeter&version=1.0.0&methods=sayHello&side=provider")
+	for _, p := range []string{"/dubbo", "/dubbo/org.example.Greeter", "/dubbo/org.example.Greeter/providers"} {
+		if _, err := zc.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := zc.Create("/dubbo/org.example.Greeter/providers/"+u.Encode(), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c := newOnDemandConsumer(t, zkAddr, consumer.OnDemandConfig{})
+	ctx := testCtx(t)
+	if _, err := c.Invoke(ctx, &rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello",
+		ParamTypes: []string{"java.lang.String"}, Args: []any{"x"}}); err == nil {
+		t.Fatal("a call to a provider nothing listens for succeeded")
+	}
+	if err := c.Offered(ctx, "org.example.Greeter", "1.0.0", ""); err != nil {
+		t.Errorf("Offered of the registered, unreachable provider: %v, want nil", err)
+	}
+	if err := c.Offered(ctx, "org.example.Greeter", "9.9.9", ""); !errors.Is(err, rpc.ErrNoProvider) {
+		t.Errorf("Offered of a version nobody registered: %v, want no_provider", err)
+	}
+}

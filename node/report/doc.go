@@ -8,11 +8,16 @@
 // hour of intervals by default) the oldest are dropped, counted
 // (Dropped, dubbo_monitor_reports_dropped_total) and logged once until a
 // report gets through. Close sends the last, partial interval and what is
-// queued, within its context (CloseTimeout), but does not wait for a
-// monitor that is not there (a send failing with ErrNoMonitor). Every
-// sample carries the node's identity and the interval's end, so a report
-// sent again after a lost answer is recognised by the monitor
-// (stats.Sample.ID).
+// queued, within its context (CloseTimeout): a monitor registered but not
+// reached (killed, restarting) is tried again until then; one not
+// registered at all (a send failing with ErrNoMonitor) is not waited for.
+// What Close could not send of a monitor that was there goes to the
+// Spool (Config.Spool, <data-dir>/spool): one file per report, bounded in
+// size, which the next process started with that data directory sends
+// first (and the monitor role stores); a loss is a warning with its
+// count. Every sample carries the node's identity and the interval's
+// end, so a report sent again (after a lost answer, or from the spool by
+// two processes) is recognised by the monitor (stats.Sample.ID).
 //
 // InvokerSender is the Sender Dubbo nodes use: one
 // org.apache.dubbo.monitor.MonitorService.collect(URL) call per sample over

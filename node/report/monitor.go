@@ -41,9 +41,21 @@ type InvokerSender struct {
 	Parallel int
 }
 
+// Offerer is an Invoker that can say whether a service is registered
+// (*consumer.Consumer is one): Offered answers an error matching
+// rpc.ErrNoProvider when no provider of it is, nil when one is or it
+// cannot tell. A node's consumer lists only the providers it can reach, so
+// a monitor killed or restarting finds "no provider" too; Offered tells
+// the two apart.
+type Offerer interface {
+	Offered(ctx context.Context, iface, version, group string) error
+}
+
 // Send calls collect for every sample of r; it fails if any call failed,
-// with ErrNoMonitor when the Invoker found no monitor (no provider of the
-// service, or no connection to it).
+// with ErrNoMonitor when no monitor is registered: no provider of the
+// service, and the Invoker, when it is an Offerer, says none is
+// registered. A monitor registered but not reached (no connection) is an
+// ordinary failure: it may be restarting.
 func (s *InvokerSender) Send(ctx context.Context, r *Report) error {
 	iface := cmpOr(s.Interface, MonitorService)
 	class := cmpOr(s.URLClass, URLClass)
@@ -93,10 +105,20 @@ func (s *InvokerSender) Send(ctx context.Context, r *Report) error {
 		return nil
 	}
 	err := fmt.Errorf("%s.%s: %d of %d samples not taken: %w", iface, CollectMethod, failed, len(r.Samples), first)
-	if errors.Is(first, rpc.ErrNoProvider) || errors.Is(first, rpc.ErrConnection) {
+	if errors.Is(first, rpc.ErrNoProvider) && !s.registered(ctx, iface) {
 		err = fmt.Errorf("%w: %w", ErrNoMonitor, err)
 	}
 	return err
+}
+
+// registered says whether the registry may list the monitor though the
+// Invoker found no provider of it it could reach.
+func (s *InvokerSender) registered(ctx context.Context, iface string) bool {
+	o, ok := s.Invoker.(Offerer)
+	if !ok {
+		return false
+	}
+	return !errors.Is(o.Offered(ctx, iface, s.Version, s.Group), rpc.ErrNoProvider)
 }
 
 func cmpOr(s, def string) string {

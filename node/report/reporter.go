@@ -23,6 +23,8 @@ type Report struct {
 	Node       string
 	Start, End time.Time
 	Samples    []stats.Sample
+
+	spoolFile string // the spool file it was read from; "" = this process's own
 }
 
 // Sender delivers a report to the monitor. An error means the report
@@ -36,9 +38,11 @@ type Sender interface {
 }
 
 // ErrNoMonitor is wrapped by a Sender's error when no monitor is there to
-// take reports (none registered, or its port closed), and by Close's error
-// when that ended the closing early: normal for a node run without a
-// monitor, which callers need not warn about.
+// take reports (none is registered), and by Close's error when no monitor
+// was there all the node's life: normal for a node run without a monitor,
+// which callers need not warn about. A monitor that is registered but
+// cannot be reached (killed, restarting) is not ErrNoMonitor: a closing
+// node tries it again until its deadline.
 var ErrNoMonitor = errors.New("no monitor to report to")
 
 // CloseTimeout is how long a stopping node gives the monitor to take its
@@ -73,6 +77,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Tick, when set, replaces the interval's ticker (tests).
 	Tick <-chan time.Time
+	// Spool, when set, is where Close leaves what it could not send, and
+	// where Start finds what stopped processes left, to send it first.
+	// Default nil: what Close cannot send is lost (and said so).
+	Spool *Spool
 }
 
 // DefaultNode is an identity no other running process has: host name,
@@ -135,6 +143,9 @@ type Reporter struct {
 	dropLogged bool
 	closing    bool
 	noMonitor  error // while closing, the Send error that found no monitor
+	// seen: a monitor took a report, or is registered but could not be
+	// reached; what is unsent at Close then goes to the spool.
+	seen bool
 
 	dropped, sent, failures atomic.Int64
 
@@ -232,9 +243,25 @@ func (r *Reporter) tick(now time.Time) {
 	if len(rep.Samples) == 0 {
 		return
 	}
+	r.enqueue([]*Report{rep}, false)
+}
+
+// enqueue adds reps to the queue, at its end or (spooled reports, older)
+// at its front, dropping the oldest when it is full.
+func (r *Reporter) enqueue(reps []*Report, front bool) {
 	r.mu.Lock()
-	if len(r.queue) >= r.cfg.Buffer {
-		n := len(r.queue) - r.cfg.Buffer + 1
+	if front {
+		r.queue = append(reps, r.queue...)
+	} else {
+		r.queue = append(r.queue, reps...)
+	}
+	if len(r.queue) > r.cfg.Buffer {
+		n := len(r.queue) - r.cfg.Buffer
+		for _, old := range r.queue[:n] {
+			if old.spoolFile != "" {
+				r.removeSpooled(old)
+			}
+		}
 		r.queue = append(r.queue[:0], r.queue[n:]...)
 		r.dropped.Add(int64(n))
 		if !r.dropLogged {
@@ -243,11 +270,40 @@ func (r *Reporter) tick(now time.Time) {
 				"node", r.cfg.Node, "queued", len(r.queue), "dropped_total", r.dropped.Load())
 		}
 	}
-	r.queue = append(r.queue, rep)
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
 	default:
+	}
+}
+
+// loadSpool queues what stopped processes left in the spool, ahead of
+// this process's reports.
+func (r *Reporter) loadSpool() {
+	spooled, bad, err := r.cfg.Spool.Read()
+	for _, e := range append(bad, err) {
+		if e != nil {
+			r.cfg.Logger.Warn("statistics left by a stopped process cannot be read; they are lost", "err", e)
+		}
+	}
+	if len(spooled) == 0 {
+		return
+	}
+	reps := make([]*Report, len(spooled))
+	samples := 0
+	for i, s := range spooled {
+		s.spoolFile = s.File
+		reps[i] = s.Report
+		samples += len(s.Samples)
+	}
+	r.cfg.Logger.Info("sending the statistics stopped processes left", "spool", r.cfg.Spool.Dir, "reports", len(reps), "samples", samples)
+	r.enqueue(reps, true)
+}
+
+// removeSpooled removes a spooled report's file once it is sent or dropped.
+func (r *Reporter) removeSpooled(rep *Report) {
+	if err := r.cfg.Spool.Remove(rep.spoolFile); err != nil {
+		r.cfg.Logger.Warn("cannot remove a spooled report; it may be sent again (the monitor stores it once)", "err", err)
 	}
 }
 
@@ -277,6 +333,9 @@ func (r *Reporter) next() *Report {
 
 func (r *Reporter) sendLoop() {
 	defer close(r.sendDone)
+	if r.cfg.Spool != nil {
+		r.loadSpool()
+	}
 	var backoff time.Duration
 	failing := false
 	closingCh := r.closingCh
@@ -291,9 +350,13 @@ func (r *Reporter) sendLoop() {
 		if err == nil {
 			r.sent.Add(1)
 			r.mu.Lock()
+			r.seen = true
 			if len(r.queue) > 0 && r.queue[0] == rep { // not dropped meanwhile
 				r.queue[0] = nil
 				r.queue = r.queue[1:]
+				if rep.spoolFile != "" {
+					r.removeSpooled(rep)
+				}
 			}
 			queued := len(r.queue)
 			r.dropLogged = false
@@ -333,14 +396,17 @@ func (r *Reporter) sendLoop() {
 }
 
 // gaveUp reports whether a failed send ends the sending: while closing,
-// there is no monitor to wait for. Before, one may still come (registered
-// after the node started, or restarted), so the reports wait for it.
+// when no monitor is registered, there is none to wait for. Before, one
+// may still come (registered after the node started, or restarted), so
+// the reports wait for it. A monitor registered but not reached is tried
+// again until Close's deadline.
 func (r *Reporter) gaveUp(err error) bool {
-	if !errors.Is(err, ErrNoMonitor) {
-		return false
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !errors.Is(err, ErrNoMonitor) {
+		r.seen = true
+		return false
+	}
 	if r.closing {
 		r.noMonitor = err
 	}
@@ -349,9 +415,15 @@ func (r *Reporter) gaveUp(err error) bool {
 
 // Close ends the current, partial interval, queues it and tries to send
 // everything queued until ctx is done, or until a send finds no monitor
-// there (ErrNoMonitor): a stopping node does not wait for one. It reports
-// what could not be sent, and closes the Sender if it is an io.Closer. A
-// nil Reporter (reporting off) closes at once.
+// registered (ErrNoMonitor): a stopping node does not wait for one. What
+// it could not send goes to the spool when a monitor was there during the
+// node's life (it took reports, or is registered and not reached: killed,
+// restarting), for the next process to send; reports that were spooled
+// are said at info level, reports lost (no spool, or the spool cannot
+// take them) make its error, with their count. A node that never found a
+// monitor registered spools nothing: its error wraps ErrNoMonitor. Close
+// closes the Sender if it is an io.Closer. A nil Reporter (reporting off)
+// closes at once.
 func (r *Reporter) Close(ctx context.Context) error {
 	if r == nil {
 		return nil
@@ -376,20 +448,62 @@ func (r *Reporter) Close(ctx context.Context) error {
 			c.Close()
 		}
 		r.mu.Lock()
-		n, noMonitor := len(r.queue), r.noMonitor
+		left, noMonitor, seen := r.queue, r.noMonitor, r.seen
+		r.queue = nil
 		r.mu.Unlock()
+		var own []*Report // spooled ones stay in the spool
+		for _, rep := range left {
+			if rep.spoolFile == "" {
+				own = append(own, rep)
+			}
+		}
+		n := len(own)
+		var why error
 		switch {
 		case n == 0:
+		case !seen && noMonitor != nil:
+			why = noMonitor // never one there: nothing lost that was ever going anywhere
+		case r.cfg.Spool != nil:
+			n, why = r.spool(own)
 		case noMonitor != nil:
-			r.closeErr = fmt.Errorf("monitor: %d reports of node %s not sent: %w", n, r.cfg.Node, noMonitor)
+			why = fmt.Errorf("the monitor went away: %v", noMonitor)
 		default:
-			r.closeErr = fmt.Errorf("monitor: %d reports of node %s not sent: %w", n, r.cfg.Node, errors.Join(ctx.Err(), errUnsent))
+			why = errors.Join(ctx.Err(), errUnsent)
+		}
+		if n > 0 {
+			r.closeErr = fmt.Errorf("monitor: %d reports of node %s not sent: %w", n, r.cfg.Node, why)
 		}
 	})
 	return r.closeErr
 }
 
 var errUnsent = errors.New("the monitor did not take them in time")
+
+// spool writes the reports Close could not send into the spool, and says
+// how many it could not write, and why.
+func (r *Reporter) spool(reps []*Report) (lost int, err error) {
+	samples, dropped, droppedSamples := 0, 0, 0
+	var errs []error
+	for _, rep := range reps {
+		d, ds, err := r.cfg.Spool.Write(rep)
+		dropped, droppedSamples = dropped+d, droppedSamples+ds
+		if err != nil {
+			errs = append(errs, err)
+			lost++
+			continue
+		}
+		samples += len(rep.Samples)
+	}
+	if dropped > 0 {
+		r.cfg.Logger.Warn("the statistics spool is full: its oldest reports are lost", "spool", r.cfg.Spool.Dir,
+			"reports", dropped, "samples", droppedSamples, "max_bytes", r.cfg.Spool.limit())
+	}
+	if spooled := len(reps) - lost; spooled > 0 {
+		r.cfg.Logger.Info("statistics the monitor did not take are spooled; the next process started with this data directory sends them",
+			"node", r.cfg.Node, "spool", r.cfg.Spool.Dir, "reports", spooled, "samples", samples)
+	}
+	return lost, errors.Join(errs...)
+}
 
 // Queued is the number of reports waiting to be sent.
 func (r *Reporter) Queued() int {

@@ -311,7 +311,8 @@ func TestFrozenMonitor(t *testing.T) {
 // returns at once and says so (ErrNoMonitor). Until the node stops, one may
 // still come (registered later, or restarted), so its reports wait.
 func TestCloseWithoutMonitorDoesNotWait(t *testing.T) {
-	f := start(t, Config{})
+	sp := &Spool{Dir: t.TempDir()}
+	f := start(t, Config{Spool: sp})
 	f.mon.set(func(m *monitor) { m.down, m.absent = true, true })
 	f.interval(1, "sayHello", 3)
 	waitFor(t, "failed attempts", func() bool { _, _, _, a := f.mon.get(); return a >= 3 })
@@ -327,6 +328,9 @@ func TestCloseWithoutMonitorDoesNotWait(t *testing.T) {
 	}
 	if !errors.Is(err, ErrNoMonitor) || !strings.Contains(err.Error(), "1 reports of node node-1 not sent") {
 		t.Errorf("Close = %v, want 1 report not sent, wrapping ErrNoMonitor", err)
+	}
+	if got, _, _ := sp.Read(); len(got) != 0 {
+		t.Errorf("spooled %d reports for a monitor that was never there", len(got))
 	}
 }
 
@@ -394,5 +398,127 @@ func TestConfigDefaults(t *testing.T) {
 		if err != nil || c.Buffer != tc.buffer || c.Node == "" {
 			t.Errorf("%+v: buffer %d node %q err %v, want buffer %d", tc.cfg, c.Buffer, c.Node, err, tc.buffer)
 		}
+	}
+}
+
+// A monitor killed and restarted while the node stops: the first sends at
+// Close fail on the dead connection, which is not "no monitor": Close
+// tries again until the monitor is back, and sends everything.
+func TestCloseWaitsForARestartingMonitor(t *testing.T) {
+	f := start(t, Config{})
+	f.mon.set(func(m *monitor) { m.down = true })
+	f.interval(1, "sayHello", 3)
+	f.interval(2, "sayHello", 4)
+	back := time.AfterFunc(300*time.Millisecond, func() { f.mon.set(func(m *monitor) { m.down = false }) })
+	defer back.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := f.rep.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, stored, success, _ := f.mon.get(); stored != 2 || success != 7 {
+		t.Errorf("monitor stored %d samples with %d calls, want 2 with 7", stored, success)
+	}
+}
+
+// What a monitor that is registered but down did not take by Close's
+// deadline goes to the spool; the next process started with the spool
+// sends it before its own reports, and removes it; the monitor stores
+// each sample once, however often it is sent.
+func TestCloseSpoolsAndTheNextProcessSends(t *testing.T) {
+	sp := &Spool{Dir: t.TempDir()}
+	f := start(t, Config{Spool: sp})
+	f.mon.set(func(m *monitor) { m.down = true })
+	f.interval(1, "sayHello", 3)
+	f.interval(2, "add", 4)
+	c := f.rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: "sayHello", Peer: "127.0.0.1"})
+	for range 5 {
+		c.End(c.Begin(), stats.Success, 1, 1) // the last, partial interval
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := f.rep.Close(ctx); err != nil {
+		t.Fatalf("Close = %v, want nil: the reports are spooled", err)
+	}
+	if f.logs.count("spooled") != 1 {
+		t.Errorf("logs %q: want the spooling said", f.logs.msgs)
+	}
+	spooled, _, _ := sp.Read()
+	if len(spooled) != 3 {
+		t.Fatalf("%d reports in the spool, want 3", len(spooled))
+	}
+
+	// The next process: the monitor is back.
+	f.mon.set(func(m *monitor) { m.down = false })
+	next := func(node string, calls int) *Reporter {
+		rec := stats.NewRecorder(stats.Config{Side: stats.Provider, Application: "demo", Host: "127.0.0.1", Port: 20880})
+		rep, err := New(Config{Spool: sp, Tick: make(chan time.Time), Node: node, Logger: slog.New(slog.DiscardHandler)}, f.mon, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: "sayHello", Peer: "127.0.0.1"})
+		for range calls {
+			c.End(c.Begin(), stats.Success, 1, 1)
+		}
+		return rep
+	}
+	a, b := next("node-2", 1), next("node-3", 2) // both read the spool
+	a.Start()
+	b.Start()
+	for _, rep := range []*Reporter{a, b} {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if err := rep.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	reports, stored, success, _ := f.mon.get()
+	if stored != 3+2 || success != 3+4+5+1+2 {
+		t.Errorf("monitor stored %d samples with %d calls, want 5 with 15", stored, success)
+	}
+	if reports[0].Node != "node-1" {
+		t.Errorf("the first report sent is %s's, want the spooled ones first", reports[0].Node)
+	}
+	if left, _, _ := sp.Read(); len(left) != 0 {
+		t.Errorf("%d reports left in the spool after they were sent", len(left))
+	}
+}
+
+// A monitor that took reports and then went away (unregistered) is not
+// waited for at Close, but what it did not take is spooled: it may come
+// back.
+func TestMonitorGoneSpools(t *testing.T) {
+	sp := &Spool{Dir: t.TempDir()}
+	f := start(t, Config{Spool: sp})
+	f.interval(1, "sayHello", 2)
+	waitFor(t, "the first report", func() bool { return f.rep.Queued() == 0 })
+	f.mon.set(func(m *monitor) { m.down, m.absent = true, true })
+	f.interval(2, "sayHello", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	began := time.Now()
+	if err := f.rep.Close(ctx); err != nil {
+		t.Errorf("Close = %v, want nil: spooled", err)
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("Close took %v with no monitor registered", took)
+	}
+	if got, _, _ := sp.Read(); len(got) != 1 || got[0].Samples[0].Success != 3 {
+		t.Errorf("spooled %v, want the second report", got)
+	}
+}
+
+// Without a spool, what Close could not send of a monitor that was there
+// is lost, and Close says how much.
+func TestCloseWithoutSpoolSaysWhatIsLost(t *testing.T) {
+	f := start(t, Config{})
+	f.interval(1, "sayHello", 2)
+	waitFor(t, "the first report", func() bool { return f.rep.Queued() == 0 })
+	f.mon.set(func(m *monitor) { m.down = true })
+	f.interval(2, "sayHello", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := f.rep.Close(ctx); err == nil || errors.Is(err, ErrNoMonitor) || !strings.Contains(err.Error(), "1 reports of node node-1 not sent") {
+		t.Errorf("Close = %v, want 1 report lost, not ErrNoMonitor", err)
 	}
 }

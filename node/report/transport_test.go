@@ -11,6 +11,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/protocol"
 	"github.com/dubbo-lab/dubbo/node/report"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/transport"
 )
@@ -120,9 +121,12 @@ func TestReportOverDubbo(t *testing.T) {
 	}
 }
 
-// InvokerSender's error says whether a monitor is there: a closed port is
-// ErrNoMonitor (a closing node does not wait for it), a monitor that
-// answers with an exception is not (it is there, and retried).
+// InvokerSender's error says whether a monitor is registered: no
+// provider of the MonitorService that the registry (an Offerer) confirms
+// is ErrNoMonitor (a closing node does not wait for one); a monitor
+// registered but unreachable (a node's consumer lists only providers it
+// reaches), a closed port (killed or restarting) and a monitor that
+// answers with an exception are not (they are tried again).
 func TestInvokerSenderSaysNoMonitor(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	mon := &monitorServer{refuse: 1000, samples: map[stats.SampleID]stats.Sample{}}
@@ -142,26 +146,46 @@ func TestInvokerSenderSaysNoMonitor(t *testing.T) {
 	c := rec.Counter(stats.Key{Interface: "org.example.Greeter", Method: "sayHello", Peer: "127.0.0.1:20880"})
 	c.End(c.Begin(), stats.Success, 1, 1)
 	rep := &report.Report{Node: "node-a", Samples: rec.Collect(time.Now())}
+	noProvider := rpc.InvokerFunc(func(_ context.Context, inv *rpc.Invocation) (*rpc.Result, error) {
+		return nil, &rpc.CallError{Kind: rpc.ErrNoProvider, Service: inv.Service, Method: inv.Method, Detail: "the directory lists no provider"}
+	})
 	for _, tc := range []struct {
 		name      string
-		addr      string
+		addr      string      // "": inv
+		inv       rpc.Invoker // the consumer, when addr is ""
 		noMonitor bool
 	}{
-		{"nothing listens", closedPort, true},
-		{"the monitor refuses", srv.Addr().String(), false},
+		{"no provider, and no registry to ask", "", noProvider, true},
+		{"none registered", "", offerer{noProvider, &rpc.CallError{Kind: rpc.ErrNoProvider, Detail: "none registered"}}, true},
+		{"registered, none reachable", "", offerer{noProvider, nil}, false},
+		{"registered, the registry cannot be read", "", offerer{noProvider, errors.New("zookeeper: connection lost")}, false},
+		{"nothing listens", closedPort, nil, false},
+		{"the monitor refuses", srv.Addr().String(), nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := transport.NewClient(tc.addr, transport.ClientConfig{Logger: quiet})
-			defer client.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			for !tc.noMonitor && !client.Available() && ctx.Err() == nil {
-				time.Sleep(5 * time.Millisecond) // connected in the background
+			inv := tc.inv
+			if tc.addr != "" {
+				client := transport.NewClient(tc.addr, transport.ClientConfig{Logger: quiet})
+				defer client.Close()
+				for tc.addr != closedPort && !client.Available() && ctx.Err() == nil {
+					time.Sleep(5 * time.Millisecond) // connected in the background
+				}
+				inv = client
 			}
-			err := (&report.InvokerSender{Invoker: client}).Send(ctx, rep)
+			err := (&report.InvokerSender{Invoker: inv}).Send(ctx, rep)
 			if err == nil || errors.Is(err, report.ErrNoMonitor) != tc.noMonitor {
 				t.Errorf("Send = %v; want an error, ErrNoMonitor %v", err, tc.noMonitor)
 			}
 		})
 	}
 }
+
+// offerer is a consumer whose registry answers Offered with err.
+type offerer struct {
+	rpc.Invoker
+	err error
+}
+
+func (o offerer) Offered(context.Context, string, string, string) error { return o.err }

@@ -2,12 +2,11 @@ package stats
 
 import (
 	"errors"
-	"math"
-	"math/bits"
 	"sync/atomic"
 	"time"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 // Outcome is how a call ended, in the categories of Dubbo 3's metrics
@@ -94,9 +93,14 @@ type Counter struct {
 
 	failed [numOutcomes]atomic.Int64 // by outcome; index 0 (Success) unused
 
-	hist histogram
+	// hist counts the calls by response time (package histogram): one
+	// atomic add per call; Collect takes its interval differences, and
+	// Metrics its quantiles.
+	hist [histogram.Buckets]atomic.Int64
 
-	prev totals // the totals at the previous Collect; Collect only
+	// The totals and histogram at the previous Collect; Collect only.
+	prev     totals
+	prevHist histogram.Counts
 }
 
 // Start is what Begin hands to End: when the call began and how many calls
@@ -137,7 +141,7 @@ func (c *Counter) End(s Start, o Outcome, input, output int) {
 	raiseMax(&c.maxElapsed, d)
 	lowerMin(&c.minRT, d)
 	c.last.Store(packLast(now, d))
-	c.hist.add(d)
+	c.hist[histogram.Of(time.Duration(d))].Add(1)
 	if input > 0 {
 		c.input.Add(int64(input))
 		raiseMax(&c.maxInput, int64(input))
@@ -229,81 +233,9 @@ func (c *Counter) totals() totals {
 	return t
 }
 
-// The response-time histogram: buckets of microseconds, exact below 4 µs,
-// then four per power of two (each within 25 % of its neighbour) up to
-// 2^27 µs (134 s); longer calls share the last bucket. One atomic add per
-// call; quantiles are read from it at scrape time.
-const (
-	histExact   = 4
-	histSub     = 4 // buckets per power of two
-	histMaxExp  = 27
-	histBuckets = histExact + (histMaxExp-2)*histSub + 1
-)
-
-type histogram [histBuckets]atomic.Int64
-
-func (h *histogram) add(ns int64) { h[bucketOf(ns)].Add(1) }
-
-func (h *histogram) read(dst []int64) []int64 {
-	dst = dst[:0]
-	for i := range h {
-		dst = append(dst, h[i].Load())
+// readHist reads the histogram's counts since start.
+func (c *Counter) readHist(dst *histogram.Counts) {
+	for i := range c.hist {
+		dst[i] = c.hist[i].Load()
 	}
-	return dst
-}
-
-func bucketOf(ns int64) int {
-	us := uint64(ns) / 1000
-	if us < histExact {
-		return int(us)
-	}
-	e := bits.Len64(us) - 1
-	if e >= histMaxExp {
-		return histBuckets - 1
-	}
-	sub := int(us>>(e-2)) & (histSub - 1)
-	return histExact + (e-2)*histSub + sub
-}
-
-// bucketBounds is bucket i's range in microseconds, [lo, hi).
-func bucketBounds(i int) (lo, hi float64) {
-	if i < histExact {
-		return float64(i), float64(i + 1)
-	}
-	if i >= histBuckets-1 {
-		return float64(uint64(1) << histMaxExp), math.Inf(1)
-	}
-	e := (i-histExact)/histSub + 2
-	sub := (i - histExact) % histSub
-	return float64(uint64(histSub+sub) << (e - 2)), float64(uint64(histSub+sub+1) << (e - 2))
-}
-
-// quantile is the q-quantile (0 < q ≤ 1) of the counts in b, in
-// milliseconds, interpolated within its bucket; 0 when b is empty.
-func quantile(b []int64, q float64) float64 {
-	var total int64
-	for _, n := range b {
-		total += n
-	}
-	if total == 0 {
-		return 0
-	}
-	rank := q * float64(total)
-	var seen int64
-	for i, n := range b {
-		if n == 0 {
-			continue
-		}
-		if float64(seen+n) >= rank {
-			lo, hi := bucketBounds(i)
-			if math.IsInf(hi, 1) {
-				return lo / 1000
-			}
-			frac := (rank - float64(seen)) / float64(n)
-			return (lo + (hi-lo)*frac) / 1000
-		}
-		seen += n
-	}
-	lo, _ := bucketBounds(len(b) - 1)
-	return lo / 1000
 }

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 var greeterKey = Key{Interface: "org.example.Greeter", Version: "1.0.0", Method: "sayHello", Peer: "127.0.0.1"}
@@ -133,6 +134,44 @@ func TestCollectIntervals(t *testing.T) {
 	}
 	if len(s4) != 1 || s4[0].Success+s4[0].Failure != 0 || s4[0].MaxConcurrent != 1 {
 		t.Errorf("interval with a call running: %+v", s4)
+	}
+}
+
+// Each interval's histogram holds that interval's calls, in the buckets of
+// their response times: 90 at 1 ms and 10 at 50 ms give p50 about 1 ms
+// and p99 about 50 ms; the next interval holds only its own call.
+func TestCollectHistogram(t *testing.T) {
+	rec := providerRecorder()
+	c := rec.Counter(greeterKey)
+	took := func(d time.Duration) {
+		c.End(Start{at: int64(time.Since(c.epoch) - d), conc: 1}, Success, 0, 0)
+	}
+	for i := range 100 {
+		took(map[bool]time.Duration{true: 50 * time.Millisecond, false: time.Millisecond}[i%10 == 0])
+	}
+	t0 := time.Now()
+	s1 := rec.Collect(t0.Add(time.Minute))[0]
+	took(3 * time.Second)
+	s2 := rec.Collect(t0.Add(2 * time.Minute))[0]
+
+	h1, err := s1.Histogram.Counts()
+	if err != nil || h1.Total() != 100 {
+		t.Fatalf("interval 1: %d calls in the histogram (%v), want 100", h1.Total(), err)
+	}
+	// The estimate is in the true value's bucket; a loaded machine adds to
+	// a call's time, so the next bucket up is allowed too.
+	within := func(name string, got float64, d time.Duration) {
+		lo, _ := histogram.Bounds(histogram.Of(d))
+		_, hi := histogram.Bounds(histogram.Of(d) + 1)
+		if got*1000 < lo || got*1000 >= hi {
+			t.Errorf("interval 1 %s %v ms, want %v µs..%v µs", name, got, lo, hi)
+		}
+	}
+	within("p50", h1.Quantile(0.5), time.Millisecond)
+	within("p99", h1.Quantile(0.99), 50*time.Millisecond)
+	h2, err := s2.Histogram.Counts()
+	if err != nil || h2.Total() != 1 || h2[histogram.Of(3*time.Second)] != 1 && h2[histogram.Of(3*time.Second)+1] != 1 {
+		t.Errorf("interval 2: %v (%v), want the one 3 s call", h2, err)
 	}
 }
 
@@ -272,40 +311,5 @@ func TestOutcomeOf(t *testing.T) {
 		if got := OutcomeOf(tc.err); got != tc.want {
 			t.Errorf("OutcomeOf(%v) = %v, want %v", tc.err, got, tc.want)
 		}
-	}
-}
-
-func TestHistogramBuckets(t *testing.T) {
-	prevHi := 0.0
-	for i := range histBuckets - 1 {
-		lo, hi := bucketBounds(i)
-		if lo != prevHi || hi <= lo {
-			t.Fatalf("bucket %d [%v, %v) does not follow %v", i, lo, hi, prevHi)
-		}
-		prevHi = hi
-		for _, us := range []float64{lo, hi - 1} {
-			if b := bucketOf(int64(us) * 1000); b != i {
-				t.Fatalf("%v µs in bucket %d, want %d [%v, %v)", us, b, i, lo, hi)
-			}
-		}
-		if i >= histExact && (hi-lo)/lo > 0.25 {
-			t.Errorf("bucket %d [%v, %v) wider than 25%%", i, lo, hi)
-		}
-	}
-	if b := bucketOf(int64(time.Hour)); b != histBuckets-1 {
-		t.Errorf("an hour in bucket %d", b)
-	}
-	var h histogram
-	for i := 1; i <= 1000; i++ { // 1..1000 ms
-		h.add(int64(i) * int64(time.Millisecond))
-	}
-	b := h.read(nil)
-	for _, tc := range []struct{ q, want float64 }{{0.5, 500}, {0.95, 950}, {0.99, 990}} {
-		if got := quantile(b, tc.q); got < tc.want*0.85 || got > tc.want*1.15 {
-			t.Errorf("p%v = %v ms, want about %v", tc.q*100, got, tc.want)
-		}
-	}
-	if quantile(make([]int64, histBuckets), 0.99) != 0 {
-		t.Error("quantile of nothing is not 0")
 	}
 }

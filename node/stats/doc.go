@@ -27,7 +27,10 @@
 // Recorder.Collect(now) ends an interval and returns one Sample per active
 // key with Dubbo's statistics (success, failure, input, output, elapsed,
 // concurrent, max.*): the differences of the counters' monotonic totals
-// since the previous Collect, and the interval's maxima. Sample.URL renders
+// since the previous Collect, and the interval's maxima; and the
+// interval's response-time histogram (package histogram: fixed buckets,
+// the same on every node, counted by one more atomic add per call, from
+// which the monitor and Metrics read percentiles). Sample.URL renders
 // the count:// URL Dubbo's MonitorService.collect receives, and ParseSample
 // reads one back, from our nodes or from Java ones; Sample.ID tells a
 // sample sent twice. node/report sends the samples to the monitor.

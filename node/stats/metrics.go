@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 // MetricsConfig describes the process whose metrics a Metrics exports.
@@ -230,13 +232,13 @@ type methodAgg struct {
 	minRT, maxRT int64 // ns; minRT 0 = none
 	lastRT       int64
 	lastAt       int64
-	hist         []int64
+	hist         histogram.Counts
 }
 
 // window holds two readings of a method's histogram, so the quantiles
 // cover one to two QuantileWindows of calls.
 type window struct {
-	base, next []int64 // base nil = since start
+	base, next *histogram.Counts // base nil = since start
 	nextAt     time.Time
 }
 
@@ -246,17 +248,17 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	defer m.mu.Unlock()
 	now := time.Now()
 	aggs := map[methodKey]*methodAgg{}
-	buf := make([]int64, 0, histBuckets)
+	var buf histogram.Counts
 	for _, rec := range m.recorders {
 		cfg := rec.Config()
 		for _, c := range rec.counters() {
 			k := methodKey{cfg.Side, cfg.Application, c.key.Interface, c.key.Group, c.key.Version, c.key.Method}
 			a := aggs[k]
 			if a == nil {
-				a = &methodAgg{hist: make([]int64, histBuckets)}
+				a = &methodAgg{}
 				aggs[k] = a
 			}
-			a.add(c, buf)
+			a.add(c, &buf)
 		}
 	}
 	for k, a := range aggs {
@@ -282,7 +284,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.collectRegistries(ch)
 }
 
-func (a *methodAgg) add(c *Counter, buf []int64) {
+func (a *methodAgg) add(c *Counter, buf *histogram.Counts) {
 	t := c.totals()
 	a.t.started += t.started
 	a.t.succeeded += t.succeeded
@@ -301,9 +303,8 @@ func (a *methodAgg) add(c *Counter, buf []int64) {
 			a.lastAt, a.lastRT = at, int64(rt)
 		}
 	}
-	for i, n := range c.hist.read(buf) {
-		a.hist[i] += n
-	}
+	c.readHist(buf)
+	a.hist.Add(buf)
 }
 
 func (m *Metrics) collectMethod(ch chan<- prometheus.Metric, k methodKey, a *methodAgg, now time.Time) {
@@ -338,26 +339,31 @@ func (m *Metrics) collectMethod(ch chan<- prometheus.Metric, k methodKey, a *met
 
 	w := m.windows[k]
 	if w == nil {
-		w = &window{next: slices.Clone(a.hist), nextAt: now}
+		next := a.hist
+		w = &window{next: &next, nextAt: now}
 		m.windows[k] = w
 	} else if now.Sub(w.nextAt) >= m.cfg.QuantileWindow {
-		w.base, w.next, w.nextAt = w.next, slices.Clone(a.hist), now
+		next := a.hist
+		w.base, w.next, w.nextAt = w.next, &next, now
 	}
-	recent := slices.Clone(a.hist)
-	for i := range w.base {
-		recent[i] -= w.base[i]
+	recent := a.hist
+	if w.base != nil {
+		for i := range w.base {
+			recent[i] -= w.base[i]
+		}
 	}
-	gauge(d.rtP95, quantile(recent, 0.95))
-	gauge(d.rtP99, quantile(recent, 0.99))
+	gauge(d.rtP95, recent.Quantile(0.95))
+	gauge(d.rtP99, recent.Quantile(0.99))
 
-	// The exported buckets are the powers of two of microseconds from 32 µs:
-	// each is the upper edge of a run of our buckets, so the counts are exact.
-	buckets := make(map[float64]uint64, histMaxExp-4)
+	// The exported buckets are the powers of two of microseconds from 32 µs
+	// to the last bucket's lower edge: each is the upper edge of a run of
+	// our buckets, so the counts are exact.
+	top, _ := histogram.Bounds(histogram.Buckets - 1)
+	buckets := make(map[float64]uint64, 24)
 	var cum uint64
 	next := 0
-	for e := 5; e <= histMaxExp; e++ {
-		edge := int64(1) << e // µs
-		for ; next < bucketOf(edge*1000); next++ {
+	for edge := int64(32); float64(edge) <= top; edge *= 2 { // µs
+		for ; next < histogram.Of(time.Duration(edge)*time.Microsecond); next++ {
 			cum += uint64(a.hist[next])
 		}
 		buckets[float64(edge)/1000] = cum

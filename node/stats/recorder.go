@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 )
 
 // Side is which end of a call a Recorder counts.
@@ -210,10 +212,16 @@ func (r *Recorder) Collect(now time.Time) []Sample {
 	interval := now.Sub(r.lastCollect)
 	r.lastCollect = now
 	var out []Sample
+	var hist histogram.Counts
 	for _, c := range r.counters() {
 		t := c.totals()
 		p := c.prev
 		c.prev = t
+		c.readHist(&hist)
+		for i, n := range c.prevHist {
+			c.prevHist[i] = hist[i]
+			hist[i] -= n
+		}
 		maxIn, maxOut := c.maxInput.Swap(0), c.maxOutput.Swap(0)
 		maxEl, maxConc := c.maxElapsed.Swap(0), c.maxConc.Swap(0)
 		raiseMax(&c.maxRT, maxEl)
@@ -242,6 +250,7 @@ func (r *Recorder) Collect(now time.Time) []Sample {
 			MaxConcurrent: maxConc,
 			Timestamp:     now,
 			Interval:      interval,
+			Histogram:     hist.Sparse(),
 		}
 		if calls > 0 {
 			s.Concurrent = ((t.concSum - p.concSum) + calls/2) / calls

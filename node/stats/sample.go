@@ -6,11 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
-// Parameter keys of a statistics URL: Dubbo's MonitorService keys, and two
-// of ours that make a report recognisable when it is sent again.
+// Parameter keys of a statistics URL: Dubbo's MonitorService keys, two of
+// ours that make a report recognisable when it is sent again, and the
+// response-time histogram (ours; Java's monitor ignores what it does not
+// know).
 const (
 	KeyApplication   = "application"
 	KeyInterface     = "interface"
@@ -35,6 +38,9 @@ const (
 	// KeyInterval is the length of the interval in milliseconds, Dubbo's
 	// unit for durations in URLs (ours; Java nodes omit it).
 	KeyInterval = "interval"
+	// KeyHistogram is the interval's response times in the text form of
+	// package histogram (ours; Java and dubbo-go nodes omit it).
+	KeyHistogram = "elapsed.histogram"
 )
 
 // CountProtocol is the protocol of Dubbo's statistics URLs.
@@ -68,6 +74,9 @@ type Sample struct {
 	Interval time.Duration
 	// Node is the reporting process's identity; "" from a Java node.
 	Node string
+	// Histogram counts the interval's calls by response time; "" from a
+	// node that sends none (Java, dubbo-go).
+	Histogram histogram.Sparse
 }
 
 func (s Sample) key() Key {
@@ -111,10 +120,10 @@ func hostPort(host string, port int) string {
 //	  &group=..&version=..&consumer=ip (or &provider=host:port)
 //	  &success=..&failure=..&input=..&output=..&elapsed=..&concurrent=..
 //	  &max.input=..&max.output=..&max.elapsed=..&max.concurrent=..
-//	  &timestamp=<ms>&node=..&interval=<ms>
+//	  &timestamp=<ms>&node=..&interval=<ms>&elapsed.histogram=<µs>:<calls>,..
 //
-// Empty group, version, application and node, and a zero interval, are
-// left out.
+// Empty group, version, application, node and histogram, and a zero
+// interval, are left out.
 func (s Sample) URL() *url.URL {
 	p := make(map[string]string, 20)
 	set := func(k, v string) {
@@ -140,6 +149,9 @@ func (s Sample) URL() *url.URL {
 	if s.Interval > 0 { // rounded up: a short last interval is not "no interval"
 		p[KeyInterval] = strconv.FormatInt(int64((s.Interval+time.Millisecond-1)/time.Millisecond), 10)
 	}
+	if h, err := s.Histogram.Counts(); err == nil {
+		set(KeyHistogram, h.Text())
+	}
 	return url.New(CountProtocol, s.Host, s.Port, s.Interface+"/"+s.Method, p)
 }
 
@@ -159,12 +171,14 @@ func (s *Sample) numbers() []numberField {
 }
 
 // ParseSample reads a statistics URL as any Dubbo node sends it: ours, or
-// a Java node's, which has no node or interval (they stay empty). The
+// a Java node's, which has no node, interval or histogram (they stay
+// empty). The
 // side is told by the consumer (provider side) or provider (consumer side)
 // parameter; interface and method fall back to the path. Missing or empty
 // numbers are 0, as Dubbo reads them; a number that is not a non-negative
-// integer is an error, as is a URL that is not count://, has no side, no
-// interface or method, or no timestamp.
+// integer is an error, as is a histogram that package histogram cannot
+// read, a URL that is not count://, has no side, no interface or method,
+// or no timestamp.
 func ParseSample(u *url.URL) (Sample, error) {
 	if u.Protocol() != CountProtocol {
 		return Sample{}, fmt.Errorf("statistics url %s: protocol %q, want %s", u, u.Protocol(), CountProtocol)
@@ -220,6 +234,13 @@ func ParseSample(u *url.URL) (Sample, error) {
 		return Sample{}, err
 	}
 	s.Interval = time.Duration(iv) * time.Millisecond
+	if v := u.Param(KeyHistogram); v != "" {
+		h, err := histogram.ParseText(v)
+		if err != nil {
+			return Sample{}, fmt.Errorf("statistics url %s: %s: %w", u, KeyHistogram, err)
+		}
+		s.Histogram = h.Sparse()
+	}
 	return s, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/node/stats/histogram"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -17,7 +18,16 @@ func providerSample() Sample {
 		Success: 120, Failure: 3, Input: 24000, Output: 3600, Elapsed: 250, Concurrent: 2,
 		MaxInput: 210, MaxOutput: 40, MaxElapsed: 12, MaxConcurrent: 5,
 		Timestamp: end, Interval: time.Minute, Node: "host-1234-1732870000000",
+		Histogram: mustHistogram("896:100,1024:20,49152:3"),
 	}
+}
+
+func mustHistogram(text string) histogram.Sparse {
+	h, err := histogram.ParseText(text)
+	if err != nil {
+		panic(err)
+	}
+	return h.Sparse()
 }
 
 // The URL is Dubbo's statistics URL, parameter for parameter, plus node
@@ -25,13 +35,13 @@ func providerSample() Sample {
 func TestSampleURL(t *testing.T) {
 	p := providerSample()
 	c := p
-	c.Side, c.Host, c.Port, c.Peer, c.Group, c.Version, c.Node, c.Interval = Consumer, "10.0.0.9", 0, "10.0.0.5:20880", "g1", "", "", 0
+	c.Side, c.Host, c.Port, c.Peer, c.Group, c.Version, c.Node, c.Interval, c.Histogram = Consumer, "10.0.0.9", 0, "10.0.0.5:20880", "g1", "", "", 0, ""
 	for _, tc := range []struct {
 		s    Sample
 		want string
 	}{
 		{p, "count://10.0.0.5:20880/org.example.Greeter/sayHello?application=demo&concurrent=2&consumer=10.0.0.9" +
-			"&elapsed=250&failure=3&input=24000&interface=org.example.Greeter&interval=60000&max.concurrent=5" +
+			"&elapsed=250&elapsed.histogram=896:100,1024:20,49152:3&failure=3&input=24000&interface=org.example.Greeter&interval=60000&max.concurrent=5" +
 			"&max.elapsed=12&max.input=210&max.output=40&method=sayHello&node=host-1234-1732870000000&output=3600" +
 			"&success=120&timestamp=1732870800000&version=1.0.0"},
 		{c, "count://10.0.0.9/org.example.Greeter/sayHello?application=demo&concurrent=2&elapsed=250&failure=3" +
@@ -115,6 +125,8 @@ func TestParseSampleErrors(t *testing.T) {
 		{base + "&max.concurrent=99999999999999999999", "max.concurrent"},
 		{"count://10.0.0.5:20880/I/m?consumer=10.0.0.9&timestamp=yesterday", "timestamp"},
 		{base + "&interval=9223372036854775807", "interval"},
+		{base + "&elapsed.histogram=1000:5", "elapsed.histogram"},
+		{base + "&elapsed.histogram=896:0", "elapsed.histogram"},
 	} {
 		_, err := ParseSample(url.MustParse(tc.url))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -132,6 +144,7 @@ func FuzzParseSample(f *testing.F) {
 	f.Add(providerSample().URL().String())
 	f.Add("count://192.168.1.7/com.foo.BarService/echo?application=a&input=&provider=192.168.1.8:20880&success=2&timestamp=1")
 	f.Add("count://[::1]:20880/I/m?consumer=::1&timestamp=0&interval=1000&node=n")
+	f.Add("count://h/I/m?consumer=c&timestamp=1&elapsed.histogram=0:1,896:2,896:3,134217728:4")
 	f.Fuzz(func(t *testing.T, s string) {
 		u, err := url.Parse(s)
 		if err != nil {
@@ -145,7 +158,8 @@ func FuzzParseSample(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q parsed, but its URL %q does not: %v", s, sample.URL(), err)
 		}
-		if again.ID() != sample.ID() || again.Success != sample.Success || again.MaxConcurrent != sample.MaxConcurrent {
+		if again.ID() != sample.ID() || again.Success != sample.Success || again.MaxConcurrent != sample.MaxConcurrent ||
+			again.Histogram != sample.Histogram {
 			t.Fatalf("round trip of %q:\n got %+v\nwant %+v", s, again, sample)
 		}
 	})

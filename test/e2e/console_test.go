@@ -66,7 +66,7 @@ func newBrowser(t *testing.T) context.Context {
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	return ctx
 }
@@ -87,10 +87,14 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 // TestConsoleBrowser drives the console of a running `dubbo up` with real
 // headless Chromium, as a person would: it sees Greeter with both
 // providers and a chart with data (the example consumer plugin calls
-// Greeter a few times a second, and every node reports each second), writes
-// a condition rule through the rule form that sends every call to one
-// provider (real calls of another consumer then all reach it), deletes it,
-// and disables the other provider with its button (it then gets no calls).
+// Greeter a few times a second, and every node reports each second),
+// sayHello in the service page's method table with its calls and p99, the
+// example consumer's application calling Greeter on the dependencies map,
+// and Greeter with its rate among the overview's busiest services; then it
+// writes a condition rule through the rule form that sends every call to
+// one provider (real calls of another consumer then all reach it), deletes
+// it, and disables the other provider with its button (it then gets no
+// calls).
 func TestConsoleBrowser(t *testing.T) {
 	ctx := newBrowser(t)
 	dir := t.TempDir()
@@ -157,6 +161,16 @@ func upSystem(t *testing.T, p ports) system {
 	}
 }
 
+// poll waits until the page's expression js is true, for up to timeout.
+func poll(t *testing.T, ctx context.Context, what string, timeout time.Duration, js string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(200*time.Millisecond),
+		chromedp.WithPollingTimeout(timeout))); err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
+		t.Fatalf("no %s after %v: %v\n%s", what, timeout, err, text)
+	}
+}
+
 // waitUntil polls cond for up to 20 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -185,22 +199,40 @@ func browse(t *testing.T, ctx context.Context, sys system, shots string) {
 
 	// The services page lists Greeter; its page shows both providers.
 	run("services", chromedp.Navigate(sys.ConsoleURL+"/services"), chromedp.WaitVisible(chromedp.CSS("#services")))
-	run("open Greeter", chromedp.Click(chromedp.CSS(`a[href="/services/org.example.Greeter"]`)),
+	run("open Greeter", chromedp.Click(chromedp.CSS(`#services tr[data-interface="org.example.Greeter"] a`)),
 		chromedp.WaitVisible(chromedp.CSS("#providers")))
 	for _, p := range []string{a, b} {
 		run("provider "+p, chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#providers tr[data-address="%s"]`, p))))
 	}
 	// A chart with data: the page refreshes itself until the monitor's
 	// numbers arrive.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
-		`(() => { const s = document.querySelector('#charts svg.chart'); return !!s && Number(s.getAttribute('data-total')) > 0; })()`,
-		chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(90*time.Second))); err != nil {
-		t.Fatalf("no chart with data: %v", err)
-	}
+	poll(t, ctx, "chart with data", 90*time.Second,
+		`(() => { const s = document.querySelector('#charts svg.chart'); return !!s && Number(s.getAttribute('data-total')) > 0; })()`)
 	run("chart lines", chromedp.WaitVisible(chromedp.CSS("#charts polyline, #charts circle")))
+	// sayHello in the method table, with its calls and its p99 (every
+	// node of dubbo up sends a histogram with its statistics).
+	poll(t, ctx, "sayHello with calls and a p99 in the method table", 60*time.Second,
+		`(() => { const r = document.querySelector('#method-stats tr[data-method="sayHello"]');
+			return !!r && Number(r.querySelector('td.calls').textContent) > 0 && /^[0-9.]+$/.test(r.querySelector('td.p99').textContent.trim()); })()`)
 	shot(t, ctx, shots, "service.png")
+
+	// The dependencies map: the example consumer's application (the
+	// config's, e2e) calls Greeter, the edge labelled with its rate.
+	run("dependencies", chromedp.Navigate(sys.ConsoleURL+"/dependencies"), chromedp.WaitVisible(chromedp.CSS("#edges")))
+	poll(t, ctx, "the e2e -> org.example.Greeter edge with its calls/s", 60*time.Second,
+		`(() => { const e = document.querySelector('svg.depmap g.edge[data-from="e2e"][data-to="org.example.Greeter"]');
+			return !!e && /\/s/.test(e.getAttribute('data-label')); })()`)
+	shot(t, ctx, shots, "dependencies.png")
+
+	// The overview ranks the services by the last five complete minutes:
+	// Greeter is there with its rate once a whole minute of reports is in.
 	run("overview again", chromedp.Navigate(sys.ConsoleURL+"/"), chromedp.WaitVisible(chromedp.CSS("#count-providers")))
+	poll(t, ctx, "Greeter with its calls/s among the busiest services", 150*time.Second,
+		`(() => { const c = document.querySelector('#busiest tr[data-interface="org.example.Greeter"] td.calls-per-second');
+			return !!c && Number(c.textContent) > 0; })()`)
 	shot(t, ctx, shots, "overview.png")
+	run("instances", chromedp.Navigate(sys.ConsoleURL+"/instances"), chromedp.WaitVisible(chromedp.CSS("#instances")))
+	shot(t, ctx, shots, "instances.png")
 
 	// A condition rule through the page's form: every call to a.
 	port := a[strings.LastIndex(a, ":")+1:]

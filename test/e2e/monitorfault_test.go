@@ -20,31 +20,14 @@ import (
 //     nodes' buffers; what was sent again after a lost answer is stored
 //     once);
 //   - frozen (SIGSTOP): the calls' p99 stays within 10% of its values with
-//     the monitor running (alternating rounds), and the provider's counts
-//     all arrive once it runs again.
+//     the monitor running (alternating rounds), and every call is counted
+//     once on each side once it runs again (what a bench could not send
+//     before it exited, it spooled for the next).
 func TestMonitorKilledAndFrozen(t *testing.T) {
-	dir := t.TempDir()
-	p := freePorts(t, 1)
-	cfg := writeConfig(t, dir, p, setup{providerPlugins: []string{"greeter"}, extra: "\n[monitor]\ninterval = \"1s\"\n"})
-	startNode(t, "registry", dir, "run", "--role=registry", "-c", cfg)
-	if _, ok := waitFor(20*time.Second, func() bool {
-		out, err := fourLetter(p.registryURL()[len("zookeeper://"):], "ruok")
-		return err == nil && out == "imok"
-	}); !ok {
-		t.Fatal("the registry did not answer ruok within 20s")
-	}
-	startMonitor := func(name string) *node {
-		m := startNode(t, name, dir, "run", "--role=monitor", "-c", cfg)
-		if _, ok := waitFor(20*time.Second, func() bool {
-			_, err := stats(p, "provider", "sayHello")
-			return err == nil || m.exited()
-		}); !ok || m.exited() {
-			t.Fatalf("%s did not serve its stats API within 20s", name)
-		}
-		return m
-	}
-	mon := startMonitor("monitor")
-	prov := startNode(t, "provider", dir, "run", "--role=provider", "-c", cfg)
+	e := rolesApart(t)
+	dir, p := e.dir, e.p
+	mon := e.startMonitor("monitor")
+	prov := startNode(t, "provider", dir, "run", "--role=provider", "-c", e.cfg)
 	warmUp(t, dir, p, 1)
 	var made int64
 
@@ -63,12 +46,9 @@ func TestMonitorKilledAndFrozen(t *testing.T) {
 			done <- s
 		}()
 		time.Sleep(2 * time.Second)
-		if err := syscall.Kill(mon.pid(), syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		mon.stop(t) // reaps it
+		kill9(t, mon)
 		time.Sleep(2 * time.Second)
-		mon = startMonitor("monitor, restarted")
+		mon = e.startMonitor("monitor, restarted")
 		s := <-done
 		if s.Calls == 0 || s.Errors != 0 {
 			t.Fatalf("under load with the monitor killed: %d of %d calls failed: %v", s.Errors, s.Calls, s.ErrorsByKind)
@@ -81,8 +61,8 @@ func TestMonitorKilledAndFrozen(t *testing.T) {
 	t.Run("frozen", func(t *testing.T) {
 		// Rounds alternate between a running and a frozen monitor, so that
 		// the machine's drift hits both alike. A bench that ends while the
-		// monitor is frozen gives it monitor's close timeout and exits; its
-		// own last statistics are lost, the provider's are not.
+		// monitor is frozen gives it monitor's close timeout, spools what
+		// it did not take and exits; the next bench sends the spool.
 		var normal, frozen []int64
 		for i := range 7 {
 			freeze := i%2 == 1
@@ -111,19 +91,62 @@ func TestMonitorKilledAndFrozen(t *testing.T) {
 		if med, worst := frozen[len(frozen)/2], slices.Max(normal); med > worst*110/100 {
 			t.Errorf("median p99 with the monitor frozen %d µs: more than 10%% above the running rounds' %v", med, normal)
 		}
-		// The bench of a frozen round gives up its last report when it
-		// exits; the provider keeps its own until the monitor is back.
-		var prov map[string]counted
-		waitFor(20*time.Second, func() bool {
-			prov, _, _ = counts(p)
-			return sum(prov).success >= made
-		})
-		if got := sum(prov); got.success < made {
-			t.Errorf("the provider's rows count %+v, fewer than the %d calls made", got, made)
-		}
+		// The bench of a frozen round spooled its last report, which the
+		// next round's bench sent; the provider kept its own until the
+		// monitor was back: both sides hold every call, once.
+		waitProviders(t, p, waitConsumers(t, p, made, 20*time.Second), 20*time.Second)
 	})
 
 	if code := prov.stop(t); code != 0 {
 		t.Errorf("provider exited %d", code)
 	}
+}
+
+// apart is an environment whose roles run as processes of their own, with
+// statistics every second: a registry, started, and the monitor and
+// provider the test starts.
+type apart struct {
+	t   *testing.T // the test, whose end stops the processes
+	dir string
+	p   ports
+	cfg string // the config file every process reads
+}
+
+// rolesApart starts the registry of a new environment.
+func rolesApart(t *testing.T) *apart {
+	t.Helper()
+	e := &apart{t: t, dir: t.TempDir(), p: freePorts(t, 1)}
+	e.cfg = writeConfig(t, e.dir, e.p, setup{providerPlugins: []string{"greeter"}, extra: "\n[monitor]\ninterval = \"1s\"\n"})
+	startNode(t, "registry", e.dir, "run", "--role=registry", "-c", e.cfg)
+	if _, ok := waitFor(20*time.Second, func() bool {
+		out, err := fourLetter(e.p.registryURL()[len("zookeeper://"):], "ruok")
+		return err == nil && out == "imok"
+	}); !ok {
+		t.Fatal("the registry did not answer ruok within 20s")
+	}
+	return e
+}
+
+// startMonitor starts the monitor role, for the rest of the test (not of
+// a subtest), and waits until it serves its statistics API.
+func (e *apart) startMonitor(name string) *node {
+	t := e.t
+	t.Helper()
+	m := startNode(t, name, e.dir, "run", "--role=monitor", "-c", e.cfg)
+	if _, ok := waitFor(20*time.Second, func() bool {
+		_, err := stats(e.p, "provider", "sayHello")
+		return err == nil || m.exited()
+	}); !ok || m.exited() {
+		t.Fatalf("%s did not serve its stats API within 20s", name)
+	}
+	return m
+}
+
+// kill9 kills n with SIGKILL and reaps it.
+func kill9(t *testing.T, n *node) {
+	t.Helper()
+	if err := syscall.Kill(n.pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	n.stop(t)
 }
