@@ -133,11 +133,15 @@ func (x *sum) compact() error {
 	return nil
 }
 
-// written is a sum to write: its key, span and figures.
+// written is a sum to write: its place in the table (level, span, end,
+// interface, key) and its figures.
 type written struct {
-	ks   *keySums
-	span int64
-	x    *sum
+	level, span, end, iface, key int64
+	x                            *sum
+}
+
+func (ks *keySums) written(span int64, x *sum) written {
+	return written{int64(ks.level.id), span, ceilTo(x.time, span), ks.iface, ks.key, x}
 }
 
 // write adds the sums to the table, in the table's order (so that each
@@ -151,12 +155,12 @@ func (b *batchSums) write(tx *sql.Tx, stmts *writeStmts, rolled int64) error {
 				return err
 			}
 			if m.time > rolled {
-				out = append(out, written{ks, minute, m})
+				out = append(out, ks.written(minute, m))
 			}
 		}
 		for _, span := range spans[1:] {
 			if len(ks.minutes) == 1 { // the usual batch: its minute is its hour and day
-				out = append(out, written{ks, span, ks.minutes[0]})
+				out = append(out, ks.written(span, ks.minutes[0]))
 				continue
 			}
 			var longer []*sum // the key's sums of span, of its minutes
@@ -173,13 +177,12 @@ func (b *batchSums) write(tx *sql.Tx, stmts *writeStmts, rolled int64) error {
 				if err := x.compact(); err != nil {
 					return err
 				}
-				out = append(out, written{ks, span, x})
+				out = append(out, ks.written(span, x))
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b written) int {
-		return cmp.Or(cmp.Compare(a.ks.level.id, b.ks.level.id), cmp.Compare(a.span, b.span), cmp.Compare(ceilTo(a.x.time, a.span), ceilTo(b.x.time, b.span)),
-			cmp.Compare(a.ks.iface, b.ks.iface), cmp.Compare(a.ks.key, b.ks.key))
+		return cmp.Or(cmp.Compare(a.level, b.level), cmp.Compare(a.span, b.span), cmp.Compare(a.end, b.end), cmp.Compare(a.iface, b.iface), cmp.Compare(a.key, b.key))
 	})
 	args := make([]any, 0, sumArgs<<chunkBits)
 	for len(out) > 0 {
@@ -196,7 +199,7 @@ func (b *batchSums) write(tx *sql.Tx, stmts *writeStmts, rolled int64) error {
 			if len(x.hist) > 0 {
 				hist = x.hist
 			}
-			args = append(args, w.ks.level.id, w.span, ceilTo(x.time, w.span), w.ks.iface, w.ks.key,
+			args = append(args, w.level, w.span, w.end, w.iface, w.key,
 				x.success, x.failure, x.input, x.output, x.elapsed, x.maxElapsed, x.maxConc, x.last, app, hist)
 		}
 		out = out[1<<k:]

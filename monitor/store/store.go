@@ -278,6 +278,11 @@ func (s *Store) closeDBs() error {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
+// RawRetention is how long rows are kept as reported (Options): older
+// times hold hourly rows only, so a chart of them needs buckets of whole
+// hours.
+func (s *Store) RawRetention() time.Duration { return s.opts.RawRetention }
+
 // Stats returns the counters since Open and the database's size now.
 func (s *Store) Stats() Stats {
 	s.statsMu.Lock()
