@@ -22,11 +22,11 @@ type streamKey struct {
 }
 
 // sumKey is what identifies a key of sums (sum_keys): a level, and the
-// columns it has (others are ”; iface is 0 across interfaces).
+// columns it has (iface is 0 across interfaces).
 type sumKey struct {
-	level                                                        int
-	iface                                                        int64
-	side, version, group, method, application, address, consumer string
+	level int
+	iface int64
+	cols  [len(keyColumns)]string // empty where the level has not the column
 }
 
 // sumKeyOf is the key of r's sums at level l, of interface iface.
@@ -35,26 +35,22 @@ func sumKeyOf(l *level, iface int64, r *Row) sumKey {
 	if l.across {
 		k.iface = 0
 	}
-	for _, c := range l.cols {
-		v := column(r, c)
-		switch c {
-		case "side":
-			k.side = v
-		case "version":
-			k.version = v
-		case "grp":
-			k.group = v
-		case "method":
-			k.method = v
-		case "application":
-			k.application = v
-		case "address":
-			k.address = v
-		case "consumer":
-			k.consumer = v
+	for i, c := range keyColumns {
+		if slices.Contains(l.cols, c) {
+			k.cols[i] = column(r, c)
 		}
 	}
 	return k
+}
+
+// args are the values of k's columns in sum_keys: level, interface_id,
+// then keyColumns.
+func (k sumKey) args() []any {
+	args := []any{k.level, k.iface}
+	for _, v := range k.cols {
+		args = append(args, v)
+	}
+	return args
 }
 
 // writeStmts are prepared once on the single write connection.
@@ -86,8 +82,8 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&w.selStream, `SELECT id, last, application FROM streams WHERE interface_id = ? AND side = ? AND method = ? AND node = ? AND grp = ? AND version = ? AND address = ? AND consumer = ?`},
 		{&w.insStream, `INSERT INTO streams (interface_id, side, method, node, grp, version, address, consumer, application, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.setStreamLast, `UPDATE streams SET last = ? WHERE id = ?`},
-		{&w.selKey, `SELECT id, last FROM sum_keys WHERE level = ? AND interface_id = ? AND side = ? AND version = ? AND grp = ? AND method = ? AND application = ? AND address = ? AND consumer = ?`},
-		{&w.insKey, `INSERT INTO sum_keys (level, interface_id, side, version, grp, method, application, address, consumer, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&w.selKey, `SELECT id, last FROM sum_keys WHERE level = ? AND interface_id = ? AND ` + strings.Join(keyColumns[:], " = ? AND ") + ` = ?`},
+		{&w.insKey, `INSERT INTO sum_keys (level, interface_id, ` + strings.Join(keyColumns[:], ", ") + `, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.setKeyLast, `UPDATE sum_keys SET last = ? WHERE id = ?`},
 		{&w.changes, `SELECT total_changes()`},
 	}
@@ -504,11 +500,11 @@ func (w *writeTx) key(ctx context.Context, k sumKey, t int64) (*entry, error) {
 		return e, nil
 	}
 	e := &entry{}
-	err := w.selKey.QueryRowContext(ctx, k.level, k.iface, k.side, k.version, k.group, k.method, k.application, k.address, k.consumer).Scan(&e.id, &e.last)
+	err := w.selKey.QueryRowContext(ctx, k.args()...).Scan(&e.id, &e.last)
 	if errors.Is(err, sql.ErrNoRows) {
 		var res sql.Result
 		e.last = hourEnd(t)
-		if res, err = w.insKey.ExecContext(ctx, k.level, k.iface, k.side, k.version, k.group, k.method, k.application, k.address, k.consumer, e.last); err == nil {
+		if res, err = w.insKey.ExecContext(ctx, append(k.args(), e.last)...); err == nil {
 			e.id, err = res.LastInsertId()
 		}
 	}

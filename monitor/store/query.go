@@ -247,7 +247,7 @@ func (s *Store) Series(ctx context.Context, q SeriesQuery) ([]Bucket, error) {
 		}
 		sc.iface = iface
 		src := sourceFor(sc.columns()...)
-		from, args := src.selectFrom(sc, fmt.Sprintf("(%[1]s + %[2]d - 1) / %[2]d * %[2]d", src.column("time"), q.Step), src.partialSums(false))
+		from, args := src.selectFrom(sc, fmt.Sprintf("(%[1]s + %[2]d - 1) / %[2]d * %[2]d", src.expr("time"), q.Step), src.partialSums(false))
 		sel := fmt.Sprintf(`SELECT g, SUM(success), SUM(failure), SUM(input), SUM(output), SUM(elapsed), MAX(max_elapsed), MAX(max_concurrent), %s
 			FROM (%s) GROUP BY g`, concatHistograms("histogram"), from)
 		rows, err := tx.QueryContext(ctx, sel, args...)

@@ -212,7 +212,7 @@ func (s *Store) summarize(ctx context.Context, tx *sql.Tx, sc scope, by []string
 		key = append(key, c)
 		groupBy = append(groupBy, "k."+c)
 	}
-	from, args := src.selectFrom(sc, src.column("key_id"), src.partialSums(true))
+	from, args := src.selectFrom(sc, src.expr("key_id"), src.partialSums(true))
 	// Counts summed, maxima kept, histograms concatenated (that is their
 	// sum); the application is the group's when every sum has it.
 	q := fmt.Sprintf(`SELECT %s, %s, NOT MAX(x.several) AND MIN(x.app_min) = MAX(x.app_max), COALESCE(MIN(x.app_min), ''),
@@ -281,7 +281,7 @@ func (r *SummaryRow) set(col, v string) {
 func (s *Store) addProviderApps(ctx context.Context, tx *sql.Tx, sc scope, edges []SummaryRow) error {
 	sc.side, sc.application, sc.host = SideProvider, "", ""
 	src := sourceFor(append([]string{"interface", "version", "grp", "application"}, sc.columns()...)...)
-	from, args := src.selectFrom(sc, src.column("key_id"), "")
+	from, args := src.selectFrom(sc, src.expr("key_id"), "")
 	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT (SELECT name FROM interfaces WHERE id = k.interface_id), k.version, k.grp, k.application
 		FROM (`+from+`) x JOIN `+src.keys()+` k ON k.id = x.g ORDER BY 4`, args...)
 	if err != nil {

@@ -54,6 +54,10 @@ var levels = [...]level{
 	{6, false, []string{"side", "version", "grp", "address", "consumer"}}, // its providers and consumers
 }
 
+// keyColumns are the text columns of sum_keys, and of streams: a level's
+// key has empty strings in those it has not.
+var keyColumns = [...]string{"side", "version", "grp", "method", "application", "address", "consumer"}
+
 // levelIDs lists the levels' ids, for SQL.
 func levelIDs() string {
 	ids := make([]string, len(levels))
@@ -231,12 +235,11 @@ func (sc scope) keyConds() ([]string, []any) {
 	return conds, args
 }
 
-// column is the SQL of a column of src's rows in a member of
-// selectFrom: key_id (an id of src.keys()), time, the figures (success,
-// failure, input, output, elapsed, max_elapsed, max_concurrent), last
-// (end of the newest interval), application (NULL: several) and
-// histogram.
-func (src source) column(name string) string {
+// expr is the SQL of a column of src's rows in a member of selectFrom:
+// key_id (an id of src.keys()), time, the figures (success, failure,
+// input, output, elapsed, max_elapsed, max_concurrent), last (end of the
+// newest interval), application (NULL: several) and histogram.
+func (src source) expr(name string) string {
 	if src.level == nil {
 		switch name {
 		case "key_id":
@@ -251,11 +254,11 @@ func (src source) column(name string) string {
 }
 
 // partialSums are the aggregates of the figures of src's rows (see
-// column) for a member of selectFrom, the application's with apps:
+// expr) for a member of selectFrom, the application's with apps:
 // several, app_min, app_max, success, failure, input, output, elapsed,
 // max_elapsed, max_concurrent, last and histogram.
 func (src source) partialSums(apps bool) string {
-	c := src.column
+	c := src.expr
 	var b strings.Builder
 	if apps {
 		fmt.Fprintf(&b, "MAX(%[1]s IS NULL) AS several, MIN(%[1]s) AS app_min, MAX(%[1]s) AS app_max, ", c("application"))
@@ -269,7 +272,7 @@ func (src source) partialSums(apps bool) string {
 
 // selectFrom is a UNION ALL of SELECTs, one per piece of sc's range and
 // table, each adding up src's rows in sc per group (an SQL expression
-// of their columns, see column) into the aggregates aggs: columns g and
+// of their columns, see expr) into the aggregates aggs: columns g and
 // those of aggs. Adding up in each member, not over the union, spares
 // SQLite a copy of every row.
 func (src source) selectFrom(sc scope, group, aggs string) (string, []any) {
