@@ -71,6 +71,9 @@ func registered(t *testing.T, e *env, paths ...string) {
 	}
 	defer conn.Close()
 	acl := zk.WorldACL(zk.PermAll)
+	// Read before creating: the catalog may have the nodes before this
+	// function looks.
+	before := e.console.Catalog().Version()
 	for _, p := range paths {
 		parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 		for i := range parts {
@@ -79,7 +82,6 @@ func registered(t *testing.T, e *env, paths ...string) {
 			}
 		}
 	}
-	before := e.console.Catalog().Version()
 	waitFor(t, "the console's copy of the new nodes", func() bool {
 		return e.console.Catalog().Version() != before
 	})

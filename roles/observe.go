@@ -180,8 +180,8 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		if cfg.Registry.Address == "" {
 			log.Warn("no web console without a registry (registry.address is empty); the stats API and /metrics are served")
 		}
-		c, err = console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token,
-			Registry: cfg.Registry.Address, Stats: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
+		c, err = console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token, ReadToken: cfg.Console.ReadToken,
+			Registry: cfg.Registry.Address, Stats: st, Audit: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
 		if err != nil {
 			return err
 		}

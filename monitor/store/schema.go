@@ -200,6 +200,9 @@ var migrations = []string{
 	DROP TABLE migrate_map;
 	DROP TABLE minute_sums;
 	DROP TABLE hour_sums;`,
+
+	// 5: the console's rule changes (audit.go).
+	auditMigration,
 }
 
 // identify returns the schema version of db, refusing a database that is

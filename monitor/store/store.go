@@ -40,6 +40,10 @@
 // number of nodes and callers. Retain drops the minute sums of folded
 // hours: their hour's sum answers for them.
 //
+// Beside the statistics, the store keeps the web console's rule changes
+// (audit.go): RecordChange stores one, Changes lists a rule's history,
+// ChangeByID reads one back to restore it. Retention does not touch them.
+//
 // One Store owns its file: it serialises its writes itself (a second
 // process writing the same file is not supported). Reads run concurrently
 // with writes (WAL).

@@ -3,8 +3,10 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,11 +119,17 @@ type runningBench struct {
 	stderr strings.Builder
 }
 
+// startBench starts `dubbo bench` of sayHello("world") with flags.
 func startBench(t *testing.T, dir string, flags ...string) *runningBench {
 	t.Helper()
-	args := append([]string{"bench"}, flags...)
-	args = append(args, "--version", "1.0.0", "org.example.Greeter", "sayHello", `"world"`)
-	b := &runningBench{cmd: exec.Command(binary("dubbo"), args...)}
+	return startBenchOf(t, dir, slices.Concat(flags, []string{"--version", "1.0.0", "org.example.Greeter", "sayHello", `"world"`})...)
+}
+
+// startBenchOf starts `dubbo bench args...` in dir; it is killed when the
+// test ends if it still runs.
+func startBenchOf(t *testing.T, dir string, args ...string) *runningBench {
+	t.Helper()
+	b := &runningBench{cmd: exec.Command(binary("dubbo"), append([]string{"bench"}, args...)...)}
 	b.cmd.Dir, b.cmd.Env = dir, child.Env()
 	b.cmd.Stdout, b.cmd.Stderr = &b.stdout, &b.stderr
 	if err := b.cmd.Start(); err != nil {
@@ -134,6 +142,16 @@ func startBench(t *testing.T, dir string, flags ...string) *runningBench {
 		}
 	})
 	return b
+}
+
+// stop ends the bench as Ctrl-C does (its calls in flight then are not
+// counted) and decodes its summary.
+func (b *runningBench) stop(t *testing.T) benchSummary {
+	t.Helper()
+	if err := b.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatalf("dubbo bench: %v: %s", err, b.stderr.String())
+	}
+	return b.wait(t)
 }
 
 // wait waits for the bench (its own -d bounds it) and decodes its summary.
