@@ -224,7 +224,7 @@ func (c *Console) apiInstances(ec echo.Context) error {
 // or ?from=&to= (default the last 15 minutes), of ?application= (default
 // every application).
 func (c *Console) dependenciesOf(ec echo.Context) (Dependencies, error) {
-	w, err := windowOf(c.opts.Now(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
+	w, err := windowOf(c.opts.Now(), c.rawRetention(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
 	if err != nil {
 		return Dependencies{}, err
 	}

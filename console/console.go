@@ -109,6 +109,9 @@ type Stats interface {
 	Query(ctx context.Context, f store.Filter) ([]store.Row, error)
 	Series(ctx context.Context, q store.SeriesQuery) ([]store.Bucket, error)
 	Summary(ctx context.Context, q store.SummaryQuery) (store.Summary, error)
+	// RawRetention is how long rows are kept as reported: the charts of
+	// older times are drawn per hour (windowOf).
+	RawRetention() time.Duration
 }
 
 // Audit is where the console records rule changes and reads them back;
