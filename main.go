@@ -97,7 +97,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	pf := root.PersistentFlags()
 	pf.StringArrayVar(&g.sets, "set", nil, "override a config key, e.g. --set registry.server.listen=127.0.0.1:2182 (repeatable)")
-	pf.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
+	pf.StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error (dubbo up: warn)")
 
 	for _, cmd := range []*cobra.Command{newUpCommand(&g), newRunCommand(&g), newCallCommand(&g), newBenchCommand(&g)} {
 		// -c is the config file everywhere but in bench, where it is the
@@ -142,18 +142,35 @@ func (g *globalFlags) logger(cmd *cobra.Command) (*slog.Logger, error) {
 }
 
 func newUpCommand(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "up",
+	var build bool
+	cmd := &cobra.Command{
+		Use:   "up [--watch]",
 		Short: "Start every role of the config file in one process: registry, monitor, providers, consumer",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `Start every role of the config file in one process: registry, monitor,
+providers, consumer. The terminal shows where each role listens, each plugin
+and what it serves, then what changes; the log (stderr) shows warnings and
+errors, --log-level info or debug more.
+
+A plugin binary replaced on disk (a new build) is swapped in while calls go
+on: the new process takes the calls once it is up, the old one finishes its
+own and stops. A build that does not start leaves the old one serving.
+--watch also rebuilds each plugin with go build whenever its Go sources are
+saved (the binary's directory holds its main package), printing the
+compiler's errors.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("log-level") {
+				g.logLevel = "warn" // the terminal says what changes
+			}
 			cfg, logger, err := g.load(cmd)
 			if err != nil {
 				return err
 			}
-			return runRoles(cmd, cfg, logger, roles.Up(cfg), cfg.Provider.Replicas)
+			return runRoles(cmd, cfg, logger, roles.Up(cfg), roles.Options{Replicas: cfg.Provider.Replicas, Swap: true, Build: build})
 		},
 	}
+	cmd.Flags().BoolVar(&build, "watch", false, "rebuild each plugin with go build when its Go sources change; the new build is swapped in")
+	return cmd
 }
 
 func newRunCommand(g *globalFlags) *cobra.Command {
@@ -173,21 +190,22 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runRoles(cmd, cfg, logger, []string{role}, 1)
+			return runRoles(cmd, cfg, logger, []string{role}, roles.Options{Replicas: 1})
 		},
 	}
 	cmd.Flags().StringVar(&role, "role", "", "the role to run: "+strings.Join(roles.Known(), ", "))
 	return cmd
 }
 
-// runRoles runs the roles until the command's context ends (Ctrl-C, SIGTERM).
-func runRoles(cmd *cobra.Command, cfg *config.File, logger *slog.Logger, which []string, replicas int) error {
+// runRoles runs the roles until the command's context ends (Ctrl-C,
+// SIGTERM), with opts and what every command gives them.
+func runRoles(cmd *cobra.Command, cfg *config.File, logger *slog.Logger, which []string, opts roles.Options) error {
 	pluginStart, err := pluginStartTimeout()
 	if err != nil {
 		return err
 	}
-	return roles.Run(cmd.Context(), cfg, which, roles.Options{Out: cmd.OutOrStdout(), Logger: logger,
-		Replicas: replicas, PluginStart: pluginStart, Version: versionString()})
+	opts.Out, opts.Logger, opts.PluginStart, opts.Version = cmd.OutOrStdout(), logger, pluginStart, versionString()
+	return roles.Run(cmd.Context(), cfg, which, opts)
 }
 
 // pluginStartEnv sets how long a plugin may take to launch and complete

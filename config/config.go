@@ -76,8 +76,12 @@ type Console struct {
 	// console.DefaultListen, 127.0.0.1:8080.
 	Listen string `koanf:"listen"`
 	// Token is required when Listen is not loopback (the console refuses
-	// to start without it), and then for every change. Default "".
+	// to start without it), and then for reading and every change; on
+	// loopback, when set, for every change. Default "".
 	Token string `koanf:"token"`
+	// ReadToken lets its holder read the console but change nothing (a
+	// dashboard screen); it needs Token. Default "".
+	ReadToken string `koanf:"read-token"`
 }
 
 // Provider is the [provider] section: the provider role and its plugins.

@@ -104,7 +104,7 @@ func (c *Console) apiService(ec echo.Context) error {
 }
 
 func (c *Console) apiProviders(ec echo.Context) error {
-	ps, err := c.providers(param(ec, "interface"), optional(ec, "version"), optional(ec, "group"))
+	ps, err := c.providers(ec.Request().Context(), param(ec, "interface"), optional(ec, "version"), optional(ec, "group"))
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (c *Console) apiProviderEnabled(ec echo.Context) error {
 func (c *Console) apiProvidersAt(ec echo.Context, iface, addr string, done func(ProviderView) bool) error {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		ps, err := c.providers(iface, optional(ec, "version"), optional(ec, "group"))
+		ps, err := c.providers(ec.Request().Context(), iface, optional(ec, "version"), optional(ec, "group"))
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (c *Console) apiInstances(ec echo.Context) error {
 // or ?from=&to= (default the last 15 minutes), of ?application= (default
 // every application).
 func (c *Console) dependenciesOf(ec echo.Context) (Dependencies, error) {
-	w, err := windowOf(c.opts.Now(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
+	w, err := windowOf(c.opts.Now(), c.rawRetention(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
 	if err != nil {
 		return Dependencies{}, err
 	}
@@ -255,9 +255,15 @@ func (c *Console) apiApplication(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, a)
 }
 
+// apiRules answers GET /api/v1/rules?kind=&service=&application=: the
+// rules the filter selects (ruleFilterOf).
 func (c *Console) apiRules(ec echo.Context) error {
-	kind := ec.QueryParam("kind")
-	return ec.JSON(http.StatusOK, c.ruleViews(func(k, _ string) bool { return kind == "" || k == kind }))
+	return ec.JSON(http.StatusOK, c.ruleViews(ruleFilterOf(ec).keeps))
+}
+
+// ruleFilterOf reads a rules filter from the query.
+func ruleFilterOf(ec echo.Context) RuleFilter {
+	return RuleFilter{Kind: ec.QueryParam("kind"), Service: ec.QueryParam("service"), Application: ec.QueryParam("application")}
 }
 
 // ruleKey is the rule's key path parameter.
@@ -299,7 +305,7 @@ func (c *Console) apiPutRule(kind string) echo.HandlerFunc {
 		if len(b) > maxBody {
 			return badRequest("rule larger than %d bytes", maxBody)
 		}
-		out, err := c.putRule(ec.Request().Context(), kind, ruleKey(ec, kind), b)
+		out, err := c.putRule(ec.Request().Context(), kind, ruleKey(ec, kind), b, "save")
 		if err != nil {
 			return err
 		}
@@ -309,7 +315,7 @@ func (c *Console) apiPutRule(kind string) echo.HandlerFunc {
 
 func (c *Console) apiDeleteRule(kind string) echo.HandlerFunc {
 	return func(ec echo.Context) error {
-		if err := c.deleteRule(ec.Request().Context(), kind, ruleKey(ec, kind)); err != nil {
+		if err := c.deleteRule(ec.Request().Context(), kind, ruleKey(ec, kind), "delete"); err != nil {
 			return err
 		}
 		return ec.NoContent(http.StatusNoContent)
@@ -328,6 +334,34 @@ func (c *Console) apiRuleEnabled(kind string) echo.HandlerFunc {
 			return badRequest(`body needs {"enabled": true|false}`)
 		}
 		out, err := c.setRuleEnabled(ec.Request().Context(), kind, ruleKey(ec, kind), *body.Enabled)
+		if err != nil {
+			return err
+		}
+		return ec.Blob(http.StatusOK, "application/yaml; charset=utf-8", out)
+	}
+}
+
+// apiRuleHistory answers GET /api/v1/rules/{kind}/{key}/history: the
+// rule's changes, newest first (the audit table's rows).
+func (c *Console) apiRuleHistory(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		hs, err := c.history(ec.Request().Context(), kind, ruleKey(ec, kind))
+		if err != nil {
+			return err
+		}
+		return ec.JSON(http.StatusOK, hs)
+	}
+}
+
+// apiRestoreRule answers POST /api/v1/rules/{kind}/{key}/history/{id}/restore
+// with the version of the rule change id wrote, stored again.
+func (c *Console) apiRestoreRule(kind string) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		id, err := strconv.ParseInt(param(ec, "id"), 10, 64)
+		if err != nil {
+			return badRequest("change id %q is not a number", param(ec, "id"))
+		}
+		out, err := c.restore(ec.Request().Context(), kind, ruleKey(ec, kind), id)
 		if err != nil {
 			return err
 		}

@@ -17,22 +17,34 @@
 // same security headers (security.go) and, outside the pages, the same
 // error shape, {"error": {"kind", "message"}}, with the kinds of errors.go.
 //
+// Governance: rules are listed, filtered and edited as YAML (Dubbo Admin's
+// formats, old and new, kept whole by package rules), and through forms
+// that each edit one part of a rule beside its YAML (forms.go); every
+// change is recorded with who made it, and a rule's history restores an
+// earlier version (changes.go). Providers registered at application level
+// only are listed from their instances' metadata (applevel.go); the test
+// page calls a method as dubbo call does (testcall.go).
+//
 // It is served by echo with html/template pages; its CSS and its one small
-// script (which refreshes the figures of a page) are embedded, so it works
-// offline. Pages call the same functions as the API (/api/v1/...), so what
-// a page shows is what the API answers; each page reads a typed view
-// (pages.go), and the templates are checked when New builds them.
+// script (which refreshes the figures of a page and keeps a form and its
+// YAML in step) are embedded, so it works offline. Pages call the same
+// functions as the API (/api/v1/...), so what a page shows is what the API
+// answers; each page reads a typed view (pages.go), and the templates are
+// checked when New builds them.
 //
 // The monitor role (package roles) serves it: the monitor stores the
-// statistics, and hands the console its store (Options.Stats) and the
-// process's metrics (Options.Metrics):
+// statistics, and hands the console its store (Options.Stats, and
+// Options.Audit for the rules' history) and the process's metrics
+// (Options.Metrics):
 //
 //	c, err := console.New(ctx, console.Options{
-//		Listen:   cfg.Console.Listen,   // default 127.0.0.1:8080
-//		Token:    cfg.Console.Token,    // required when Listen is not loopback
-//		Registry: cfg.Registry.Address, // zookeeper://..., or "": the statistics API only
-//		Stats:    st,                   // *store.Store, or nil: no charts
-//		Metrics:  gatherer,             // what GET /metrics exports
+//		Listen:    cfg.Console.Listen,    // default 127.0.0.1:8080
+//		Token:     cfg.Console.Token,     // required when Listen is not loopback
+//		ReadToken: cfg.Console.ReadToken, // optional: reads only
+//		Registry:  cfg.Registry.Address,  // zookeeper://..., or "": the statistics API only
+//		Stats:     st,                    // *store.Store, or nil: no charts
+//		Audit:     st,                    // *store.Store, or nil: no rule history
+//		Metrics:   gatherer,              // what GET /metrics exports
 //	})
 //	if err != nil { ... }
 //	if err := c.Start(); err != nil { ... }
@@ -51,11 +63,13 @@
 //
 // Security: the console listens on loopback by default. On any other
 // address New refuses to start without a token, whatever it serves, and
-// every change (PUT, POST, DELETE) then needs it, as "Authorization: Bearer
-// <token>" or the cookie the login form sets. Forms carry a CSRF token;
-// changing requests from another origin, or with a simple-form content type
-// and no CSRF token, are refused; every response has a
-// Content-Security-Policy that allows nothing from outside the console.
+// every request then needs it (or the read-only token, which reads and
+// changes nothing), as "Authorization: Bearer <token>" or the cookie the
+// login form sets; on loopback a token, when set, guards changes (PUT,
+// POST, DELETE) only. Forms carry a CSRF token; changing requests from
+// another origin, or with a simple-form content type and no CSRF token,
+// are refused; every response has a Content-Security-Policy that allows
+// nothing from outside the console.
 package console
 
 import (
@@ -73,6 +87,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
@@ -82,6 +97,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/url"
 )
 
 // DefaultListen is console.listen's default.
@@ -93,13 +109,30 @@ type Stats interface {
 	Query(ctx context.Context, f store.Filter) ([]store.Row, error)
 	Series(ctx context.Context, q store.SeriesQuery) ([]store.Bucket, error)
 	Summary(ctx context.Context, q store.SummaryQuery) (store.Summary, error)
+	// RawRetention is how long rows are kept as reported: the charts of
+	// older times are drawn per hour (windowOf).
+	RawRetention() time.Duration
 }
 
-// Caller makes the console's test calls; *consumer.Consumer implements it.
+// Audit is where the console records rule changes and reads them back;
+// *store.Store implements it.
+type Audit interface {
+	RecordChange(ctx context.Context, c store.Change) (int64, error)
+	Changes(ctx context.Context, kind, key string, limit int) ([]store.Change, error)
+	ChangeByID(ctx context.Context, id int64) (store.Change, error)
+}
+
+// Caller makes the console's test calls and reads what application-level
+// instances serve; *consumer.Consumer implements it.
 type Caller interface {
 	rpc.Invoker
 	ParamTypes(ctx context.Context, iface, version, group, method string, argc int) ([]string, error)
+	ProtoService(ctx context.Context, iface, version, group string) (protoreflect.ServiceDescriptor, error)
+	InstanceProviders(ctx context.Context, in *metadata.Instance) ([]*url.URL, error)
 }
+
+// consoleApplication is the application name of the console's consumers.
+const consoleApplication = "dubbo-console"
 
 // RuleStore is the config center and metadata report the console writes
 // rules to and reads method signatures from; *zookeeper.Registry
@@ -116,8 +149,11 @@ type Options struct {
 	// Listen is host:port; default DefaultListen. Port 0 picks a free port.
 	Listen string
 	// Token is required for changes when set; New refuses a non-loopback
-	// Listen without it. Default "".
+	// Listen without it, and there it is needed to read too. Default "".
 	Token string
+	// ReadToken, when set, lets its holder read (a dashboard screen) but
+	// change nothing; it needs Token, and must differ from it. Default "".
+	ReadToken string
 	// Registry is the registry URL (zookeeper://host:port[,host:port]).
 	// Default "": no pages, and of the API only the statistics
 	// (/api/v1/stats, /api/v1/series, /api/v1/traffic) and /metrics.
@@ -125,6 +161,10 @@ type Options struct {
 	// Stats are the monitor's statistics; nil: pages say there are none
 	// and /api/v1/stats, /api/v1/series and /api/v1/traffic answer 503.
 	Stats Stats
+	// Audit keeps every change of a rule, for its history and restore
+	// (*store.Store); nil: changes are not recorded and rules have no
+	// history.
+	Audit Audit
 	// Caller makes test calls; default: a consumer of the console's own
 	// (application dubbo-console) on Registry. Unused without Registry.
 	Caller Caller
@@ -153,8 +193,11 @@ type Console struct {
 	pages *pages
 	gw    *gateway.Server
 
-	csrfKey []byte // signs CSRF tokens and session cookies
-	recent  recentCache
+	csrfKey []byte // signs CSRF tokens
+	// open is true when the console listens beyond loopback: reading
+	// needs a token then.
+	open   bool
+	recent recentCache
 
 	closers []func() error
 	http    *http.Server
@@ -192,7 +235,13 @@ func New(ctx context.Context, opts Options) (*Console, error) {
 	if !loop && opts.Token == "" {
 		return nil, fmt.Errorf("console: listen address %s is not loopback: set console.token (every change then needs it), or listen on 127.0.0.1", opts.Listen)
 	}
-	c := &Console{opts: opts, log: opts.Logger.With("component", "console"), csrfKey: make([]byte, 32)}
+	switch {
+	case opts.ReadToken != "" && opts.Token == "":
+		return nil, errors.New("console: console.read-token is set without console.token: set console.token too (changes need it), or drop the read token")
+	case opts.ReadToken != "" && opts.ReadToken == opts.Token:
+		return nil, errors.New("console: console.read-token is console.token: give the read-only token a value of its own")
+	}
+	c := &Console{opts: opts, log: opts.Logger.With("component", "console"), csrfKey: make([]byte, 32), open: !loop}
 	if _, err := rand.Read(c.csrfKey); err != nil {
 		return nil, fmt.Errorf("console: random key: %w", err)
 	}
@@ -220,7 +269,7 @@ func New(ctx context.Context, opts Options) (*Console, error) {
 	c.call = opts.Caller
 	if c.call == nil {
 		check := false
-		cons, err := consumer.New(ctx, consumer.Config{Application: "dubbo-console", Registry: opts.Registry,
+		cons, err := consumer.New(ctx, consumer.Config{Application: consoleApplication, Registry: opts.Registry,
 			Defaults: consumer.Settings{Check: &check}}, consumer.Options{Registry: reg, Logger: opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("console: consumer for test calls: %w", err)
@@ -355,6 +404,8 @@ func (c *Console) routes() {
 		api.PUT("/rules/"+kind+"/"+param, c.apiPutRule(kind))
 		api.DELETE("/rules/"+kind+"/"+param, c.apiDeleteRule(kind))
 		api.PUT("/rules/"+kind+"/"+param+"/enabled", c.apiRuleEnabled(kind))
+		api.GET("/rules/"+kind+"/"+param+"/history", c.apiRuleHistory(kind))
+		api.POST("/rules/"+kind+"/"+param+"/history/:id/restore", c.apiRestoreRule(kind))
 	}
 	api.POST("/invoke/:interface/:method", c.apiInvoke)
 	api.GET("/registry/tree", c.apiTree)
@@ -374,6 +425,8 @@ func (c *Console) routes() {
 	e.GET("/rules/:kind/:key", c.pageRuleEdit)
 	e.POST("/rules/:kind/:key", c.formRule)
 	e.POST("/rules", c.formRule)
+	e.GET("/forms/:form", c.pageForm)
+	e.POST("/forms/:form", c.formPost)
 	e.GET("/registry", c.pageRegistry)
 	e.GET("/login", c.pageLogin)
 	e.POST("/login", c.formLogin)

@@ -53,6 +53,9 @@ type system struct {
 	Add func(ctx context.Context, a, b int32) error
 	// StartProvider starts another Greeter provider and returns its address.
 	StartProvider func(t *testing.T) string
+	// Invoke calls a method of Greeter through the consumer, with
+	// attachments (key, value, ...); a business exception is the error.
+	Invoke func(ctx context.Context, method string, types []string, args []any, attachments ...string) (*rpc.Result, error)
 }
 
 // served counts calls per provider address.
@@ -78,9 +81,10 @@ func (s *served) snapshot() map[string]int64 {
 }
 
 type envOptions struct {
-	token  string
-	listen string
-	noLoad bool // no background calls
+	token     string
+	readToken string
+	listen    string
+	noLoad    bool // no background calls
 }
 
 // env is the in-process system plus handles the API tests use.
@@ -144,15 +148,23 @@ func startSystem(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	consRec := stats.NewRecorder(stats.Config{Side: stats.Consumer, Application: "greeter-consumer", Host: "127.0.0.1"})
-	invoke := func(ctx context.Context, method string, types []string, args ...any) error {
+	invokeWith := func(ctx context.Context, method string, types []string, args []any, attachments ...string) (*rpc.Result, error) {
 		cnt := consRec.Counter(stats.Key{Interface: providertest.GreeterInterface, Version: providertest.GreeterVersion, Method: method, Peer: "*"})
 		start := cnt.Begin()
-		res, err := cons.Invoke(ctx, &rpc.Invocation{Service: providertest.GreeterInterface, Version: providertest.GreeterVersion,
-			Method: method, ParamTypes: types, Args: args})
+		inv := &rpc.Invocation{Service: providertest.GreeterInterface, Version: providertest.GreeterVersion,
+			Method: method, ParamTypes: types, Args: args}
+		for i := 0; i+1 < len(attachments); i += 2 {
+			inv.SetAttachment(attachments[i], attachments[i+1])
+		}
+		res, err := cons.Invoke(ctx, inv)
 		if err == nil && res.Exception != nil {
 			err = res.Exception
 		}
 		cnt.End(start, stats.OutcomeOf(err), 64, 64)
+		return res, err
+	}
+	invoke := func(ctx context.Context, method string, types []string, args ...any) error {
+		_, err := invokeWith(ctx, method, types, args)
 		return err
 	}
 	call := func(ctx context.Context, arg string) error {
@@ -201,7 +213,7 @@ func startSystem(t *testing.T, o envOptions) *env {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	c, err := console.New(ctx, console.Options{Listen: listen, Token: o.token, Registry: reg, Stats: st,
+	c, err := console.New(ctx, console.Options{Listen: listen, Token: o.token, ReadToken: o.readToken, Registry: reg, Stats: st, Audit: st,
 		Logger: quiet(), Refresh: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -225,6 +237,7 @@ func startSystem(t *testing.T, o envOptions) *env {
 			return invoke(ctx, "add", []string{"int", "int"}, x, y)
 		},
 		StartProvider: startProvider,
+		Invoke:        invokeWith,
 	}
 	// The console sees both providers.
 	waitFor(t, "both providers in the console", func() bool {

@@ -30,6 +30,7 @@ const (
 	kindForbidden            = "forbidden"
 	kindMethodNotAllowed     = "method_not_allowed"
 	kindUnsupportedMediaType = "unsupported_media_type"
+	kindNoHistory            = "no_history"
 )
 
 // kindOfStatus names the refusals that come as a bare status: echo's

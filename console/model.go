@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ type Overview struct {
 const overviewTop = 10
 
 func (c *Console) overview(ctx context.Context) Overview {
-	o := Overview{Counts: c.cat.Counts(), Rules: len(c.ruleViews(nil)), Registry: c.cat.Health(), Busiest: []ServiceRow{}}
+	o := Overview{Counts: c.cat.Counts(), Rules: c.ruleCount(), Registry: c.cat.Health(), Busiest: []ServiceRow{}}
 	if c.opts.Stats == nil {
 		return o
 	}
@@ -118,15 +119,18 @@ func (c *Console) findServices(ctx context.Context, w Window, q string, svcs []c
 // with the override rules in force applied, or a provider a rule took out
 // of service (it withdraws its URL; Withdrawn is then true).
 type ProviderView struct {
-	Address     string            `json:"address"`
-	URL         string            `json:"url"`
-	Weight      int               `json:"weight"`
-	Enabled     bool              `json:"enabled"`
-	Application string            `json:"application"`
-	Version     string            `json:"version"`
-	Group       string            `json:"group"`
-	Withdrawn   bool              `json:"withdrawn,omitempty"`
-	Params      map[string]string `json:"params"`
+	Address     string `json:"address"`
+	URL         string `json:"url"`
+	Weight      int    `json:"weight"`
+	Enabled     bool   `json:"enabled"`
+	Application string `json:"application"`
+	Version     string `json:"version"`
+	Group       string `json:"group"`
+	Withdrawn   bool   `json:"withdrawn,omitempty"`
+	// Registration is catalog.LevelInterface (a URL in the registry) or
+	// catalog.LevelApplication (from its instance's metadata).
+	Registration string            `json:"registration"`
+	Params       map[string]string `json:"params"`
 	catalog.Staleness
 }
 
@@ -152,22 +156,19 @@ type ServiceView struct {
 // as sel selects. Methods that cannot be read are left out (the page says
 // no definition was published).
 func (c *Console) serviceView(ctx context.Context, iface string, sel trafficSel) (ServiceView, error) {
-	d, err := c.service(iface)
+	d, err := c.serviceState(ctx, iface)
 	if err != nil {
 		return ServiceView{}, err
 	}
-	ps, err := c.providers(d.Interface, nil, nil)
-	if err != nil {
-		return ServiceView{}, err
-	}
-	ms, err := c.methods(ctx, d.Interface, nil, nil)
+	ps := c.providersOf(d, nil, nil)
+	ms, err := c.methodsOf(ctx, d, nil, nil)
 	if err != nil {
 		c.log.Debug("methods not read", "interface", d.Interface, "err", err)
 		ms = []MethodView{}
 	}
 	return ServiceView{Interface: d.Interface, Rows: d.Rows, Providers: ps, Consumers: d.Consumers,
 		Instances: d.Instances, Apps: d.Apps, Routers: d.Routers, Overrides: d.Overrides,
-		Methods: ms, Rules: c.serviceRules(d), Traffic: c.serviceTraffic(ctx, d.Interface, sel)}, nil
+		Methods: ms, Rules: c.serviceRules(d.ServiceDetail), Traffic: c.serviceTraffic(ctx, d.Interface, sel)}, nil
 }
 
 func (c *Console) service(iface string) (catalog.ServiceDetail, error) {
@@ -180,19 +181,26 @@ func (c *Console) service(iface string) (catalog.ServiceDetail, error) {
 
 // providers lists the providers of iface (version and group filter when
 // not nil), with the override rules of the config center applied.
-func (c *Console) providers(iface string, version, group *string) ([]ProviderView, error) {
-	d, err := c.service(iface)
+func (c *Console) providers(ctx context.Context, iface string, version, group *string) ([]ProviderView, error) {
+	d, err := c.serviceState(ctx, iface)
 	if err != nil {
 		return nil, err
 	}
+	return c.providersOf(d, version, group), nil
+}
+
+// providersOf lists the providers of d: interface-level ones, then
+// application-level ones.
+func (c *Console) providersOf(d serviceState, version, group *string) []ProviderView {
+	iface := d.Interface
 	match := func(v, g string) bool { return (version == nil || *version == v) && (group == nil || *group == g) }
 	old, _ := configurator.ParseURLs(urlsOf(d.Overrides))
 	out := []ProviderView{}
 	seen := map[string]bool{}
-	for i, u := range d.ProviderURLs() {
+	add := func(u *url.URL, level string, st catalog.Staleness) {
 		v, g := u.Param(url.KeyVersion), u.Param(url.KeyGroup)
 		if !match(v, g) {
-			continue
+			return
 		}
 		rs := slices.Clone(old)
 		rs = append(rs, c.overrides(url.ColonSeparatedKey(iface, v, g))...)
@@ -201,7 +209,13 @@ func (c *Console) providers(iface string, version, group *string) ([]ProviderVie
 		p := catalog.ProviderOf(eff)
 		seen[url.ColonSeparatedKey(iface, v, g)+"|"+p.Address] = true
 		out = append(out, ProviderView{Address: p.Address, URL: p.URL, Weight: p.Weight, Enabled: p.Enabled,
-			Application: p.Application, Version: v, Group: g, Params: p.Params, Staleness: d.Providers[i].Staleness})
+			Application: p.Application, Version: v, Group: g, Registration: level, Params: p.Params, Staleness: st})
+	}
+	for i, u := range d.ProviderURLs() {
+		add(u, catalog.LevelInterface, d.Providers[i].Staleness)
+	}
+	for _, u := range d.appURLs {
+		add(u, catalog.LevelApplication, catalog.Staleness{})
 	}
 	// Providers that a rule disabled withdraw their URL: list them from
 	// the rules, so that they can be enabled again.
@@ -222,7 +236,7 @@ func (c *Console) providers(iface string, version, group *string) ([]ProviderVie
 			out = append(out, ProviderView{Address: addr, Enabled: false, Withdrawn: true, Version: parts[1], Group: parts[2]})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func urlsOf(ss []string) []*url.URL {
@@ -251,12 +265,68 @@ func (c *Console) overrides(key string) configurator.Rules {
 
 // RuleView is one rule document.
 type RuleView struct {
-	Kind    string `json:"kind"`
-	Key     string `json:"key"`
-	Scope   string `json:"scope"`
+	Kind  string `json:"kind"`
+	Key   string `json:"key"`
+	Scope string `json:"scope"`
+	// Service is the interface a service-scoped rule is for; "" for an
+	// application's.
+	Service string `json:"service,omitempty"`
 	Enabled bool   `json:"enabled"`
 	Path    string `json:"path"`
 	Content string `json:"content"`
+	// Warnings say what the rule says that the runtime does not apply
+	// (rules.Warnings).
+	Warnings []string `json:"warnings"`
+}
+
+// RuleFilter selects rules: of a kind, and whose service (interface) or
+// application contains the text given, case aside; "" selects all.
+type RuleFilter struct {
+	Kind        string `json:"kind"`
+	Service     string `json:"service"`
+	Application string `json:"application"`
+}
+
+// keeps reports whether the filter selects the rule of kind at key.
+func (f RuleFilter) keeps(kind, key string) bool {
+	if f.Kind != "" && f.Kind != kind {
+		return false
+	}
+	svc, app := ruleTarget(kind, key)
+	return containsFold(svc, f.Service) && containsFold(app, f.Application)
+}
+
+// ruleTarget is the interface a rule is for, or the application it is
+// keyed by.
+func ruleTarget(kind, key string) (service, application string) {
+	if ruleScope(kind, key) == rules.ScopeService {
+		return interfaceOfKey(key), ""
+	}
+	return "", key
+}
+
+func ruleScope(kind, key string) string {
+	if kind == rules.KindTag || kind == rules.KindScript {
+		return rules.ScopeApplication
+	}
+	return rules.ScopeOf(key)
+}
+
+// containsFold reports whether s contains sub, case aside; "" is in every
+// string, and nothing else is in "".
+func containsFold(s, sub string) bool {
+	return sub == "" || strings.Contains(strings.ToLower(s), strings.ToLower(strings.TrimSpace(sub)))
+}
+
+// ruleCount counts the rule documents.
+func (c *Console) ruleCount() int {
+	n := 0
+	for _, r := range c.cat.Rules() {
+		if _, _, ok := rules.Split(r.Key); ok {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Console) ruleViews(keep func(kind, key string) bool) []RuleView {
@@ -266,15 +336,20 @@ func (c *Console) ruleViews(keep func(kind, key string) bool) []RuleView {
 		if !ok || (keep != nil && !keep(kind, key)) {
 			continue
 		}
-		scope := rules.ScopeOf(key)
-		if kind == rules.KindTag {
-			scope = rules.ScopeApplication
-		}
-		out = append(out, RuleView{Kind: kind, Key: key, Scope: scope, Enabled: rules.Enabled([]byte(r.Content)),
-			Path: "/dubbo/config/dubbo/" + r.Key, Content: r.Content})
+		svc, _ := ruleTarget(kind, key)
+		out = append(out, RuleView{Kind: kind, Key: key, Scope: ruleScope(kind, key), Service: svc,
+			Enabled: rules.Enabled([]byte(r.Content)), Path: rulePath(kind, key), Content: r.Content,
+			Warnings: nonNil(rules.Warnings(kind, []byte(r.Content)))})
 	}
 	return out
 }
+
+// rulePath is where a rule is stored in the registry.
+func rulePath(kind, key string) string { return configRoot + rules.ConfigKey(kind, key) }
+
+// configRoot is the config center's folder of rules (Dubbo's default
+// group).
+const configRoot = "/dubbo/config/dubbo/"
 
 // serviceRules lists the rules that apply to iface: its service-scoped
 // rules of every version and group, and the application-scoped ones of
@@ -295,38 +370,6 @@ func (c *Console) serviceRules(d catalog.ServiceDetail) []RuleView {
 	})
 }
 
-// putRule checks and stores a rule, and waits (a little) until the
-// console's own copy of the registry shows it.
-func (c *Console) putRule(ctx context.Context, kind, key string, doc []byte) ([]byte, error) {
-	norm, err := rules.Normalize(kind, key, doc)
-	if err != nil {
-		return nil, err
-	}
-	ck := rules.ConfigKey(kind, key)
-	if err := c.rules.PublishConfig(ctx, ck, string(norm)); err != nil {
-		return nil, err
-	}
-	c.waitRule(ck, string(norm), true)
-	return norm, nil
-}
-
-func (c *Console) deleteRule(ctx context.Context, kind, key string) error {
-	if err := rules.CheckKey(kind, key); err != nil {
-		return err
-	}
-	ck := rules.ConfigKey(kind, key)
-	if _, ok, err := c.rules.GetConfig(ctx, ck); err != nil {
-		return err
-	} else if !ok {
-		return notFound("no %s rule %s", kind, key)
-	}
-	if err := c.rules.DeleteConfig(ctx, ck); err != nil {
-		return err
-	}
-	c.waitRule(ck, "", false)
-	return nil
-}
-
 func (c *Console) getRule(ctx context.Context, kind, key string) (string, error) {
 	if err := rules.CheckKey(kind, key); err != nil {
 		return "", err
@@ -336,21 +379,9 @@ func (c *Console) getRule(ctx context.Context, kind, key string) (string, error)
 		return "", err
 	}
 	if !ok {
-		return "", notFound("no %s rule %s (stored at %s)", kind, key, "/dubbo/config/dubbo/"+rules.ConfigKey(kind, key))
+		return "", notFound("no %s rule %s (stored at %s)", kind, key, rulePath(kind, key))
 	}
 	return doc, nil
-}
-
-func (c *Console) setRuleEnabled(ctx context.Context, kind, key string, on bool) ([]byte, error) {
-	doc, err := c.getRule(ctx, kind, key)
-	if err != nil {
-		return nil, err
-	}
-	out, err := rules.SetEnabled(kind, key, []byte(doc), on)
-	if err != nil {
-		return nil, err
-	}
-	return c.putRule(ctx, kind, key, out)
 }
 
 // waitRule waits until the catalog holds content for key (or no document
@@ -368,8 +399,8 @@ func (c *Console) waitRule(key, content string, exists bool) {
 
 // providerKey finds the service key of the provider at addr: its
 // registered URL's version and group, else those given.
-func (c *Console) providerKey(iface, addr string, version, group *string) (string, error) {
-	ps, err := c.providers(iface, version, group)
+func (c *Console) providerKey(ctx context.Context, iface, addr string, version, group *string) (string, error) {
+	ps, err := c.providers(ctx, iface, version, group)
 	if err != nil {
 		return "", err
 	}
@@ -383,7 +414,7 @@ func (c *Console) providerKey(iface, addr string, version, group *string) (strin
 
 // setWeight writes the weight of one provider as Admin's weight page does.
 func (c *Console) setWeight(ctx context.Context, iface, addr string, version, group *string, weight int) error {
-	key, err := c.providerKey(iface, addr, version, group)
+	key, err := c.providerKey(ctx, iface, addr, version, group)
 	if err != nil {
 		return err
 	}
@@ -395,13 +426,13 @@ func (c *Console) setWeight(ctx context.Context, iface, addr string, version, gr
 	if err != nil {
 		return err
 	}
-	_, err = c.putRule(ctx, rules.KindOverride, key, out)
+	_, err = c.putRule(ctx, rules.KindOverride, key, out, fmt.Sprintf("weight %d for %s", weight, addr))
 	return err
 }
 
 // setEnabled takes one provider out of service, or puts it back.
 func (c *Console) setEnabled(ctx context.Context, iface, addr string, version, group *string, on bool) error {
-	key, err := c.providerKey(iface, addr, version, group)
+	key, err := c.providerKey(ctx, iface, addr, version, group)
 	if err != nil {
 		return err
 	}
@@ -414,17 +445,17 @@ func (c *Console) setEnabled(ctx context.Context, iface, addr string, version, g
 	if err != nil {
 		return err
 	}
+	action := "disable " + addr
+	if on {
+		action = "enable " + addr
+	}
 	if empty {
 		if doc == "" {
 			return nil
 		}
-		if err := c.rules.DeleteConfig(ctx, ck); err != nil {
-			return err
-		}
-		c.waitRule(ck, "", false)
-		return nil
+		return c.deleteRule(ctx, rules.KindOverride, key, action)
 	}
-	_, err = c.putRule(ctx, rules.KindOverride, key, out)
+	_, err = c.putRule(ctx, rules.KindOverride, key, out, action)
 	return err
 }
 
@@ -445,10 +476,16 @@ type MethodView struct {
 // service definitions its providers published; a service without one
 // lists the method names of its provider URLs, without types.
 func (c *Console) methods(ctx context.Context, iface string, version, group *string) ([]MethodView, error) {
-	d, err := c.service(iface)
+	d, err := c.serviceState(ctx, iface)
 	if err != nil {
 		return nil, err
 	}
+	return c.methodsOf(ctx, d, version, group)
+}
+
+// methodsOf is methods of d.
+func (c *Console) methodsOf(ctx context.Context, d serviceState, version, group *string) ([]MethodView, error) {
+	iface := d.Interface
 	out := []MethodView{}
 	for _, row := range d.Rows {
 		if (version != nil && *version != row.Version) || (group != nil && *group != row.Group) {
@@ -471,10 +508,12 @@ func (c *Console) methods(ctx context.Context, iface string, version, group *str
 			return nil, err
 		}
 		names := map[string]bool{}
-		for _, p := range d.Providers {
-			if p.Version == row.Version && p.Group == row.Group {
-				for _, m := range p.Methods {
-					names[m] = true
+		for _, u := range append(slices.Clone(d.ProviderURLs()), d.appURLs...) {
+			if u.Param(url.KeyVersion) == row.Version && u.Param(url.KeyGroup) == row.Group {
+				for _, m := range strings.Split(u.Param("methods"), ",") {
+					if m != "" {
+						names[m] = true
+					}
 				}
 			}
 		}
@@ -497,4 +536,26 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// appAddresses are the addresses of the providers of application app, of
+// every service it provides.
+func (c *Console) appAddresses(ctx context.Context, app string) []string {
+	a, ok := c.cat.Application(app)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, iface := range a.Services {
+		ps, err := c.providers(ctx, iface, nil, nil)
+		if err != nil {
+			continue
+		}
+		for _, p := range ps {
+			if p.Application == app && !slices.Contains(out, p.Address) {
+				out = append(out, p.Address)
+			}
+		}
+	}
+	return out
 }

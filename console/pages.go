@@ -3,13 +3,14 @@ package console
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
 	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
+	"github.com/dubbo-lab/dubbo/monitor/store"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -77,7 +79,13 @@ var funcs = template.FuncMap{
 	"apiRuleURL": func(kind, key string) string {
 		return "/api/v1/rules/" + neturl.PathEscape(kind) + "/" + neturl.PathEscape(key)
 	},
-	"treeURL": func(p string) string { return "/registry?path=" + neturl.QueryEscape(p) },
+	"treeURL":  func(p string) string { return "/registry?path=" + neturl.QueryEscape(p) },
+	"formsFor": formsFor,
+	"formURL": func(form, key string) string {
+		return "/forms/" + neturl.PathEscape(form) + "?key=" + neturl.QueryEscape(key)
+	},
+	// clause is one clause row of the condition builder, named.
+	"clause": func(name string, c clauseRow) namedClause { return namedClause{name, c.Key, c.Op, c.Values} },
 	"child": func(parent, name string) string {
 		return strings.TrimSuffix(parent, "/") + "/" + name
 	},
@@ -124,7 +132,7 @@ type page interface {
 // allPages has one view of each page: newPages builds their templates,
 // and renders each with this empty view to check it.
 var allPages = []page{overviewPage{}, servicesPage{}, servicePage{}, testPage{}, instancesPage{}, dependenciesPage{}, applicationsPage{},
-	applicationPage{}, rulesPage{}, rulePage{}, registryPage{}, loginPage{}, errorPage{}}
+	applicationPage{}, rulesPage{}, rulePage{}, formPage{}, registryPage{}, loginPage{}, errorPage{}}
 
 // newPages parses the templates of fsys (templates/*.html: templateFS)
 // and renders each page once with its empty view: a template that reads a
@@ -168,8 +176,9 @@ type view struct {
 	Nav      string
 	D        page
 	CSRF     string
-	Token    bool // a token is configured
-	LoggedIn bool
+	Token    bool  // a token is configured
+	LoggedIn bool  // may make changes
+	ReadOnly bool  // logged in with the read-only token
 	Refresh  int64 // ms between refreshes of the live part
 	Live     string
 }
@@ -177,8 +186,7 @@ type view struct {
 // render writes page pg: the whole page, or with ?partial=1 only its
 // "live" part (what the refresh script fetches).
 func (c *Console) render(ec echo.Context, status int, pg page) error {
-	v := view{Title: pg.title(), Nav: pg.name(), D: pg, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
-		LoggedIn: c.loggedIn(ec.Request()), Refresh: c.opts.Refresh.Milliseconds()}
+	v := c.viewOf(ec, pg)
 	u := *ec.Request().URL
 	q := u.Query()
 	q.Set("partial", "1")
@@ -189,6 +197,13 @@ func (c *Console) render(ec echo.Context, status int, pg page) error {
 		return err
 	}
 	return ec.HTMLBlob(status, b)
+}
+
+// viewOf is what pg's templates get for this request.
+func (c *Console) viewOf(ec echo.Context, pg page) view {
+	level := c.accessOf(ec.Request())
+	return view{Title: pg.title(), Nav: pg.name(), D: pg, CSRF: c.csrfToken(ec), Token: c.opts.Token != "",
+		LoggedIn: level == accessWrite, ReadOnly: level == accessRead, Refresh: c.opts.Refresh.Milliseconds()}
 }
 
 // overviewPage is /.
@@ -233,9 +248,12 @@ type servicePage struct {
 	Service ServiceView
 	Charts  Charts // drawn when Service.Traffic has no Error
 	Ranges  []Range
-	// NewRuleKey is the key the "add a rule" links start from: the
-	// service's first version and group.
+	// NewRuleKey is the key the "add a rule" links and the forms start
+	// from: the service's first version and group.
 	NewRuleKey string
+	// ProviderApps are the providers' applications, whose tag routing the
+	// page links to.
+	ProviderApps []string
 }
 
 func (servicePage) name() string    { return "service" }
@@ -255,11 +273,23 @@ func (c *Console) pageService(ec echo.Context) error {
 		}
 		return err
 	}
-	p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v)}
+	p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v), ProviderApps: providerApps(v)}
 	if v.Traffic.Error == "" {
 		p.Charts = charts(v.Traffic)
 	}
 	return c.render(ec, http.StatusOK, p)
+}
+
+// providerApps are the applications of v's providers, sorted.
+func providerApps(v ServiceView) []string {
+	var out []string
+	for _, p := range v.Providers {
+		if p.Application != "" && !slices.Contains(out, p.Application) {
+			out = append(out, p.Application)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // newRuleKey is the service key of v's first version and group.
@@ -294,144 +324,6 @@ func (c *Console) formProvider(ec echo.Context) error {
 		return err
 	}
 	return ec.Redirect(http.StatusSeeOther, "/services/"+neturl.PathEscape(iface))
-}
-
-// testPage is /services/{interface}/test: the form, and once a call was
-// made (Done) what it answered.
-type testPage struct {
-	Interface string
-	Methods   []MethodView
-	Chosen    int // index in Methods
-	Args      string
-	Done      bool
-	Status    int // the gateway's HTTP status
-	Result    string
-	Error     *errorDetail
-	Class     string // the exception's Java class
-	Types     string // the parameter types the gateway used
-}
-
-func (testPage) name() string    { return "test" }
-func (p testPage) title() string { return "Test " + p.Interface }
-
-func (c *Console) pageTest(ec echo.Context) error {
-	iface := param(ec, "interface")
-	ms, err := c.methods(ec.Request().Context(), iface, nil, nil)
-	if err != nil {
-		return err
-	}
-	d := testPage{Interface: iface, Methods: ms, Args: "[]"}
-	if m := ec.QueryParam("method"); m != "" {
-		for i, mv := range ms {
-			if mv.Name == m {
-				d.Chosen = i
-				break
-			}
-		}
-	}
-	if len(ms) > 0 {
-		d.Args = sampleArgs(ms[d.Chosen].ParameterTypes)
-	}
-	return c.render(ec, http.StatusOK, d)
-}
-
-// sampleArgs is a starting point for the arguments of a method.
-func sampleArgs(types []string) string {
-	parts := make([]string, len(types))
-	for i, t := range types {
-		switch t {
-		case "java.lang.String":
-			parts[i] = `"world"`
-		case "int", "long", "short", "byte", "java.lang.Integer", "java.lang.Long", "double", "float":
-			parts[i] = "1"
-		case "boolean", "java.lang.Boolean":
-			parts[i] = "true"
-		case "java.util.Map":
-			parts[i] = `{"key": "value"}`
-		case "java.util.List":
-			parts[i] = "[]"
-		default:
-			parts[i] = `{"class": "` + t + `"}`
-		}
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// formTest makes the call through the API's invoke (the gateway) and shows
-// what it answered.
-func (c *Console) formTest(ec echo.Context) error {
-	iface := param(ec, "interface")
-	ms, err := c.methods(ec.Request().Context(), iface, nil, nil)
-	if err != nil {
-		return err
-	}
-	d := testPage{Interface: iface, Methods: ms, Args: ec.FormValue("args"), Done: true}
-	i, err := strconv.Atoi(ec.FormValue("method"))
-	if err != nil || i < 0 || i >= len(ms) {
-		return badRequest("pick a method")
-	}
-	d.Chosen = i
-	m := ms[i]
-	q := neturl.Values{"version": {m.Version}, "group": {m.Group}}
-	if m.Typed {
-		q.Set("types", strings.Join(m.ParameterTypes, ","))
-	}
-	r, err := http.NewRequestWithContext(ec.Request().Context(), http.MethodPost,
-		"/invoke/"+neturl.PathEscape(iface)+"/"+neturl.PathEscape(m.Name)+"?"+q.Encode(), strings.NewReader(d.Args))
-	if err != nil {
-		return err
-	}
-	r.Header.Set("Content-Type", "application/json")
-	var w recorder
-	c.gw.Handler().ServeHTTP(&w, r)
-	d.Status, d.Types = w.status, w.header.Get("Dubbo-Param-Types")
-	var ok struct {
-		Result json.RawMessage `json:"result"`
-	}
-	var bad struct {
-		Error struct {
-			errorDetail
-			Class string `json:"class"`
-		} `json:"error"`
-	}
-	if w.status == http.StatusOK && json.Unmarshal(w.body.Bytes(), &ok) == nil {
-		var pretty bytes.Buffer
-		if json.Indent(&pretty, ok.Result, "", "  ") == nil {
-			d.Result = pretty.String()
-		} else {
-			d.Result = string(ok.Result)
-		}
-	} else if json.Unmarshal(w.body.Bytes(), &bad) == nil {
-		d.Error, d.Class = &bad.Error.errorDetail, bad.Error.Class
-	} else {
-		d.Error = &errorDetail{Kind: kindOther, Message: w.body.String()}
-	}
-	return c.render(ec, http.StatusOK, d)
-}
-
-// recorder is a ResponseWriter that keeps what the gateway answered.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header {
-	if r.header == nil {
-		r.header = http.Header{}
-	}
-	return r.header
-}
-
-func (r *recorder) WriteHeader(s int) {
-	if r.status == 0 {
-		r.status = s
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	r.WriteHeader(http.StatusOK)
-	return r.body.Write(b)
 }
 
 // instancesPage is /instances?q=.
@@ -533,14 +425,20 @@ func (c *Console) pageApplication(ec echo.Context) error {
 	return c.render(ec, http.StatusOK, applicationPage{App: a, Rules: c.ruleViews(func(_, key string) bool { return key == a.Name })})
 }
 
-// rulesPage is /rules.
-type rulesPage struct{ Rules []RuleView }
+// rulesPage is /rules?kind=&service=&application=.
+type rulesPage struct {
+	Filter RuleFilter
+	Kinds  []string
+	Rules  []RuleView
+	Forms  []formSpec
+}
 
 func (rulesPage) name() string  { return "rules" }
 func (rulesPage) title() string { return "Rules" }
 
 func (c *Console) pageRules(ec echo.Context) error {
-	return c.render(ec, http.StatusOK, rulesPage{Rules: c.ruleViews(nil)})
+	f := ruleFilterOf(ec)
+	return c.render(ec, http.StatusOK, rulesPage{Filter: f, Kinds: rules.Kinds, Rules: c.ruleViews(f.keeps), Forms: formSpecs})
 }
 
 // ruleTemplates start a new rule of each kind.
@@ -559,6 +457,29 @@ type rulePage struct {
 	Enabled bool
 	Kinds   []string // the kinds a new rule can be
 	Error   string   // why the form's rule was not saved
+	// Path is where the rule is stored; Warnings what it says that the
+	// runtime does not apply.
+	Path     string
+	Warnings []string
+	// Forms edit parts of this rule.
+	Forms []formSpec
+	// History are the rule's changes, newest first; HistoryError why
+	// there are none to show. Missing says the rule is not stored (it was
+	// deleted: its history can restore it).
+	History      []changeView
+	HistoryError string
+	Missing      bool
+	Restored     string // the change whose version was just restored
+}
+
+// changeView is one change in a rule's history: the version it wrote
+// (for a deletion, the one it deleted), and whether that version is the
+// stored one.
+type changeView struct {
+	store.Change
+	Version string
+	Deleted bool
+	Current bool
 }
 
 func (rulePage) name() string { return "rule" }
@@ -574,6 +495,7 @@ func (p rulePage) title() string {
 }
 
 func (c *Console) pageRuleEdit(ec echo.Context) error {
+	ctx := ec.Request().Context()
 	kind, key := param(ec, "kind"), param(ec, "key")
 	p := rulePage{New: key == "", Kinds: rules.Kinds}
 	if p.New {
@@ -587,14 +509,45 @@ func (c *Console) pageRuleEdit(ec echo.Context) error {
 			p.Doc = strings.Replace(p.Doc, "key: org.example.Greeter", "key: "+interfaceOfKey(key), 1)
 		}
 	} else {
-		doc, err := c.getRule(ec.Request().Context(), kind, key)
-		if err != nil {
+		doc, err := c.getRule(ctx, kind, key)
+		if err != nil && classify(err).status != http.StatusNotFound {
 			return err
 		}
+		c.fillHistory(ctx, &p, kind, key, doc)
+		if err != nil {
+			if len(p.History) == 0 {
+				return err
+			}
+			p.Missing = true // deleted: its history can bring it back
+		}
 		p.Doc, p.Enabled = doc, rules.Enabled([]byte(doc))
+		p.Warnings = rules.Warnings(kind, []byte(doc))
 	}
-	p.Kind, p.Key = kind, key
+	p.Kind, p.Key, p.Path = kind, key, rulePath(kind, key)
+	p.Forms = formsOf(kind, key)
+	p.Restored = ec.QueryParam("restored")
 	return c.render(ec, http.StatusOK, p)
+}
+
+// fillHistory puts the rule's history in its page; current is the stored
+// document.
+func (c *Console) fillHistory(ctx context.Context, p *rulePage, kind, key, current string) {
+	hs, err := c.history(ctx, kind, key)
+	if err != nil {
+		p.HistoryError = classify(err).msg
+		return
+	}
+	for _, h := range hs {
+		v := changeView{Change: h, Deleted: h.New == nil}
+		switch {
+		case h.New != nil:
+			v.Version = *h.New
+		case h.Old != nil:
+			v.Version = *h.Old
+		}
+		v.Current = h.New != nil && *h.New == current
+		p.History = append(p.History, v)
+	}
 }
 
 func interfaceOfKey(k string) string {
@@ -615,8 +568,16 @@ func (c *Console) formRule(ec echo.Context) error {
 	doc := ec.FormValue("yaml")
 	var err error
 	switch ec.FormValue("action") {
+	case "restore":
+		id, perr := strconv.ParseInt(ec.FormValue("change"), 10, 64)
+		if perr != nil {
+			return badRequest("change %q is not a number", ec.FormValue("change"))
+		}
+		if _, err = c.restore(ctx, kind, key, id); err == nil {
+			return ec.Redirect(http.StatusSeeOther, "/rules/"+neturl.PathEscape(kind)+"/"+neturl.PathEscape(key)+"?restored="+strconv.FormatInt(id, 10))
+		}
 	case "delete":
-		if err = c.deleteRule(ctx, kind, key); err == nil {
+		if err = c.deleteRule(ctx, kind, key, "delete"); err == nil {
 			return ec.Redirect(http.StatusSeeOther, "/rules")
 		}
 	case "enable", "disable":
@@ -624,7 +585,7 @@ func (c *Console) formRule(ec echo.Context) error {
 			return ec.Redirect(http.StatusSeeOther, "/rules")
 		}
 	default:
-		if _, err = c.putRule(ctx, kind, key, []byte(doc)); err == nil {
+		if _, err = c.putRule(ctx, kind, key, []byte(doc), "save"); err == nil {
 			return ec.Redirect(http.StatusSeeOther, "/rules/"+neturl.PathEscape(kind)+"/"+neturl.PathEscape(key)+"?saved=1")
 		}
 	}
@@ -633,7 +594,7 @@ func (c *Console) formRule(ec echo.Context) error {
 		return err
 	}
 	return c.render(ec, ae.status, rulePage{New: isNew, Kind: kind, Key: key, Doc: doc, Enabled: rules.Enabled([]byte(doc)),
-		Kinds: rules.Kinds, Error: ae.msg})
+		Kinds: rules.Kinds, Error: ae.msg, Path: rulePath(kind, key)})
 }
 
 // registryPage is /registry?path=: one node of the registry's tree.
@@ -658,6 +619,9 @@ func (c *Console) pageRegistry(ec echo.Context) error {
 type loginPage struct {
 	Next  string // where to go once logged in
 	Error string
+	// Open says reading needs a token too (the console listens beyond
+	// loopback); ReadToken that a read-only token is configured.
+	Open, ReadToken bool
 }
 
 func (loginPage) name() string  { return "login" }

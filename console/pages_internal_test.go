@@ -27,6 +27,7 @@ func pageSamples() []struct {
 		Path: "/dubbo/config/dubbo/org.example.Greeter:1.0.0:g.condition-router", Content: "conditions: []"}
 	off := rule
 	off.Enabled, off.Key = false, "greeter-app"
+	rule.Warnings = []string{"x is not a field Dubbo reads"}
 	method := MethodView{Name: "sayHello", ParameterTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String",
 		Signature: "java.lang.String sayHello(java.lang.String)", Version: "1.0.0", Group: "g", Typed: true}
 	p50, p99 := 1.25, 4.2
@@ -58,7 +59,7 @@ func pageSamples() []struct {
 	noStats := view
 	noStats.Traffic = ServiceTraffic{Window: Window{Range: "custom", From: 1700000000, To: 1700003600, Step: 60}, Side: "consumer", Error: errNoStats.msg}
 	pager := func(v ServiceView) servicePage {
-		p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v)}
+		p := servicePage{Service: v, Ranges: Ranges, NewRuleKey: newRuleKey(v), ProviderApps: providerApps(v)}
 		if v.Traffic.Error == "" {
 			p.Charts = charts(v.Traffic)
 		}
@@ -109,15 +110,22 @@ func pageSamples() []struct {
 			`<td class="n share">75.00%</td>`, `<td class="n share">25.00%</td>`, `href="/services?q=10.0.0.9"`,
 			`href="?group=g&amp;range=15m&amp;side=provider&amp;version=1.0.0"`, `href="?group=g&amp;range=1h&amp;side=consumer&amp;version=1.0.0"`,
 			`<a href="?group=g&amp;range=1h&amp;side=provider&amp;version=1.0.0" class="on">1.0.0 · g</a>`, `<a href="?range=1h&amp;side=provider" >every version</a>`,
-			"<title>Success rate</title>", "<title>Concurrency</title>", "<title>Latency</title>"}},
+			"<title>Success rate</title>", "<title>Concurrency</title>", "<title>Latency</title>",
+			`<a class="button" href="/forms/weight?key=org.example.Greeter%3A1.0.0%3Ag" data-form="weight">Weight</a>`,
+			`<a class="button" href="/forms/tag?key=greeter-app" data-form="tag">Tag routing of greeter-app</a>`}},
 		{pager(noStats), []string{"no statistics: the console runs without the monitor", `<button class="on">Show</button>`,
 			`href="?range=15m&amp;side=consumer"`, `<a href="?from=1700000000&amp;group=g&amp;side=consumer&amp;to=1700003600&amp;version=1.0.0" >1.0.0 · g</a>`,
 			`<a href="?from=1700000000&amp;side=consumer&amp;to=1700003600" class="on">every version</a>`}},
-		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Args: `["x"]`, Done: true, Status: 200,
-			Result: "result-text", Types: "java.lang.String"}, []string{"Test org.example.Greeter", "result-text", "HTTP 200", `[&#34;x&#34;]`}},
-		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Done: true, Status: 500,
-			Error: &errorDetail{Kind: "exception", Message: "boom"}, Class: "java.lang.IllegalStateException"},
-			[]string{"<b>exception</b> <code>java.lang.IllegalStateException</code>: boom"}},
+		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Args: `["x"]`, Done: true,
+			Result: "result-text", Types: "java.lang.String", AnsweredBy: "10.0.0.1:20880", Elapsed: "1.2ms", Timeout: "1500", Tag: "gray",
+			Attachments: "k=v", Provider: "10.0.0.2:20880", Providers: []string{"10.0.0.1:20880", "10.0.0.2:20880"},
+			Classes: []classView{{Name: "org.example.Order", Props: []propView{{Name: "id", Type: "long"}}}}},
+			[]string{"Test org.example.Greeter", "result-text", `answered by <b id="answered-by">10.0.0.1:20880</b>`, `in <b id="elapsed">1.2ms</b>`,
+				`[&#34;x&#34;]`, `name="timeout" id="timeout" value="1500"`, `name="tag" id="tag" value="gray"`, `>k=v</textarea>`,
+				`<option value="10.0.0.2:20880" selected>`, "<caption><code>org.example.Order</code></caption><tr><th>id</th><td><code>long</code>"}},
+		{testPage{Interface: "org.example.Greeter", Methods: []MethodView{method}, Done: true,
+			Error: &errorDetail{Kind: "exception", Message: "boom"}, Class: "java.lang.IllegalStateException", Proto: "greet.GreetRequest"},
+			[]string{"<b>exception</b> <code>java.lang.IllegalStateException</code>: boom", "a JSON array of one greet.GreetRequest"}},
 		{testPage{Interface: "org.example.Nope"}, []string{"No methods are known"}},
 		{instancesPage{Stats: true, InstanceList: InstanceList{Instances: []InstanceRow{
 			{Side: "provider", Address: "10.0.0.1:20880", Applications: []string{"greeter-app"}, Services: []string{"org.example.Greeter"}, Registered: true,
@@ -148,20 +156,86 @@ func pageSamples() []struct {
 		{applicationsPage{Apps: []catalog.Application{app}}, []string{"/applications/greeter-app", "rev-1234abcd", "/services/org.example.Greeter", "/services/org.example.Stock"}},
 		{applicationsPage{}, []string{"No application is registered."}},
 		{applicationPage{App: app, Rules: []RuleView{rule, off}}, []string{"<h1>greeter-app</h1>", "raw-instance-data", "dubbo.metadata.revision", "(disabled)",
+			`href="/forms/tag?key=greeter-app" data-form="tag">Tag routing</a>`,
 			`Calls: <a href="/services/org.example.Stock">`}},
-		{rulesPage{Rules: []RuleView{rule, off}}, []string{rule.Path, "enabled", "disabled"}},
+		{rulesPage{Rules: []RuleView{rule, off}, Kinds: []string{"condition", "tag"}, Forms: formSpecs}, []string{rule.Path, "enabled", "disabled",
+			`<a href="/forms/mock">Mock</a>`,
+			`data-kind="condition" data-key="org.example.Greeter:1.0.0:g"`, `<option value="tag" >tag</option>`, `title="x is not a field Dubbo reads">1 not applied<`}},
+		{rulesPage{Filter: RuleFilter{Kind: "tag", Service: "Greet", Application: "shop"}, Kinds: []string{"condition", "tag"}},
+			[]string{`<option value="tag" selected>tag</option>`, `name="service" value="Greet"`, `name="application" value="shop"`, "No rule matches the filter."}},
 		{rulePage{New: true, Kind: "tag", Key: "greeter-app", Doc: "tags: []", Kinds: []string{"condition", "tag", "override"}},
 			[]string{"<h1>New rule</h1>", `<option value="tag" selected>`, "tags: []"}},
-		{rulePage{Kind: "condition", Key: "org.example.Greeter:1.0.0:g", Doc: "conditions: []", Enabled: true},
-			[]string{"<h1>condition rule org.example.Greeter:1.0.0:g</h1>", ".condition-router", `value="disable"`}},
-		{rulePage{Kind: "override", Key: "greeter-app", Doc: "configs: []", Error: "no configs"},
+		{rulePage{Kind: "condition", Key: "org.example.Greeter:1.0.0:g", Doc: "conditions: []", Enabled: true,
+			Path: rulePath("condition", "org.example.Greeter:1.0.0:g"), Forms: formsOf("condition", "org.example.Greeter:1.0.0:g")},
+			[]string{"<h1>condition rule org.example.Greeter:1.0.0:g</h1>", ".condition-router", `value="disable"`,
+				`<a href="/forms/access?key=org.example.Greeter%3A1.0.0%3Ag">Access control</a>`}},
+		{rulePage{Kind: "tag", Key: "greeter-app", Path: rulePath("tag", "greeter-app"), Missing: true, Restored: "7", History: []changeView{
+			{Change: store.Change{ID: 9, Time: 1700000000000, Who: "alice (console.token)", Client: "10.0.0.5", Action: "delete"}, Version: "tags: [old]", Deleted: true},
+			{Change: store.Change{ID: 7, Time: 1700000000000, Who: "console.token", Client: "10.0.0.6", Action: "form tag"}, Version: "tags: [cur]", Current: true},
+		}}, []string{`id="rule-missing"`, "The version of change #7 is restored.", `<tr data-change="9"><td>9</td>`, "alice (console.token)",
+			"deleted; the version before", "<pre>tags: [old]</pre>", `<input type="hidden" name="change" value="9">`, "the stored version"}},
+		{rulePage{Kind: "tag", Key: "greeter-app", Path: rulePath("tag", "greeter-app"), HistoryError: "no history: the console runs without"},
+			[]string{"no history: the console runs without"}},
+		{rulePage{Kind: "affinity", Key: "greeter-app", Doc: "affinityAware: {key: region}", Enabled: true, Path: rulePath("affinity", "greeter-app"),
+			Warnings: []string{"owner is not a field Dubbo reads"}},
+			[]string{`<code id="rule-path">/dubbo/config/dubbo/greeter-app.affinity-router</code>`, "<li>owner is not a field Dubbo reads</li>"}},
+		{rulePage{Kind: "override", Key: "greeter-app", Doc: "configs: []", Error: "no configs", Path: rulePath("override", "greeter-app")},
 			[]string{"<h1>Rule not saved</h1>", `id="rule-error">no configs<`, ".configurators", `value="enable"`}},
+		{formPage{Spec: spec("weight"), Keys: []string{"org.example.Greeter:1.0.0:g"}}, []string{"<h1>Weight</h1>", `id="key-form"`, `<option value="org.example.Greeter:1.0.0:g">`}},
+		{form("weight", func(p *formPage) {
+			p.Weights = []weightRow{{Weight: "10", Addresses: "10.0.0.1:20880"}, {}}
+			p.Saved, p.Warnings = true, []string{"owner is not a field Dubbo reads"}
+		}), []string{`<h1>Weight · org.example.Greeter:1.0.0:g</h1>`, `name="w.0.weight" value="10"`, `name="w.0.addresses" value="10.0.0.1:20880"`,
+			`name="w.1.weight" value=""`, `id="form-saved"`, "<li>owner is not a field Dubbo reads</li>", "Providers: 10.0.0.1:20880, 10.0.0.2:20880",
+			`<a href="/forms/mock?key=org.example.Greeter%3A1.0.0%3Ag">Mock</a>`, `name="revision" value="abc123"`, `configs: []`}},
+		{form("balancing", func(p *formPage) { p.Balancing = []balancingRow{{Method: "sayHello", Strategy: "roundrobin"}, {}} }),
+			[]string{`name="b.0.method" value="sayHello"`, `<option value="roundrobin" selected>roundrobin</option>`, `<option value="sayHello">`}},
+		{form("timeout", func(p *formPage) { p.Timeouts = []timeoutRow{{Method: "sayHello", Timeout: "3000", Retries: "0"}} }),
+			[]string{`name="t.0.timeout" value="3000"`, `name="t.0.retries" value="0"`}},
+		{form("mock", func(p *formPage) {
+			p.Mocks = []mockRow{{Method: "sayHello", Mode: "force", Action: "throw", Value: "x.Oops"}}
+		}),
+			[]string{`<option value="force" selected>`, `<option value="throw" selected>`, `name="m.0.value" value="x.Oops"`}},
+		{form("access", func(p *formPage) {
+			p.Access = accessRow{Blacklist: "10.0.0.9", AppWhitelist: "shop"}
+			p.Error = "bad list"
+		}),
+			[]string{`name="a.blacklist" value="10.0.0.9"`, `name="a.app_whitelist" value="shop"`, `<p id="sync-error" class="error" >bad list</p>`}},
+		{form("tag", func(p *formPage) {
+			p.Key = "greeter-app"
+			p.Tags = tagsView{Enabled: true, Force: true, Tags: []tagRow{{Name: "gray", Addresses: []string{"10.0.0.2:20880", "10.9.9.9:1"}}, {}}}
+		}), []string{`name="tag.0.name" value="gray"`, `<input type="checkbox" name="tag.0.pick" value="10.0.0.2:20880" checked>`,
+			`<input type="checkbox" name="tag.0.pick" value="10.0.0.1:20880" >`, `name="tag.0.addresses" value="10.9.9.9:1"`,
+			`name="force" value="true" checked`}},
+		{form("condition", func(p *formPage) {
+			p.Conds = condsView{Version: "v3.1", Enabled: true, Priority: "3", Conditions: []condRow{{
+				When: []clauseRow{{Key: "method", Op: "=", Values: "sayHello"}},
+				To:   []destRow{{Match: []clauseRow{{Key: "port", Op: "!=", Values: "1"}}, Weight: "20"}}}}}
+			p.withSpares()
+		}), []string{`<option value="v3.1" selected>`, `name="c.0.w.0.key" value="method"`, `name="c.0.w.0.values" value="sayHello"`,
+			`name="c.0.t.0.0.key" value="port"`, `<option value="!=" selected>!=</option>`, `name="c.0.t.0.weight" value="20"`,
+			`name="c.0.t.1.0.key" value=""`, `name="c.1.w.0.key" value=""`, `name="priority" value="3"`}},
 		{registryPage{catalog.Node{Path: "/dubbo/org.example.Greeter", Data: "node-data", Truncated: true, URL: "dubbo://10.0.0.1:20880/x",
 			Version: 3, Modified: time.Now(), Children: []catalog.Child{{Name: "providers"}, {Name: "c", URL: "dubbo://child"}}}},
 			[]string{"Registry /dubbo/org.example.Greeter", "node-data", "first 64 KiB", "Children (2)", "dubbo://child", "/registry?path=%2Fdubbo"}},
-		{loginPage{Next: "/rules", Error: "Wrong token."}, []string{`value="/rules"`, "Wrong token."}},
+		{loginPage{Next: "/rules", Error: "Wrong token."}, []string{`value="/rules"`, "Wrong token.", "Changes need the console"}},
+		{loginPage{Open: true, ReadToken: true}, []string{"needs a token to read as well as to change", "<code>console.read-token</code> to read only", `name="user"`}},
 		{errorPage{Status: http.StatusNotFound, Message: "service x is not in the registry"}, []string{"<h1>404</h1>", "service x is not in the registry", "Not Found"}},
 	}
+}
+
+func spec(name string) formSpec {
+	s, _ := formSpecOf(name)
+	return s
+}
+
+// form is a sample of a form's page for a service key, changed by set.
+func form(name string, set func(p *formPage)) formPage {
+	p := formPage{Spec: spec(name), Key: "org.example.Greeter:1.0.0:g", Scope: "service", Stored: true, Revision: "abc123", Doc: "configs: []",
+		Source: "form", Path: "/dubbo/config/dubbo/org.example.Greeter:1.0.0:g.configurators", Methods: []string{"sayHello"},
+		Addresses: []string{"10.0.0.1:20880", "10.0.0.2:20880"}, Strategies: []string{"random", "roundrobin"}}
+	set(&p)
+	return p
 }
 
 // Every page renders with data, whole and its live part, logged in and

@@ -82,6 +82,15 @@ func (sc serviceCalls) of(s catalog.Service, only bool) *store.SummaryRow {
 	return nil
 }
 
+// rawRetention is how long the store keeps rows as reported; 0 without
+// one.
+func (c *Console) rawRetention() time.Duration {
+	if c.opts.Stats == nil {
+		return 0
+	}
+	return c.opts.Stats.RawRetention()
+}
+
 // recentCache keeps the last reading of recentCalls.
 type recentCache struct {
 	mu   sync.Mutex

@@ -23,7 +23,7 @@ type trafficSel struct {
 }
 
 func (c *Console) trafficSelOf(ec echo.Context) (trafficSel, error) {
-	w, err := windowOf(c.opts.Now(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
+	w, err := windowOf(c.opts.Now(), c.rawRetention(), ec.QueryParam("range"), ec.QueryParam("from"), ec.QueryParam("to"))
 	if err != nil {
 		return trafficSel{}, err
 	}

@@ -71,6 +71,9 @@ func registered(t *testing.T, e *env, paths ...string) {
 	}
 	defer conn.Close()
 	acl := zk.WorldACL(zk.PermAll)
+	// Read before creating: the catalog may have the nodes before this
+	// function looks.
+	before := e.console.Catalog().Version()
 	for _, p := range paths {
 		parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 		for i := range parts {
@@ -79,7 +82,6 @@ func registered(t *testing.T, e *env, paths ...string) {
 			}
 		}
 	}
-	before := e.console.Catalog().Version()
 	waitFor(t, "the console's copy of the new nodes", func() bool {
 		return e.console.Catalog().Version() != before
 	})
@@ -345,6 +347,10 @@ func TestServiceTrafficPerMethodAndShare(t *testing.T) {
 	get(fmt.Sprintf("?from=%d&to=%d", end-7*86400, end))
 	if tr := sv.Traffic; tr.Range != "custom" || tr.Step != 3600 || len(tr.Buckets) > 240 || tr.From != end-7*86400 {
 		t.Errorf("a custom week: %s, step %d, %d buckets; want hours", tr.Range, tr.Step, len(tr.Buckets))
+	}
+	get(fmt.Sprintf("?from=%d&to=%d", end-2*86400, end-2*86400+7200))
+	if tr := sv.Traffic; tr.Step != 3600 {
+		t.Errorf("two hours two days ago (hourly rows only): step %d; want an hour", tr.Step)
 	}
 	for _, q := range []string{"?range=2h", "?side=both", "?from=yesterday", fmt.Sprintf("?from=%d&to=%d", end, end-60), "?to=1700000000"} {
 		if st, body, _ := do(t, "GET", e.ConsoleURL+"/api/v1/services/"+greeter+q, "", ""); st != 400 || !strings.Contains(body, "bad_request") {

@@ -56,8 +56,20 @@ func recent(now time.Time) Window {
 // windowOf is the window a request asks for: from= and to= (Unix seconds,
 // or a local time as a datetime-local field sends it, 2006-01-02T15:04)
 // for a custom one (to defaults to now), else the preset range= (default
-// 15m) ending now.
-func windowOf(now time.Time, rng, from, to string) (Window, error) {
+// 15m) ending now. A window that reaches back further than raw (the
+// store's RawRetention; 0: no store) has a step of whole hours: rows that
+// old are hourly, and shorter buckets would draw each hour as a spike.
+func windowOf(now time.Time, raw time.Duration, rng, from, to string) (Window, error) {
+	w, err := askedWindow(now, rng, from, to)
+	if err == nil && raw > 0 && w.From <= now.Unix()-int64(raw/time.Second) && w.Step < 3600 {
+		w.Step = 3600 // steps of an hour or more are whole hours
+	}
+	return w, err
+}
+
+// askedWindow is the window the parameters name, at the step that draws
+// it best.
+func askedWindow(now time.Time, rng, from, to string) (Window, error) {
 	n := now.Unix()
 	if from == "" && to == "" {
 		if rng == "" {

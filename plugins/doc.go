@@ -7,7 +7,11 @@
 //     asks it what it serves and returns a *Plugin, an rpc.Invoker for those
 //     services; Supervisor keeps one running, restarting it with backoff and
 //     telling its owner through OnUp and OnDown when its services come and go;
-//     its State says whether the plugin is up, and why not.
+//     its State says whether the plugin is up, and why not. A supervisor
+//     that watches its binary (SupervisorConfig.Watch) swaps in each new
+//     one while calls go on: the new process takes the calls once it is
+//     up (OnSwap), the old one finishes those under way and stops; a new
+//     binary that does not start leaves the old one serving (OnRefused).
 //   - In the plugin, handler authors call sdk.Serve (package plugins/sdk)
 //     with plain Go types whose methods become Dubbo methods, or with
 //     protobuf services (sdk.ProtoService); a plugin

@@ -63,6 +63,12 @@ func (Greeter) SayHello(_ context.Context, name string) (string, error) { return
 
 func (Greeter) Add(_ context.Context, a, b int32) (int32, error) { return a + b, nil }
 
+// Greeter2 is Greeter with another greeting: the same methods, so the
+// same service.
+type Greeter2 struct{ Greeter }
+
+func (Greeter2) SayHello(_ context.Context, name string) (string, error) { return "Hi, " + name, nil }
+
 func (Greeter) EchoMap(_ context.Context, m map[string]any) (map[string]any, error) { return m, nil }
 
 func (Greeter) Fail(_ context.Context, msg string) error { return errors.New(msg) }
@@ -127,6 +133,9 @@ func runPlugin(mode string) error {
 	switch mode {
 	case "greeter":
 		return sdk.Serve(greeterService())
+	case "greeter2":
+		// The greeter rebuilt with another greeting, for swaps.
+		return sdk.Serve(sdk.Service{Interface: "org.example.Greeter", Version: "1.0.0", Handler: Greeter2{}})
 	case "settings":
 		// A service with Dubbo settings, which reach the node in Describe.
 		svc := greeterService()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -50,6 +53,33 @@ type ServiceDesc struct {
 // Key is Dubbo's service key, [group/]interface[:version].
 func (s ServiceDesc) Key() string { return url.ServiceKey(s.Interface, s.Version, s.Group) }
 
+// Same says whether s and o describe the same service: the same key,
+// methods and settings and, for a protobuf service, the same .proto files.
+// A new build of a plugin whose services are the same changes nothing its
+// owner registered.
+func (s ServiceDesc) Same(o ServiceDesc) bool {
+	return s.Key() == o.Key() && maps.Equal(s.Params, o.Params) &&
+		slices.EqualFunc(s.Methods, o.Methods, func(a, b MethodDesc) bool {
+			return a.Name == b.Name && a.ReturnType == b.ReturnType && a.Kind == b.Kind && slices.Equal(a.ParamTypes, b.ParamTypes)
+		}) &&
+		(s.Proto == nil) == (o.Proto == nil) && (s.Proto == nil || slices.Equal(protoFiles(s.Files), protoFiles(o.Files)))
+}
+
+// protoFiles are the files of fs, encoded and sorted, to compare.
+func protoFiles(fs *protoregistry.Files) []string {
+	var out []string
+	fs.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(protodesc.ToFileDescriptorProto(fd))
+		if err != nil {
+			b = []byte(fd.Path()) // cannot happen for a descriptor that resolved
+		}
+		out = append(out, string(b))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
+
 // MethodDesc is one method: of a Dubbo service with its Java signature,
 // e.g. sayHello with ParamTypes [java.lang.String] and ReturnType
 // java.lang.String; of a protobuf service with its Kind (its messages are
@@ -76,6 +106,7 @@ const (
 // services it described; it is safe for concurrent use.
 type Plugin struct {
 	cfg      Config
+	built    time.Time // the binary's modification time when it started
 	log      *slog.Logger
 	client   *plugin.Client
 	cmd      *exec.Cmd
@@ -104,6 +135,11 @@ type Plugin struct {
 	waited    bool // Close saw go-plugin wait for the process
 
 	wg sync.WaitGroup // the exit watcher and the callback server
+
+	// next took over from the plugin when it was swapped out (handOver):
+	// the calls that reach it from then on, having raced the switch, go
+	// there. nil until then.
+	next atomic.Pointer[Plugin]
 }
 
 // CheckPath says whether path names a file Start can launch: one that
@@ -140,6 +176,10 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	if err := CheckPath(cfg.Path); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", cfg.Name, err)
 	}
+	var built time.Time
+	if fi, err := os.Stat(cfg.Path); err == nil {
+		built = fi.ModTime()
+	}
 	log := cfg.Logger.With("plugin", cfg.Name)
 	procCtx, stopProc := context.WithCancel(context.Background())
 	path := cfg.Path
@@ -159,7 +199,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	cmd.ExtraFiles = childEnd.Files()
 	cmd.Env = append(cmd.Env, childEnd.Env())
 	p := &Plugin{
-		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc,
+		cfg: cfg, log: log, cmd: cmd, stopProc: stopProc, built: built,
 		done:    make(chan struct{}),
 		out:     newLineLogger(log, "stdout", slog.LevelInfo),
 		errs:    newLineLogger(log, "stderr", slog.LevelWarn),
@@ -318,6 +358,10 @@ func (p *Plugin) Services() []ServiceDesc { return slices.Clone(p.services) }
 // Name is Config.Name.
 func (p *Plugin) Name() string { return p.cfg.Name }
 
+// Built is when the binary the plugin runs was written: its modification
+// time when it started.
+func (p *Plugin) Built() time.Time { return p.built }
+
 // Pid is the plugin's process id.
 func (p *Plugin) Pid() int {
 	if p.cmd.Process == nil {
@@ -384,6 +428,35 @@ func (p *Plugin) Close() error {
 	return nil
 }
 
+// handOver makes next take the calls and streams that reach p from now
+// on, those that raced its owner's switch to next; p's calls and streams
+// under way go on until they end (drain).
+func (p *Plugin) handOver(next *Plugin) {
+	p.next.Store(next)
+	p.link.Retire()
+}
+
+// drain waits until the calls and streams p had under way when it handed
+// over have ended, the process has, or ctx; it says whether they ended.
+func (p *Plugin) drain(ctx context.Context) bool {
+	tick := time.NewTicker(drainPoll)
+	defer tick.Stop()
+	for p.link.InFlight() > 0 {
+		select {
+		case <-tick.C:
+		case <-p.done:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// drainPoll is how often drain looks: a swap waits for the old process's
+// last calls only to stop it, so a few milliseconds late costs nothing.
+const drainPoll = 5 * time.Millisecond
+
 // killGrace is how long Close lets go-plugin stop a plugin (it waits 2s for
 // a graceful exit) before it kills the plugin's process group.
 const killGrace = 3 * time.Second
@@ -436,12 +509,20 @@ func (p *Plugin) Invoke(ctx context.Context, inv *rpc.Invocation) (*rpc.Result, 
 func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func(*rpc.Result, error)) {
 	select {
 	case <-p.done:
+		if next := p.next.Load(); next != nil {
+			next.InvokeAsync(ctx, inv, done)
+			return
+		}
 		done(nil, p.callError(inv, rpc.ErrConnection, "plugin "+p.cfg.Name+" is down: "+p.exitErr.Error()))
 		return
 	default:
 	}
 	m, err := p.lookup(inv)
 	if err != nil {
+		if next := p.next.Load(); next != nil {
+			next.InvokeAsync(ctx, inv, done) // what it serves counts now
+			return
+		}
 		done(nil, err)
 		return
 	}
@@ -465,7 +546,7 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 			p.calls.Put(buf)
 		}
 	}()
-	p.link.CallAsync(ctx, call, func(reply []byte, err error) {
+	err = p.link.CallAsync(ctx, call, func(reply []byte, err error) {
 		if err != nil && ctx.Err() == nil && !errors.Is(err, wire.ErrTooBig) {
 			// The link broke: wait for the exit watcher's reason elsewhere
 			// than on the link's goroutine.
@@ -478,6 +559,9 @@ func (p *Plugin) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done func
 		}
 		done(p.decodeReply(ctx, inv, reply))
 	})
+	if err != nil { // retired: the call raced the switch to next
+		p.next.Load().InvokeAsync(ctx, inv, done)
+	}
 }
 
 func (p *Plugin) decodeReply(ctx context.Context, inv *rpc.Invocation, reply []byte) (*rpc.Result, error) {

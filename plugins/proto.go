@@ -66,6 +66,10 @@ type protoMethod struct {
 func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer Metadata, st *Status)) {
 	m, st := p.protoLookup(c, Unary)
 	if st != nil {
+		if next := p.next.Load(); next != nil {
+			next.CallProto(ctx, c, req, done) // swapped out: next serves it
+			return
+		}
 		done(nil, nil, st)
 		return
 	}
@@ -85,7 +89,7 @@ func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done fu
 		}
 	}()
 	svc, method := c.Service, c.Method // for the log: the closure keeps these only
-	p.link.CallProtoAsync(ctx, head, req, func(reply []byte, err error) {
+	err = p.link.CallProtoAsync(ctx, head, req, func(reply []byte, err error) {
 		switch {
 		case err != nil && ctx.Err() == nil && !errors.Is(err, wire.ErrTooBig):
 			// The link broke: wait for the exit watcher's reason elsewhere
@@ -104,6 +108,9 @@ func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done fu
 			done(resp, trailer, st)
 		}
 	})
+	if err != nil { // retired: the call raced the switch to next
+		p.next.Load().CallProto(ctx, c, req, done)
+	}
 }
 
 // streaming asks protoLookup for any of the streaming kinds.
@@ -173,6 +180,9 @@ type Stream struct {
 func (p *Plugin) OpenStream(ctx context.Context, c ProtoCall) (*Stream, error) {
 	m, st := p.protoLookup(c, streaming)
 	if st != nil {
+		if next := p.next.Load(); next != nil {
+			return next.OpenStream(ctx, c) // swapped out: next serves it
+		}
 		return nil, st
 	}
 	head, err := wire.AppendProtoCall(nil, m.ref, c.Metadata)
@@ -180,6 +190,9 @@ func (p *Plugin) OpenStream(ctx context.Context, c ProtoCall) (*Stream, error) {
 		return nil, &Status{Code: codes.ResourceExhausted, Message: c.String() + ": " + err.Error()}
 	}
 	ws, err := p.link.OpenStream(ctx, head)
+	if errors.Is(err, wire.ErrRetired) {
+		return p.next.Load().OpenStream(ctx, c)
+	}
 	if err != nil {
 		return nil, p.streamStatus(ctx, err)
 	}

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/watch"
 )
 
 // SupervisorConfig describes a plugin to keep running.
@@ -30,6 +32,30 @@ type SupervisorConfig struct {
 	// Calls already fail fast with rpc.ErrConnection when it runs.
 	// Default none.
 	OnDown func(p *Plugin, err error)
+
+	// Watch, when positive, is how often the supervisor looks at Path for
+	// a new binary (package watch): once one has appeared, it starts it
+	// beside the running process, and when it is up switches new calls to
+	// it, lets the old process finish its calls and streams, and stops it
+	// (a hot swap). A new binary that fails to start or to handshake
+	// leaves the old process serving; it is tried again with the backoff
+	// above, and at once when the file changes again. While the plugin is
+	// down, a new binary ends the wait for the next start. Default 0: Path
+	// is not watched.
+	Watch time.Duration
+	// DrainTimeout bounds how long a swapped-out process may finish its
+	// calls and streams before it is stopped. Default 10s, the provider's
+	// shutdown timeout.
+	DrainTimeout time.Duration
+	// OnSwap is called each time a new process took over (Watch), with
+	// what it serves, so the owner can update what it registered: calls
+	// from then on go to next; prev finishes those under way, then stops.
+	// OnUp and OnDown are not called for a swap. Default none.
+	OnSwap func(prev, next *Plugin, services []ServiceDesc)
+	// OnRefused is called when a new binary failed to start while prev
+	// keeps serving, with why, the attempt (1 for the first at this
+	// binary, then each retry) and when it is tried again. Default none.
+	OnRefused func(prev *Plugin, err error, attempt int, retry time.Duration)
 }
 
 // Supervisor keeps one plugin running. It is an rpc.Invoker that calls the
@@ -62,6 +88,12 @@ type State struct {
 	// Err says why the plugin last failed to start or went down; nil if
 	// it never did. It stays set while the plugin is up again.
 	Err error
+	// Swaps counts the new binaries that took over from a running
+	// process (SupervisorConfig.Watch).
+	Swaps int
+	// Refused says why the newest binary failed to start while an older
+	// process keeps serving; nil when no new binary waits.
+	Refused error
 }
 
 // NewSupervisor returns a supervisor; Run starts it.
@@ -74,6 +106,9 @@ func NewSupervisor(cfg SupervisorConfig) *Supervisor {
 		cfg.MaxBackoff = 5 * time.Second
 	}
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 10 * time.Second
+	}
 	return &Supervisor{cfg: cfg, state: State{Name: cfg.Name, Path: cfg.Path}, tried: make(chan struct{})}
 }
 
@@ -96,7 +131,7 @@ func (s *Supervisor) setState(p *Plugin, err error) {
 	s.state.Up, s.state.Pid, s.state.Since = p != nil, 0, time.Now()
 	switch {
 	case p != nil:
-		s.state.Pid, s.state.Failures = p.Pid(), 0
+		s.state.Pid, s.state.Failures, s.state.Refused = p.Pid(), 0, nil
 	case err != nil:
 		s.state.Failures++
 		s.state.Err = err
@@ -106,14 +141,30 @@ func (s *Supervisor) setState(p *Plugin, err error) {
 }
 
 // Run starts the plugin and restarts it whenever it dies or fails to start,
-// until ctx ends; then it stops the plugin and returns nil. It returns an
-// error only for a config it can never start (no Path).
+// until ctx ends; then it stops the plugin and returns nil. With Watch it
+// also swaps in each new binary. It returns an error only for a config it
+// can never start (no Path).
 func (s *Supervisor) Run(ctx context.Context) error {
 	defer s.triedOnce.Do(func() { close(s.tried) })
 	if s.cfg.Path == "" {
 		return errors.New("plugins: SupervisorConfig.Path is empty")
 	}
 	log := s.cfg.Logger.With("plugin", s.cfg.Name)
+	// The binary watcher, and the swapped-out processes finishing their
+	// calls: Run returns once they are done.
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	changed := make(chan struct{}, 1) // a new binary is on disk
+	if s.cfg.Watch > 0 {
+		bg.Go(func() {
+			watch.Binary(ctx, s.cfg.Path, s.cfg.Watch, func() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			})
+		})
+	}
 	backoff := s.cfg.MinBackoff
 	for {
 		p, err := Start(ctx, s.cfg.Config)
@@ -123,10 +174,14 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			}
 			s.setState(nil, err)
 			log.Error("plugin failed to start", "err", err, "retry_in", backoff, "failures", s.State().Failures)
-			if !sleep(ctx, backoff) {
+			switch wait(ctx, backoff, changed) {
+			case stopped:
 				return nil
+			case newBinary:
+				backoff = s.cfg.MinBackoff
+			default:
+				backoff = min(2*backoff, s.cfg.MaxBackoff)
 			}
-			backoff = min(2*backoff, s.cfg.MaxBackoff)
 			continue
 		}
 		started := time.Now()
@@ -135,13 +190,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			s.cfg.OnUp(p, p.Services())
 		}
 		s.setState(p, nil)
-		var why error
-		select {
-		case <-p.Done():
-			why = p.Err()
-		case <-ctx.Done():
-			why = ctx.Err()
-		}
+		p, why := s.serve(ctx, p, changed, &bg, log)
 		s.cur.CompareAndSwap(p, nil)
 		if ctx.Err() == nil {
 			s.setState(nil, why)
@@ -158,11 +207,102 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		if time.Since(started) >= s.cfg.MaxBackoff {
 			backoff = s.cfg.MinBackoff
 		}
-		log.Warn("restarting plugin", "reason", why, "in", backoff)
-		if !sleep(ctx, backoff) {
+		log.Info("restarting plugin", "reason", why, "in", backoff)
+		switch wait(ctx, backoff, changed) {
+		case stopped:
 			return nil
+		case newBinary:
+			backoff = s.cfg.MinBackoff
+		default:
+			backoff = min(2*backoff, s.cfg.MaxBackoff)
 		}
-		backoff = min(2*backoff, s.cfg.MaxBackoff)
+	}
+}
+
+// serve watches p, the running process, until it exits or ctx ends, and
+// swaps it for each new binary that starts; it returns the process running
+// then, and why it ended. A new binary that fails to start is tried again
+// with backoff, and at once when another appears.
+func (s *Supervisor) serve(ctx context.Context, p *Plugin, changed <-chan struct{}, drains *sync.WaitGroup, log *slog.Logger) (*Plugin, error) {
+	backoff, attempt := s.cfg.MinBackoff, 0
+	retry := time.NewTimer(0)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-p.Done():
+			return p, p.Err()
+		case <-ctx.Done():
+			return p, ctx.Err()
+		case <-changed:
+			retry.Stop()
+			backoff, attempt = s.cfg.MinBackoff, 0
+		case <-retry.C:
+		}
+		attempt++
+		next, err := Start(ctx, s.cfg.Config)
+		if err != nil {
+			if ctx.Err() != nil {
+				return p, ctx.Err()
+			}
+			s.mu.Lock()
+			s.state.Refused = err
+			s.mu.Unlock()
+			log.Info("new plugin binary refused; the running process keeps serving", "pid", p.Pid(), "err", err, "attempt", attempt, "retry_in", backoff)
+			if s.cfg.OnRefused != nil {
+				s.cfg.OnRefused(p, err, attempt, backoff)
+			}
+			retry.Reset(backoff)
+			backoff = min(2*backoff, s.cfg.MaxBackoff)
+			continue
+		}
+		s.swap(ctx, p, next, drains, log)
+		p = next
+	}
+}
+
+// swap switches the calls from prev to next, which is up, and stops prev
+// once it has finished the calls and streams under way (in the
+// background, counted in drains).
+func (s *Supervisor) swap(ctx context.Context, prev, next *Plugin, drains *sync.WaitGroup, log *slog.Logger) {
+	s.cur.Store(next)
+	prev.handOver(next) // the calls that loaded prev just before go to next too
+	if s.cfg.OnSwap != nil {
+		s.cfg.OnSwap(prev, next, next.Services())
+	}
+	s.setState(next, nil)
+	s.mu.Lock()
+	s.state.Swaps++
+	s.mu.Unlock()
+	log.Info("plugin swapped", "pid", next.Pid(), "old_pid", prev.Pid(), "services", len(next.Services()))
+	drains.Go(func() {
+		dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
+		defer cancel()
+		if !prev.drain(dctx) && ctx.Err() == nil {
+			log.Warn("the swapped-out plugin process still had calls under way; stopping it", "pid", prev.Pid(), "drain_timeout", s.cfg.DrainTimeout)
+		}
+		prev.Close()
+	})
+}
+
+// What ended a wait.
+const (
+	timedOut = iota
+	newBinary
+	stopped
+)
+
+// wait waits d, or less when a new binary appears or ctx ends.
+func wait(ctx context.Context, d time.Duration, changed <-chan struct{}) int {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return timedOut
+	case <-changed:
+		return newBinary
+	case <-ctx.Done():
+		return stopped
 	}
 }
 
@@ -214,15 +354,4 @@ func (s *Supervisor) OpenStream(ctx context.Context, c ProtoCall) (*Stream, erro
 // notRunning is the status of protobuf calls between processes.
 func (s *Supervisor) notRunning() *Status {
 	return &Status{Code: codes.Unavailable, Message: "plugin " + s.cfg.Name + " is not running (starting or restarting)"}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

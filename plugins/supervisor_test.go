@@ -14,21 +14,39 @@ import (
 	"github.com/dubbo-lab/dubbo/plugins"
 )
 
+// event is one callback of a supervisor.
 type event struct {
-	up       bool
-	pid      int
+	kind     string // up, down, swap, refused
+	pid      int    // the process serving (up, swap), gone (down), kept (refused)
+	prev     int    // swap: the process swapped out
 	services []plugins.ServiceDesc
 	err      error
+	attempt  int           // refused
+	retry    time.Duration // refused
 }
 
-// supervise runs a supervisor for the greeter until the test ends and
-// returns it with the stream of its OnUp/OnDown events.
+// supervise runs a supervisor of cfg until the test ends and returns it
+// with the stream of its callbacks.
 func supervise(t *testing.T, cfg plugins.SupervisorConfig) (*plugins.Supervisor, <-chan event, context.CancelFunc) {
 	t.Helper()
-	events := make(chan event, 16)
-	cfg.OnUp = func(p *plugins.Plugin, s []plugins.ServiceDesc) { events <- event{up: true, pid: p.Pid(), services: s} }
-	cfg.OnDown = func(p *plugins.Plugin, err error) { events <- event{pid: p.Pid(), err: err} }
+	events := make(chan event, 64)
+	cfg.OnUp = func(p *plugins.Plugin, s []plugins.ServiceDesc) {
+		events <- event{kind: "up", pid: p.Pid(), services: s}
+	}
+	cfg.OnDown = func(p *plugins.Plugin, err error) { events <- event{kind: "down", pid: p.Pid(), err: err} }
+	cfg.OnSwap = func(prev, next *plugins.Plugin, s []plugins.ServiceDesc) {
+		events <- event{kind: "swap", pid: next.Pid(), prev: prev.Pid(), services: s}
+	}
+	cfg.OnRefused = func(prev *plugins.Plugin, err error, attempt int, retry time.Duration) {
+		events <- event{kind: "refused", pid: prev.Pid(), err: err, attempt: attempt, retry: retry}
+	}
 	s := plugins.NewSupervisor(cfg)
+	return s, events, runSupervisor(t, s)
+}
+
+// runSupervisor runs s until the test ends, or cancel; Run must then
+// return nil within 15s.
+func runSupervisor(t *testing.T, s *plugins.Supervisor) (cancel context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -39,23 +57,24 @@ func supervise(t *testing.T, cfg plugins.SupervisorConfig) (*plugins.Supervisor,
 			if err != nil {
 				t.Error(err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(15 * time.Second):
 			t.Error("Run did not return after cancel")
 		}
 	})
-	return s, events, cancel
+	return cancel
 }
 
-func next(t *testing.T, events <-chan event, up bool) event {
+// nextEvent is the next callback, which must be of kind.
+func nextEvent(t *testing.T, events <-chan event, kind string) event {
 	t.Helper()
 	select {
 	case e := <-events:
-		if e.up != up {
-			t.Fatalf("event %+v, want up=%v", e, up)
+		if e.kind != kind {
+			t.Fatalf("event %+v, want %s", e, kind)
 		}
 		return e
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no event (want up=%v)", up)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no %s event within 15s", kind)
 	}
 	return event{}
 }
@@ -65,7 +84,7 @@ func next(t *testing.T, events <-chan event, up bool) event {
 // OnUp fires, and calls work again.
 func TestKillMidCall(t *testing.T) {
 	s, events, _ := supervise(t, plugins.SupervisorConfig{Config: startConfig(t, "greeter")})
-	up := next(t, events, true)
+	up := nextEvent(t, events, "up")
 	if len(up.services) != 1 || up.services[0].Key() != "org.example.Greeter:1.0.0" {
 		t.Fatalf("OnUp services = %+v", up.services)
 	}
@@ -102,11 +121,11 @@ func TestKillMidCall(t *testing.T) {
 		t.Errorf("the call took %v to fail", took)
 	}
 
-	down := next(t, events, false)
+	down := nextEvent(t, events, "down")
 	if down.pid != up.pid || down.err == nil || !strings.Contains(down.err.Error(), "killed") {
 		t.Errorf("OnDown = %+v", down)
 	}
-	again := next(t, events, true)
+	again := nextEvent(t, events, "up")
 	if again.pid == up.pid || len(again.services) != 1 {
 		t.Errorf("OnUp after restart = %+v", again)
 	}
@@ -117,9 +136,9 @@ func TestKillMidCall(t *testing.T) {
 
 func TestSupervisorStops(t *testing.T) {
 	s, events, cancel := supervise(t, plugins.SupervisorConfig{Config: startConfig(t, "greeter")})
-	up := next(t, events, true)
+	up := nextEvent(t, events, "up")
 	cancel()
-	down := next(t, events, false)
+	down := nextEvent(t, events, "down")
 	if !errors.Is(down.err, context.Canceled) {
 		t.Errorf("OnDown err = %v", down.err)
 	}
@@ -256,7 +275,7 @@ func attr(r slog.Record, key string) string {
 func TestSupervisorState(t *testing.T) {
 	// The backoff leaves time to look at the state between death and restart.
 	s, events, _ := supervise(t, plugins.SupervisorConfig{Config: startConfig(t, "greeter"), MinBackoff: time.Second})
-	up := next(t, events, true)
+	up := nextEvent(t, events, "up")
 	select {
 	case <-s.Tried():
 	case <-time.After(10 * time.Second):
@@ -268,11 +287,11 @@ func TestSupervisorState(t *testing.T) {
 	if err := syscall.Kill(up.pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	next(t, events, false)
+	nextEvent(t, events, "down")
 	if st := s.State(); st.Up || st.Pid != 0 || st.Failures != 1 || st.Err == nil || !strings.Contains(st.Err.Error(), "killed") {
 		t.Errorf("State after kill -9 = %+v", st)
 	}
-	again := next(t, events, true)
+	again := nextEvent(t, events, "up")
 	deadline := time.Now().Add(5 * time.Second)
 	for st := s.State(); !st.Up; st = s.State() { // set once OnUp has returned
 		if time.Now().After(deadline) {

@@ -46,7 +46,7 @@ func (n *node) startObserving(cfg *config.File) {
 	}
 	n.qos = srv
 	n.onStop("qos", func(context.Context) error { return srv.Close() })
-	fmt.Fprintf(n.out, "qos        %s   (http or telnet; GET /metrics)\n", srv.Addr())
+	n.term.line("qos        %s   (http or telnet; GET /metrics)", srv.Addr())
 }
 
 // metricsHandler serves the process's metrics in Prometheus's text format.
@@ -180,8 +180,8 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 		if cfg.Registry.Address == "" {
 			log.Warn("no web console without a registry (registry.address is empty); the stats API and /metrics are served")
 		}
-		c, err = console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token,
-			Registry: cfg.Registry.Address, Stats: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
+		c, err = console.New(ctx, console.Options{Listen: cfg.Console.Listen, Token: cfg.Console.Token, ReadToken: cfg.Console.ReadToken,
+			Registry: cfg.Registry.Address, Stats: st, Audit: st, Metrics: n.gatherer, Logger: log.With("component", "console")})
 		if err != nil {
 			return err
 		}
@@ -207,12 +207,12 @@ func (n *node) startMonitor(ctx context.Context, cfg *config.File) error {
 	n.mu.Unlock()
 	n.gatherer.MustRegister(m.Collector())
 	n.onStop(Monitor, m.Shutdown)
-	fmt.Fprintf(n.out, "monitor    dubbo://%s   db %s\n", m.Addr(), cfg.Monitor.Server.DB)
+	n.term.line("monitor    dubbo://%s   db %s", m.Addr(), cfg.Monitor.Server.DB)
 	if c != nil {
 		if c.Catalog() != nil {
-			fmt.Fprintf(n.out, "console    %s\n", c.URL())
+			n.term.line("console    %s", c.URL())
 		}
-		fmt.Fprintf(n.out, "stats      http://%s/api/v1/stats?interface=<interface>   /metrics\n", c.Addr())
+		n.term.line("stats      http://%s/api/v1/stats?interface=<interface>   /metrics", c.Addr())
 	}
 	return nil
 }

@@ -9,8 +9,13 @@
 // provider plugin's call to another service, or by the first statistics
 // report; a process that needs none connects none. A provider exports a
 // plugin's services while the plugin is up and unexports them while it is
-// down (the supervisor restarts it). Each process also has its metrics, its
-// QoS port and its reporter to the monitor (observe.go).
+// down (the supervisor restarts it). In dubbo up a new build of a plugin
+// is swapped in while it serves, and only what it changed is exported
+// again (Options.Swap; Options.Build also builds it on each save, with
+// package watch). Each process also has its metrics, its QoS port and its
+// reporter to the monitor (observe.go). What a user reads is the
+// terminal's (terminal.go): where each role listens, a status block once
+// ready, then each change.
 package roles
 
 import (
@@ -41,6 +46,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/plugins"
+	"github.com/dubbo-lab/dubbo/watch"
 )
 
 // Roles a node can run; `dubbo up` runs those its config describes.
@@ -78,9 +84,9 @@ func Up(cfg *config.File) []string {
 // node is the set of running roles and how to stop them, in reverse order.
 type node struct {
 	log     *slog.Logger
-	out     io.Writer
+	term    *terminal
 	errc    chan error
-	plugins sync.WaitGroup
+	plugins sync.WaitGroup // the supervisors, the builders, the providers' watch
 	// together: every role runs in this process (dubbo up), so a
 	// reference without a provider is the user's work in progress.
 	together bool
@@ -93,7 +99,12 @@ type node struct {
 	// pluginStart bounds each plugin's launch and handshake; 0 is the
 	// plugins package's default.
 	pluginStart time.Duration
-	version     string // for the QoS port
+	// watch is how often each supervisor looks for a new binary of its
+	// plugin to swap in; 0: never (Options.Swap).
+	watch time.Duration
+	// building are the plugins rebuilt from their sources (Options.Build).
+	building []string
+	version  string // for the QoS port
 
 	// The node's consumer serves the consumer role, the calls that
 	// provider plugins make to other services and the statistics' way to
@@ -210,9 +221,12 @@ func (n *node) awaitPlugins(ctx context.Context) {
 	}
 }
 
-// sayReady prints the ready line, and before it a warning for each plugin
-// that is down, so that nobody reads "ready" as "serving everything".
+// sayReady prints the status block and the ready line, and before it a
+// warning for each plugin that is down, so that nobody reads "ready" as
+// "serving everything"; from then on the terminal prints changes.
 func (n *node) sayReady() {
+	defer n.term.setReady(true)
+	n.statusBlock()
 	var down int
 	states := n.pluginStates()
 	for _, s := range states {
@@ -224,18 +238,22 @@ func (n *node) sayReady() {
 		if s.Err != nil {
 			why, _, _ = strings.Cut(s.Err.Error(), "\n")
 		}
-		fmt.Fprintf(n.out, "warning: plugin %s (%s) is down: %s; retrying with backoff\n", s.Name, s.Where, why)
+		n.term.line("warning: plugin %s (%s) is down: %s; retrying with backoff", s.Name, s.Where, why)
 	}
 	if down == 0 {
-		fmt.Fprintln(n.out, "ready; Ctrl-C stops everything")
+		n.term.line("ready; Ctrl-C stops everything")
 		return
 	}
-	fmt.Fprintf(n.out, "ready with %d of %d plugins down; Ctrl-C stops everything\n", down, len(states))
+	n.term.line("ready with %d of %d plugins down; Ctrl-C stops everything", down, len(states))
 }
 
-// checkPlugins refuses plugin paths that cannot be launched, naming the
-// config key, before anything starts.
-func checkPlugins(cfg *config.File, roles []string) error {
+// configuredPlugin is a plugin binary the roles run, and the config key
+// that names it.
+type configuredPlugin struct{ key, path string }
+
+// pluginsOf lists the plugins the roles run, each path once.
+func pluginsOf(cfg *config.File, roles []string) []configuredPlugin {
+	var out []configuredPlugin
 	for _, role := range roles {
 		key, paths := "", []string(nil)
 		switch role {
@@ -245,12 +263,47 @@ func checkPlugins(cfg *config.File, roles []string) error {
 			key, paths = "consumer.plugins", cfg.Consumer.Plugins
 		}
 		for _, path := range paths {
-			if err := plugins.CheckPath(path); err != nil {
-				return fmt.Errorf("key %s: %w", key, err)
+			if !slices.ContainsFunc(out, func(p configuredPlugin) bool { return p.path == path }) {
+				out = append(out, configuredPlugin{key, path})
 			}
 		}
 	}
+	return out
+}
+
+// checkPlugins refuses plugin paths that cannot be launched, naming the
+// config key, before anything starts.
+func checkPlugins(cfg *config.File, roles []string) error {
+	for _, p := range pluginsOf(cfg, roles) {
+		if err := plugins.CheckPath(p.path); err != nil {
+			return fmt.Errorf("key %s: %w", p.key, err)
+		}
+	}
 	return nil
+}
+
+// buildPlugins builds each plugin the roles run whose binary is missing
+// or older than its sources, printing how it went, then rebuilds it on
+// each save of its sources until ctx ends (dubbo up --watch): its
+// supervisor swaps the new binary in. A plugin with no Go sources beside
+// its binary is left as it is.
+func (n *node) buildPlugins(ctx context.Context, cfg *config.File, roles []string) {
+	for _, p := range pluginsOf(cfg, roles) {
+		b := &watch.Builder{Binary: p.path, Report: n.term.built}
+		if !b.HasSources(ctx) {
+			continue
+		}
+		if b.Stale(ctx) {
+			res := b.Build(ctx)
+			if res.Err != nil {
+				n.term.line("build      %s   failed in %v\n%s", shown(p.path), res.Took.Round(time.Millisecond), buildErrors(res))
+			} else {
+				n.term.line("build      %s   built in %v", shown(p.path), res.Took.Round(time.Millisecond))
+			}
+		}
+		n.building = append(n.building, p.path)
+		n.plugins.Go(func() { b.Run(ctx) })
+	}
 }
 
 // inUse turns err, when a role's listener found its address taken, into
@@ -295,8 +348,9 @@ func (n *node) stop(ctx context.Context) {
 
 // Options are what the command line gives Run besides the config file.
 type Options struct {
-	// Out gets the lines a user reads: where each role listens, warnings
-	// for plugins that are down, the ready line.
+	// Out gets the lines a user reads: where each role listens, the
+	// status block with warnings for plugins that are down, the ready
+	// line, then each change (terminal.go).
 	Out    io.Writer
 	Logger *slog.Logger
 	// Replicas is how many providers the provider role starts, on
@@ -307,6 +361,13 @@ type Options struct {
 	PluginStart time.Duration
 	// Version is what the QoS port's version command says.
 	Version string
+	// Swap has the node watch each plugin binary and swap in a new one
+	// while calls go on, as dubbo up does (plugins.SupervisorConfig.Watch).
+	Swap bool
+	// Build has the node build each plugin from its Go sources when they
+	// changed, at start and on each save, printing the compiler's errors
+	// (package watch); a new binary is swapped in (dubbo up --watch).
+	Build bool
 }
 
 // Run starts the roles, prints where each listens, and blocks until ctx
@@ -318,17 +379,26 @@ type Options struct {
 // serves its last calls, then sends their statistics to a monitor still
 // up, through a consumer still open, to a registry still there.
 func Run(ctx context.Context, cfg *config.File, roles []string, opts Options) error {
-	if err := checkPlugins(cfg, roles); err != nil {
-		return err
-	}
 	replicas := max(opts.Replicas, 1)
 	logger := opts.Logger
 	// dubbo up runs the registry with the other roles; dubbo run one role.
-	n := &node{log: logger, out: opts.Out, errc: make(chan error, 8), pluginStart: opts.PluginStart,
+	n := &node{log: logger, term: newTerminal(opts.Out), errc: make(chan error, 8), pluginStart: opts.PluginStart,
 		version: opts.Version, together: len(roles) > 1}
+	if opts.Swap || opts.Build {
+		n.watch = watch.DefaultEvery
+	}
 	// Plugins and background loops live until the node stops.
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRun()
+	defer func() {
+		cancelRun()
+		n.plugins.Wait()
+	}()
+	if opts.Build {
+		n.buildPlugins(runCtx, cfg, roles)
+	}
+	if err := checkPlugins(cfg, roles); err != nil {
+		return err
+	}
 	has := func(role string) bool { return slices.Contains(roles, role) }
 	n.startObserving(cfg)
 	steps := []struct {
@@ -355,6 +425,7 @@ func Run(ctx context.Context, cfg *config.File, roles []string, opts Options) er
 		if ctx.Err() == nil {
 			n.started.Store(true)
 			n.sayReady()
+			n.plugins.Go(func() { n.watchProviders(runCtx) })
 		}
 		select {
 		case <-ctx.Done():
@@ -362,11 +433,10 @@ func Run(ctx context.Context, cfg *config.File, roles []string, opts Options) er
 		case startErr = <-n.errc:
 		}
 	}
+	n.term.setReady(false) // what stopping changes is not news
 	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.Provider.ShutdownTimeout+report.CloseTimeout+5*time.Second)
 	defer cancel()
 	n.stop(stopCtx)
-	cancelRun()
-	n.plugins.Wait()
 	return startErr
 }
 
@@ -387,7 +457,7 @@ func (n *node) startRegistry(ctx context.Context, cfg *config.File) error {
 		}
 	}()
 	n.onStop(Registry, func(context.Context) error { return srv.Close() })
-	fmt.Fprintf(n.out, "registry   zookeeper://%s   data %s\n", srv.Addr(), cfg.Registry.Server.DataDir)
+	n.term.line("registry   zookeeper://%s   data %s", srv.Addr(), cfg.Registry.Server.DataDir)
 	return nil
 }
 
@@ -426,7 +496,7 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 			}
 			where = append(where, w)
 		}
-		fmt.Fprintf(n.out, "provider   %s   plugins %v\n", strings.Join(where, "   "), cfg.Provider.Plugins)
+		n.term.line("provider   %s   plugins %v", strings.Join(where, "   "), cfg.Provider.Plugins)
 		for _, path := range cfg.Provider.Plugins {
 			n.superviseProviderPlugin(ctx, p, fmt.Sprintf("provider %d", i+1), path, log, n.hostInvoker(ctx, cfg))
 		}
@@ -435,16 +505,47 @@ func (n *node) startProviders(ctx context.Context, cfg *config.File, replicas in
 }
 
 func (n *node) superviseProviderPlugin(ctx context.Context, p *provider.Provider, where, path string, log *slog.Logger, host rpc.Invoker) {
+	ex := &pluginExports{ctx: ctx, p: p, log: log, plugin: filepath.Base(path)}
+	n.supervise(ctx, where, n.newSupervisor(ctx, where, path, log, host, ex), log)
+}
+
+// newSupervisor is the supervisor of the plugin at path serving the role
+// where: it keeps ex (nil for a consumer plugin) in step with what the
+// plugin serves, and reports its changes on the terminal.
+func (n *node) newSupervisor(ctx context.Context, where, path string, log *slog.Logger, host rpc.Invoker, ex *pluginExports) *plugins.Supervisor {
 	name := filepath.Base(path)
-	var sup *plugins.Supervisor // set before Run, so before OnUp can fire
-	ex := &pluginExports{ctx: ctx, p: p, log: log, plugin: name}
-	cfg := plugins.SupervisorConfig{
-		Config: plugins.Config{Path: path, Name: name, Logger: log, Host: host, StartTimeout: n.pluginStart},
-		OnUp:   func(_ *plugins.Plugin, services []plugins.ServiceDesc) { ex.up(services, sup) },
-		OnDown: func(_ *plugins.Plugin, err error) { ex.down(err) },
+	var sup *plugins.Supervisor // set before Run, so before a callback can fire
+	export := func(services []plugins.ServiceDesc) exportChanges {
+		if ex == nil {
+			return exportChanges{}
+		}
+		return ex.up(services, sup)
 	}
-	sup = plugins.NewSupervisor(cfg)
-	n.supervise(ctx, where, sup, log)
+	sup = plugins.NewSupervisor(plugins.SupervisorConfig{
+		Config: plugins.Config{Path: path, Name: name, Logger: log, Host: host, StartTimeout: n.pluginStart},
+		Watch:  n.watch,
+		OnUp: func(p *plugins.Plugin, services []plugins.ServiceDesc) {
+			export(services)
+			n.term.pluginUp(name, where, p)
+		},
+		OnDown: func(_ *plugins.Plugin, err error) {
+			if ex != nil {
+				ex.down(err)
+			}
+			if ctx.Err() == nil {
+				n.term.pluginDown(name, where, err)
+			}
+		},
+		OnSwap: func(prev, next *plugins.Plugin, services []plugins.ServiceDesc) {
+			n.term.swapped(name, where, prev, next, export(services))
+		},
+		OnRefused: func(prev *plugins.Plugin, err error, attempt int, _ time.Duration) {
+			if attempt == 1 { // retried with backoff: said once
+				n.term.refused(name, where, prev, err)
+			}
+		},
+	})
+	return sup
 }
 
 // exporter is the provider as a plugin's services see it.
@@ -455,7 +556,10 @@ type exporter interface {
 
 // pluginExports keeps a provider's exports in step with one plugin: what
 // the plugin says it serves is exported while it is up, and unexported
-// (so unregistered) while it is down.
+// (so unregistered) while it is down. When a new build takes over, only
+// what changed is exported again, in place, and what it no longer serves
+// is unexported; the rest stays as it is (its calls go to the supervisor,
+// which follows the swap).
 type pluginExports struct {
 	ctx    context.Context // the node's run context: it ends when the node stops
 	p      exporter
@@ -466,18 +570,51 @@ type pluginExports struct {
 	exported []plugins.ServiceDesc
 }
 
-// up exports services, whose calls go to pl (the plugin's supervisor).
-// One that fails is logged and left out; the others are served.
-func (e *pluginExports) up(services []plugins.ServiceDesc, pl pluginsvc.Plugin) {
+// exportChanges say what an up changed in the exports, by service key.
+type exportChanges struct {
+	added, changed, removed []string
+}
+
+// up makes the exports what the plugin serves now (services, whose calls
+// go to pl, the plugin's supervisor): it exports what is new or changed
+// and unexports what is gone. One that fails is logged and left as it was;
+// the others are served.
+func (e *pluginExports) up(services []plugins.ServiceDesc, pl pluginsvc.Plugin) exportChanges {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var ch exportChanges
+	var now []plugins.ServiceDesc
 	for _, sd := range services {
-		if err := e.p.Export(e.ctx, pluginsvc.Service(sd, pl)); err != nil {
-			e.log.Error("export plugin service", "plugin", e.plugin, "service", sd.Key(), "err", err)
+		i := slices.IndexFunc(e.exported, func(x plugins.ServiceDesc) bool { return x.Key() == sd.Key() })
+		if i >= 0 && e.exported[i].Same(sd) {
+			now = append(now, e.exported[i])
 			continue
 		}
-		e.exported = append(e.exported, sd)
+		if err := e.p.Export(e.ctx, pluginsvc.Service(sd, pl)); err != nil {
+			e.log.Error("export plugin service", "plugin", e.plugin, "service", sd.Key(), "err", err)
+			if i >= 0 {
+				now = append(now, e.exported[i]) // still exported as it was
+			}
+			continue
+		}
+		now = append(now, sd)
+		if i >= 0 {
+			ch.changed = append(ch.changed, sd.Key())
+		} else {
+			ch.added = append(ch.added, sd.Key())
+		}
 	}
+	for _, old := range e.exported {
+		if slices.ContainsFunc(now, func(x plugins.ServiceDesc) bool { return x.Key() == old.Key() }) {
+			continue
+		}
+		if err := e.p.Unexport(e.ctx, old.Interface, old.Version, old.Group); err != nil {
+			e.log.Warn("unexport plugin service", "plugin", e.plugin, "service", old.Key(), "err", err)
+		}
+		ch.removed = append(ch.removed, old.Key())
+	}
+	e.exported = now
+	return ch
 }
 
 // down unexports what up exported. When the node is stopping it does
@@ -525,15 +662,14 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 				`set consumer.gateway.listen to a free address, or "" to run no gateway`)
 		}
 		n.onStop("gateway", gw.Shutdown)
-		fmt.Fprintf(n.out, "gateway    http://%s/invoke/<interface>/<method>\n", gw.Addr())
+		n.term.line("gateway    http://%s/invoke/<interface>/<method>", gw.Addr())
 	}
 	for _, path := range cfg.Consumer.Plugins {
 		name := filepath.Base(path)
-		sup := plugins.NewSupervisor(plugins.SupervisorConfig{Config: plugins.Config{Path: path, Name: name, Logger: log, Host: cons, StartTimeout: n.pluginStart}})
 		// Consumer plugins stop before the consumer closes, so their last
 		// calls still have somewhere to go.
 		pctx, cancel := context.WithCancel(ctx)
-		done := n.supervise(pctx, Consumer, sup, log)
+		done := n.supervise(pctx, Consumer, n.newSupervisor(pctx, Consumer, path, log, cons, nil), log)
 		n.onStop("consumer plugin "+name, func(stopCtx context.Context) error {
 			cancel()
 			select {
@@ -542,7 +678,7 @@ func (n *node) startConsumer(ctx context.Context, cfg *config.File) error {
 			}
 			return nil
 		})
-		fmt.Fprintf(n.out, "consumer   plugin %s\n", name)
+		n.term.line("consumer   plugin %s", name)
 	}
 	return nil
 }

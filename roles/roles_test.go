@@ -45,6 +45,9 @@ const (
 	pluginEnv  = "DUBBO_ROLES_TEST_PLUGIN"
 	pidFileEnv = "DUBBO_ROLES_TEST_PIDFILE"
 	downEnv    = "DUBBO_ROLES_TEST_DOWN"
+	// byeEnv set makes the plugin serve sayBye too: a new build with
+	// another method.
+	byeEnv = "DUBBO_ROLES_TEST_BYE"
 )
 
 func TestMain(m *testing.M) {
@@ -59,7 +62,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "plugin:", err)
 		os.Exit(1)
 	}
-	if err := sdk.Serve(sdk.Service{Interface: providertest.GreeterInterface, Version: providertest.GreeterVersion, Handler: greeter{}}); err != nil {
+	var handler any = greeter{}
+	if os.Getenv(byeEnv) != "" {
+		handler = greeterBye{}
+	}
+	if err := sdk.Serve(sdk.Service{Interface: providertest.GreeterInterface, Version: providertest.GreeterVersion, Handler: handler}); err != nil {
 		fmt.Fprintln(os.Stderr, "plugin:", err)
 		os.Exit(1)
 	}
@@ -69,6 +76,10 @@ func TestMain(m *testing.M) {
 type greeter struct{}
 
 func (greeter) SayHello(_ context.Context, name string) (string, error) { return "Hello, " + name, nil }
+
+type greeterBye struct{ greeter }
+
+func (greeterBye) SayBye(_ context.Context, name string) (string, error) { return "Bye, " + name, nil }
 
 const greeterProviders = "/dubbo/" + providertest.GreeterInterface + "/providers"
 
@@ -344,11 +355,18 @@ func loadConfig(t *testing.T, toml string) *config.File {
 // without an error. out is what Run printed.
 func startRun(t *testing.T, cfg *config.File, roles []string, log *slog.Logger) (out *syncbuf.Buffer, stop func()) {
 	t.Helper()
+	return startRunWith(t, cfg, roles, Options{Logger: log})
+}
+
+// startRunWith is startRun with more options.
+func startRunWith(t *testing.T, cfg *config.File, roles []string, opts Options) (out *syncbuf.Buffer, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	out = &syncbuf.Buffer{}
+	opts.Out = out
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, roles, Options{Out: out, Logger: log}) }()
+	go func() { done <- Run(ctx, cfg, roles, opts) }()
 	waitFor(t, "the ready line", func() (bool, string) { return strings.Contains(out.String(), "ready; Ctrl-C"), out.String() })
 	return out, func() {
 		t.Helper()
@@ -366,7 +384,7 @@ func startRun(t *testing.T, cfg *config.File, roles []string, log *slog.Logger) 
 
 // newTestNode is a node as Run makes it, before any role starts.
 func newTestNode(t *testing.T, cfg *config.File) *node {
-	n := &node{log: slog.New(slog.DiscardHandler), out: io.Discard, errc: make(chan error, 8)}
+	n := &node{log: slog.New(slog.DiscardHandler), term: newTerminal(io.Discard), errc: make(chan error, 8)}
 	n.startObserving(cfg)
 	t.Cleanup(func() { n.closeConsumer(context.Background()) })
 	return n

@@ -93,8 +93,13 @@ func TestCatalogFollowsChangesCheaply(t *testing.T) {
 			}, func() bool {
 				a, _ := c.Application("shop")
 				for _, in := range a.Instances {
-					if in.ID == "10.1.0.1:30001" {
-						return in.Address == "10.1.0.1:30099"
+					if in.ID == "10.1.0.1:30001" && in.Address == "10.1.0.1:30099" {
+						// As registered, for application-level discovery.
+						for _, r := range c.InstancesOf("shop") {
+							if r.Address == "10.1.0.1" && r.Port == 30099 {
+								return true
+							}
+						}
 					}
 				}
 				return false

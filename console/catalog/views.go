@@ -10,6 +10,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/cluster"
 	"github.com/dubbo-lab/dubbo/node/cluster/configurator"
+	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -351,6 +352,22 @@ func sortedInstances(app string, m map[string]*appInstance) []Instance {
 			}
 		}
 		out = append(out, in)
+	}
+	return out
+}
+
+// InstancesOf are the instances of app as registered (those whose node
+// parses), sorted by id: what application-level discovery reads. They
+// are shared: read them only.
+func (c *Catalog) InstancesOf(app string) []*metadata.Instance {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m := c.state.apps[app]
+	out := make([]*metadata.Instance, 0, len(m))
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		if in := m[id].inst; in != nil {
+			out = append(out, in)
+		}
 	}
 	return out
 }

@@ -25,6 +25,13 @@
 // other is written from the runtime's model, which keeps every field it
 // does not know as it was, so nothing a rule says is lost. Warnings lists
 // what a rule says that the runtime does not apply.
+//
+// The console's forms each read and write one part of a document, and
+// keep the rest as it was: weights, load balancing, timeout and retries
+// and mock in override rules (overrideforms.go); access control, the
+// condition builder and tags by address in routing rules (routeforms.go);
+// SetWeight and SetDisabled are the providers' weight field and
+// Enable/Disable buttons (provider.go).
 package rules
 
 import (

@@ -1,9 +1,10 @@
 // Command greeter-caller is an example consumer-side plugin: it serves
 // nothing, and from the moment the node has connected it calls
 // org.example.Greeter 1.0.0 sayHello a few times a second through the
-// node's consumer (registry, routers, load balancer, cluster), logging the
-// first answers and then one a minute, and the first failure of a run, to
-// the node's log. List it in consumer.plugins.
+// node's consumer (registry, routers, load balancer, cluster), logging its
+// first answer, then each one at debug level only (the node's terminal
+// stays quiet), and the first failure of a run as a warning, to the node's
+// log. List it in consumer.plugins.
 package main
 
 import (
@@ -20,9 +21,8 @@ import (
 const (
 	every = 250 * time.Millisecond // four calls a second
 	name  = "world"
-	// The first answers are logged, then one a minute, so the node's log
-	// (dubbo up's default environment runs this plugin) stays readable.
-	logFirst, logEvery = 20, 240
+	// A run of failures is logged as it starts, then once a minute.
+	logEvery = 240
 )
 
 // callLoop calls sayHello every interval until the node stops the plugin.
@@ -42,9 +42,10 @@ func callLoop(ctx context.Context, c *sdk.Caller) error {
 	}
 }
 
-// sayHello makes call n and logs it: the first answers, then one a
-// minute; the first failure of a run of them, then one a minute. It
-// returns the failed calls in a row.
+// sayHello makes call n and logs it: at debug level, but the first
+// answer and the first after failures at info; the first failure of a run
+// of them, then one a minute, as a warning. It returns the failed calls
+// in a row.
 func sayHello(ctx context.Context, c *sdk.Caller, n, failing int) int {
 	inv := &rpc.Invocation{Service: "org.example.Greeter", Version: "1.0.0", Method: "sayHello",
 		ParamTypes: []string{"java.lang.String"}, Args: []any{name}}
@@ -66,10 +67,12 @@ func sayHello(ctx context.Context, c *sdk.Caller, n, failing int) int {
 	if failing > 0 {
 		slog.Info("sayHello answered again", "call", n, "after_failures", failing)
 	}
-	if n <= logFirst || n%logEvery == 0 {
-		// Provider is the host:port the node's consumer picked.
-		slog.Info("sayHello", "call", n, "reply", res.Value, "provider", res.Provider, "took", took)
+	level := slog.LevelDebug
+	if n == 1 {
+		level = slog.LevelInfo
 	}
+	// Provider is the host:port the node's consumer picked.
+	slog.Log(ctx, level, "sayHello", "call", n, "reply", res.Value, "provider", res.Provider, "took", took)
 	return 0
 }
 

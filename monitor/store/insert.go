@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -20,14 +21,46 @@ type streamKey struct {
 	side, method, node, group, version, address, consumer string
 }
 
+// sumKey is what identifies a key of sums (sum_keys): a level, and the
+// columns it has (iface is 0 across interfaces).
+type sumKey struct {
+	level int
+	iface int64
+	cols  [len(keyColumns)]string // empty where the level has not the column
+}
+
+// sumKeyOf is the key of r's sums at level l, of interface iface.
+func sumKeyOf(l *level, iface int64, r *Row) sumKey {
+	k := sumKey{level: l.id, iface: iface}
+	if l.across {
+		k.iface = 0
+	}
+	for i, c := range keyColumns {
+		if slices.Contains(l.cols, c) {
+			k.cols[i] = column(r, c)
+		}
+	}
+	return k
+}
+
+// args are the values of k's columns in sum_keys: level, interface_id,
+// then keyColumns.
+func (k sumKey) args() []any {
+	args := []any{k.level, k.iface}
+	for _, v := range k.cols {
+		args = append(args, v)
+	}
+	return args
+}
+
 // writeStmts are prepared once on the single write connection.
 type writeStmts struct {
-	selIface, insIface, selStream, insStream, setLast, changes *sql.Stmt
+	selIface, insIface, selStream, insStream, setStreamLast, selKey, insKey, setKeyLast, changes *sql.Stmt
 	// insRaw[k] inserts 1<<k rows (a batch is cut into such pieces);
 	// insRawReturning[k] also names the rows it stored.
 	insRaw, insRawReturning [chunkBits + 1]*sql.Stmt
-	// addSums[t][k] adds 1<<k sums to sumTables[t].
-	addSums [][chunkBits + 1]*sql.Stmt
+	// addSums[k] adds 1<<k sums.
+	addSums [chunkBits + 1]*sql.Stmt
 }
 
 // chunkBits sets the most rows one INSERT into raw carries, 1<<chunkBits.
@@ -46,17 +79,17 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 	list := []stmt{
 		{&w.selIface, `SELECT id, rolled_through FROM interfaces WHERE name = ?`},
 		{&w.insIface, `INSERT INTO interfaces (name, rolled_through) VALUES (?, 0)`},
-		{&w.selStream, `SELECT id, last FROM streams WHERE interface_id = ? AND side = ? AND method = ? AND node = ? AND grp = ? AND version = ? AND address = ? AND consumer = ?`},
+		{&w.selStream, `SELECT id, last, application FROM streams WHERE interface_id = ? AND side = ? AND method = ? AND node = ? AND grp = ? AND version = ? AND address = ? AND consumer = ?`},
 		{&w.insStream, `INSERT INTO streams (interface_id, side, method, node, grp, version, address, consumer, application, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&w.setLast, `UPDATE streams SET last = ? WHERE id = ?`},
+		{&w.setStreamLast, `UPDATE streams SET last = ? WHERE id = ?`},
+		{&w.selKey, `SELECT id, last FROM sum_keys WHERE level = ? AND interface_id = ? AND ` + strings.Join(keyColumns[:], " = ? AND ") + ` = ?`},
+		{&w.insKey, `INSERT INTO sum_keys (level, interface_id, ` + strings.Join(keyColumns[:], ", ") + `, last) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&w.setKeyLast, `UPDATE sum_keys SET last = ? WHERE id = ?`},
 		{&w.changes, `SELECT total_changes()`},
 	}
-	w.addSums = make([][chunkBits + 1]*sql.Stmt, len(sumTables))
 	for k := range chunkBits + 1 {
-		list = append(list, stmt{&w.insRaw[k], rawInsert(1<<k, false)}, stmt{&w.insRawReturning[k], rawInsert(1<<k, true)})
-		for t, tbl := range sumTables {
-			list = append(list, stmt{&w.addSums[t][k], sumsUpsert(tbl, 1<<k)})
-		}
+		list = append(list, stmt{&w.insRaw[k], rawInsert(1<<k, false)}, stmt{&w.insRawReturning[k], rawInsert(1<<k, true)},
+			stmt{&w.addSums[k], sumsUpsert(1 << k)})
 	}
 	for _, p := range list {
 		st, err := db.PrepareContext(ctx, p.sql)
@@ -81,24 +114,6 @@ func rawInsert(n int, returning bool) string {
 	return b.String()
 }
 
-// sumsUpsert is the statement that adds n sums to tbl: a new row per sum,
-// or added to the row already there (counts summed, maxima kept,
-// histograms merged).
-func sumsUpsert(tbl source, n int) string {
-	key := "interface_id, span, time, " + strings.Join(tbl.cols, ", ")
-	var b strings.Builder
-	fmt.Fprintf(&b, "INSERT INTO %s (%s, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last, histogram) VALUES ", tbl.table, key)
-	values(&b, n, 3+len(tbl.cols)+len(sumColumns))
-	fmt.Fprintf(&b, ` ON CONFLICT (%s) DO UPDATE SET success = success + excluded.success, failure = failure + excluded.failure,
-		input = input + excluded.input, output = output + excluded.output, elapsed = elapsed + excluded.elapsed,
-		max_elapsed = max(max_elapsed, excluded.max_elapsed), max_concurrent = max(max_concurrent, excluded.max_concurrent),
-		last = max(last, excluded.last), histogram = dubbo_histogram(histogram, excluded.histogram)`, key)
-	return b.String()
-}
-
-// sumColumns are the figures of a sum, after its key.
-var sumColumns = [...]string{"success", "failure", "input", "output", "elapsed", "max_elapsed", "max_concurrent", "last", "histogram"}
-
 // values writes n tuples of cols placeholders.
 func values(b *strings.Builder, n, cols int) {
 	tuple := "(" + strings.TrimSuffix(strings.Repeat("?,", cols), ",") + ")"
@@ -111,12 +126,10 @@ func values(b *strings.Builder, n, cols int) {
 }
 
 func (w *writeStmts) close() {
-	all := []*sql.Stmt{w.selIface, w.insIface, w.selStream, w.insStream, w.setLast, w.changes}
+	all := []*sql.Stmt{w.selIface, w.insIface, w.selStream, w.insStream, w.setStreamLast, w.selKey, w.insKey, w.setKeyLast, w.changes}
 	all = append(all, w.insRaw[:]...)
 	all = append(all, w.insRawReturning[:]...)
-	for _, sts := range w.addSums {
-		all = append(all, sts[:]...)
-	}
+	all = append(all, w.addSums[:]...)
 	for _, st := range all {
 		if st != nil {
 			st.Close()
@@ -200,7 +213,7 @@ func (s *Store) insert(ctx context.Context, rows []Row, exact bool) (stored, dup
 			return 0, 0, 0, err
 		}
 	}
-	raw := rawWriter{tx: tx, stmts: &s.stmts, exact: exact, sums: newSumsOf()}
+	raw := rawWriter{tx: tx, stmts: &s.stmts, exact: exact, sums: newBatchSums()}
 	if err := raw.store(ctx, todo); err != nil {
 		return 0, 0, 0, err
 	}
@@ -213,7 +226,7 @@ func (s *Store) insert(ctx context.Context, rows []Row, exact bool) (stored, dup
 			return 0, 0, 0, errNotAllNew
 		}
 	}
-	if err := raw.sums.write(tx, &s.stmts); err != nil {
+	if err := raw.sums.write(tx, &s.stmts, s.sumsRolled); err != nil {
 		return 0, 0, 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -241,7 +254,7 @@ type rawWriter struct {
 	exact bool // learn which rows were already stored (RETURNING)
 
 	stored, dups int
-	sums         *sumsOf
+	sums         *batchSums
 
 	args []any   // one piece's values, reused
 	got  []rowID // the rows a piece stored, reused
@@ -272,7 +285,7 @@ func (w *rawWriter) insertPiece(k int, part []pending) error {
 	w.args = w.args[:0]
 	for _, p := range part {
 		r := p.r
-		w.args = append(w.args, p.iface, r.Time, p.stream, r.Interval, r.Success, r.Failure, r.Input, r.Output,
+		w.args = append(w.args, p.iface, r.Time, p.stream.id, r.Interval, r.Success, r.Failure, r.Input, r.Output,
 			r.ElapsedMs, r.MaxElapsedMs, r.Concurrent, r.MaxConcurrent, r.MaxInput, r.MaxOutput, blob(r.Histogram))
 	}
 	st := w.stmts.insRaw[k]
@@ -305,7 +318,7 @@ func (w *rawWriter) count(part []pending) {
 		if w.exact && len(w.got) < len(part) {
 			// Count only the rows the statement names, each once (a
 			// batch may repeat a row).
-			i := slices.Index(w.got, rowID{p.stream, p.r.Time})
+			i := slices.Index(w.got, rowID{p.stream.id, p.r.Time})
 			if i < 0 {
 				w.dups++
 				continue
@@ -313,7 +326,7 @@ func (w *rawWriter) count(part []pending) {
 			w.got[i] = rowID{}
 		}
 		w.stored++
-		w.sums.add(p.iface, p.r)
+		w.sums.add(p)
 	}
 }
 
@@ -325,124 +338,11 @@ func blob(h histogram.Sparse) any {
 	return []byte(h)
 }
 
-// sumsOf adds up the rows of a batch into the sums they change.
-type sumsOf struct {
-	byKey map[sumKey]*sumSpans
-	order []sumKey // in the order they came, so that writes are repeatable
-}
-
-// sumKey is a sum's key but for its span and time.
-type sumKey struct {
-	table int
-	iface int64
-	cols  [6]string // the table's key columns, in its order
-}
-
-// sumSpans are the sums of one key the batch changes: a minute, an hour
-// and a day, more when the batch spans several.
-type sumSpans []*sum
-
-type sum struct {
-	span, time                                                    int64
-	success, failure, input, output, elapsed, maxElapsed, maxConc int64
-	last                                                          int64
-	hist                                                          []byte // the rows' histograms concatenated: their sum (package histogram)
-}
-
-func newSumsOf() *sumsOf { return &sumsOf{byKey: map[sumKey]*sumSpans{}} }
-
-// add adds r, of interface iface, to its sums in every table and span.
-func (s *sumsOf) add(iface int64, r *Row) {
-	for t, tbl := range sumTables {
-		k := sumKey{table: t, iface: iface}
-		for i, c := range tbl.cols {
-			k.cols[i] = column(r, c)
-		}
-		ss := s.byKey[k]
-		if ss == nil {
-			ss = &sumSpans{}
-			s.byKey[k] = ss
-			s.order = append(s.order, k)
-		}
-		for _, span := range spans {
-			ss.of(span, ceilTo(r.Time, span)).add(r)
-		}
-	}
-}
-
-func (ss *sumSpans) of(span, time int64) *sum {
-	for _, x := range *ss {
-		if x.span == span && x.time == time {
-			return x
-		}
-	}
-	x := &sum{span: span, time: time}
-	*ss = append(*ss, x)
-	return x
-}
-
-func (x *sum) add(r *Row) {
-	x.success += r.Success
-	x.failure += r.Failure
-	x.input += r.Input
-	x.output += r.Output
-	x.elapsed += r.ElapsedMs
-	x.maxElapsed = max(x.maxElapsed, r.MaxElapsedMs)
-	x.maxConc = max(x.maxConc, r.MaxConcurrent)
-	x.last = max(x.last, r.Time)
-	x.hist = append(x.hist, r.Histogram...)
-}
-
-// write adds the sums to their tables, in pieces of 1<<k sums.
-func (s *sumsOf) write(tx *sql.Tx, stmts *writeStmts) error {
-	for t, tbl := range sumTables {
-		var args []any
-		n := 0
-		// Pieces run as queries, as the rows do: one cgo call binds them.
-		flush := func() error {
-			per := 3 + len(tbl.cols) + len(sumColumns)
-			for n > 0 {
-				k := min(bits.Len(uint(n))-1, chunkBits)
-				res, err := tx.Stmt(stmts.addSums[t][k]).QueryContext(context.Background(), args[:per<<k]...)
-				if err == nil {
-					res.Next() // runs it
-					err = errors.Join(res.Err(), res.Close())
-				}
-				if err != nil {
-					return fmt.Errorf("add %s: %w", tbl.table, err)
-				}
-				args, n = args[per<<k:], n-(1<<k)
-			}
-			return nil
-		}
-		for _, k := range s.order {
-			if k.table != t {
-				continue
-			}
-			for _, x := range *s.byKey[k] {
-				args = append(args, k.iface, x.span, x.time)
-				for i := range tbl.cols {
-					args = append(args, k.cols[i])
-				}
-				var h histogram.Counts
-				if err := h.AddSparse(histogram.Sparse(x.hist)); err != nil {
-					return err // the rows were validated: not reached
-				}
-				args = append(args, x.success, x.failure, x.input, x.output, x.elapsed, x.maxElapsed, x.maxConc, x.last, blob(h.Sparse()))
-				n++
-			}
-		}
-		if err := flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pending is a row to insert, with its ids.
+// pending is a row to insert, with its interface and stream.
 type pending struct {
-	r             *Row
-	iface, stream int64
+	r      *Row
+	iface  int64
+	stream *stream
 }
 
 // iface is a cached row of interfaces.
@@ -451,43 +351,60 @@ type iface struct {
 	rolled int64 // rolled_through: its rows up to this time are folded into hourly rows
 }
 
-// stream is a cached row of streams.
-type stream struct {
+// entry is a cached row of streams or sum_keys: its id and its last
+// column, which retention reads to forget it.
+type entry struct {
 	id   int64
-	last int64 // its last column as committed
-	next int64 // last as the transaction in progress set it; 0 = unchanged
+	last int64 // as committed
+	next int64 // as the transaction in progress set it; 0 = unchanged
 }
 
-// writeTx resolves interface and stream ids inside one write transaction.
-// What it creates or changes reaches the Store's caches only when the
-// transaction commits (apply), so a rolled-back batch leaves them true.
-type writeTx struct {
-	selIface, insIface, selStream, insStream, setLast *sql.Stmt
+// stream is a cached row of streams, with the keys of its rows' sums.
+type stream struct {
+	entry
+	application string
+	keys        [len(levels)]*entry
+}
 
-	ifaces    map[string]*iface // committed; read only here
-	streams   map[streamKey]*stream
-	newIfaces map[string]*iface // read or created by this transaction
-	newKeys   map[streamKey]*stream
-	raised    []*stream // streams whose next is set
+// writeTx resolves the ids of interfaces, streams and sum keys inside one
+// write transaction. What it creates or changes reaches the Store's
+// caches only when the transaction commits (apply), so a rolled-back
+// batch leaves them true.
+type writeTx struct {
+	selIface, insIface, selStream, insStream, setStreamLast, selKey, insKey, setKeyLast *sql.Stmt
+
+	ifaces     map[string]*iface // committed; read only here
+	streams    map[streamKey]*stream
+	keys       map[sumKey]*entry
+	newIfaces  map[string]*iface // read or created by this transaction
+	newStreams map[streamKey]*stream
+	newKeys    map[sumKey]*entry
+	raised     []*entry // entries whose next is set
 }
 
 // newWriteTx resolves ids inside tx.
 func (s *Store) newWriteTx(tx *sql.Tx) *writeTx {
 	return &writeTx{
-		selIface:  tx.Stmt(s.stmts.selIface),
-		insIface:  tx.Stmt(s.stmts.insIface),
-		selStream: tx.Stmt(s.stmts.selStream),
-		insStream: tx.Stmt(s.stmts.insStream),
-		setLast:   tx.Stmt(s.stmts.setLast),
-		ifaces:    s.ifaces,
-		streams:   s.streams,
-		newIfaces: map[string]*iface{},
-		newKeys:   map[streamKey]*stream{},
+		selIface:      tx.Stmt(s.stmts.selIface),
+		insIface:      tx.Stmt(s.stmts.insIface),
+		selStream:     tx.Stmt(s.stmts.selStream),
+		insStream:     tx.Stmt(s.stmts.insStream),
+		setStreamLast: tx.Stmt(s.stmts.setStreamLast),
+		selKey:        tx.Stmt(s.stmts.selKey),
+		insKey:        tx.Stmt(s.stmts.insKey),
+		setKeyLast:    tx.Stmt(s.stmts.setKeyLast),
+		ifaces:        s.ifaces,
+		streams:       s.streams,
+		keys:          s.keys,
+		newIfaces:     map[string]*iface{},
+		newStreams:    map[streamKey]*stream{},
+		newKeys:       map[sumKey]*entry{},
 	}
 }
 
-// resolve finds every row's interface and stream, creating them, and
-// drops the rows of an hour already folded into hourly rows (stale).
+// resolve finds every row's interface, stream and sum keys, creating
+// them, and drops the rows of an hour already folded into hourly rows
+// (stale).
 func (w *writeTx) resolve(ctx context.Context, rows []Row) (todo []pending, stale int, err error) {
 	todo = make([]pending, 0, len(rows))
 	for i := range rows {
@@ -500,11 +417,11 @@ func (w *writeTx) resolve(ctx context.Context, rows []Row) (todo []pending, stal
 			stale++
 			continue
 		}
-		stream, err := w.streamID(ctx, streamKey{ifc.id, r.Side, r.Method, r.Node, r.Group, r.Version, r.Address, r.Consumer}, r.Application, r.Time)
+		st, err := w.stream(ctx, streamKey{ifc.id, r.Side, r.Method, r.Node, r.Group, r.Version, r.Address, r.Consumer}, r)
 		if err != nil {
 			return nil, 0, err
 		}
-		todo = append(todo, pending{r, ifc.id, stream})
+		todo = append(todo, pending{r, ifc.id, st})
 	}
 	return todo, stale, nil
 }
@@ -531,58 +448,103 @@ func (w *writeTx) iface(ctx context.Context, name string) (*iface, error) {
 	return ifc, nil
 }
 
-// streamID returns the id of k's stream, creating it, and makes sure its
-// last column covers t: one UPDATE per stream and hour, not per row.
-func (w *writeTx) streamID(ctx context.Context, k streamKey, application string, t int64) (int64, error) {
+// stream returns k's stream, creating it and its sum keys for r, and
+// makes sure the last columns of both cover r: one UPDATE per stream and
+// key and hour, not per row.
+func (w *writeTx) stream(ctx context.Context, k streamKey, r *Row) (*stream, error) {
 	st, ok := w.streams[k]
 	if !ok {
-		st, ok = w.newKeys[k]
+		st, ok = w.newStreams[k]
 	}
 	if !ok {
 		st = &stream{}
-		err := w.selStream.QueryRowContext(ctx, k.iface, k.side, k.method, k.node, k.group, k.version, k.address, k.consumer).Scan(&st.id, &st.last)
+		err := w.selStream.QueryRowContext(ctx, k.iface, k.side, k.method, k.node, k.group, k.version, k.address, k.consumer).Scan(&st.id, &st.last, &st.application)
 		if errors.Is(err, sql.ErrNoRows) {
 			var res sql.Result
-			st.last = hourEnd(t)
-			if res, err = w.insStream.ExecContext(ctx, k.iface, k.side, k.method, k.node, k.group, k.version, k.address, k.consumer, application, st.last); err == nil {
+			st.last, st.application = hourEnd(r.Time), r.Application
+			if res, err = w.insStream.ExecContext(ctx, k.iface, k.side, k.method, k.node, k.group, k.version, k.address, k.consumer, r.Application, st.last); err == nil {
 				st.id, err = res.LastInsertId()
 			}
 		}
 		if err != nil {
-			return 0, fmt.Errorf("stream %s %s of %s: %w", k.side, k.method, k.node, err)
+			return nil, fmt.Errorf("stream %s %s of %s: %w", k.side, k.method, k.node, err)
 		}
-		w.newKeys[k] = st
+		// A stream's rows are its first row's application's: Query
+		// answers the stream's.
+		app := *r
+		app.Application = st.application
+		for i := range levels {
+			if st.keys[i], err = w.key(ctx, sumKeyOf(&levels[i], k.iface, &app), r.Time); err != nil {
+				return nil, err
+			}
+		}
+		w.newStreams[k] = st
 	}
-	if h := hourEnd(t); h > max(st.last, st.next) {
-		if _, err := w.setLast.ExecContext(ctx, h, st.id); err != nil {
-			return 0, fmt.Errorf("stream %s %s of %s: %w", k.side, k.method, k.node, err)
-		}
-		if st.next == 0 {
-			w.raised = append(w.raised, st)
-		}
-		st.next = h
+	if err := w.raise(ctx, &st.entry, hourEnd(r.Time), w.setStreamLast); err != nil {
+		return nil, fmt.Errorf("stream %s %s of %s: %w", k.side, k.method, k.node, err)
 	}
-	return st.id, nil
+	for _, e := range st.keys {
+		if err := w.raise(ctx, e, hourEnd(r.Time), w.setKeyLast); err != nil {
+			return nil, fmt.Errorf("sums of %s %s of %s: %w", k.side, k.method, k.node, err)
+		}
+	}
+	return st, nil
+}
+
+// key returns the entry of k, creating it with last covering t.
+func (w *writeTx) key(ctx context.Context, k sumKey, t int64) (*entry, error) {
+	if e, ok := w.keys[k]; ok {
+		return e, nil
+	}
+	if e, ok := w.newKeys[k]; ok {
+		return e, nil
+	}
+	e := &entry{}
+	err := w.selKey.QueryRowContext(ctx, k.args()...).Scan(&e.id, &e.last)
+	if errors.Is(err, sql.ErrNoRows) {
+		var res sql.Result
+		e.last = hourEnd(t)
+		if res, err = w.insKey.ExecContext(ctx, append(k.args(), e.last)...); err == nil {
+			e.id, err = res.LastInsertId()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sum key %+v: %w", k, err)
+	}
+	w.newKeys[k] = e
+	return e, nil
+}
+
+// raise sets e's last column to last, with set, if that is later.
+func (w *writeTx) raise(ctx context.Context, e *entry, last int64, set *sql.Stmt) error {
+	if last <= max(e.last, e.next) {
+		return nil
+	}
+	if _, err := set.ExecContext(ctx, last, e.id); err != nil {
+		return err
+	}
+	if e.next == 0 {
+		w.raised = append(w.raised, e)
+	}
+	e.next = last
+	return nil
 }
 
 // apply records in the caches what the committed transaction did.
 func (w *writeTx) apply() {
-	for k, v := range w.newIfaces {
-		w.ifaces[k] = v
-	}
-	for k, v := range w.newKeys {
-		w.streams[k] = v
-	}
-	for _, st := range w.raised {
-		st.last = st.next
-		st.next = 0
+	maps.Copy(w.ifaces, w.newIfaces)
+	maps.Copy(w.streams, w.newStreams)
+	maps.Copy(w.keys, w.newKeys)
+	for _, e := range w.raised {
+		e.last = e.next
+		e.next = 0
 	}
 	w.raised = nil
 }
 
 // discard forgets what a transaction that did not commit set.
 func (w *writeTx) discard() {
-	for _, st := range w.raised {
-		st.next = 0
+	for _, e := range w.raised {
+		e.next = 0
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,20 +126,22 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 // TestOpenUpgradesOldVersions writes a database as versions 1 (rows, no
 // per-interface sums), 2 (sums; one rolled-through mark for all
 // interfaces) and 3 (the mark per interface) of the schema wrote it, and
-// opens it: the sums are built again from the rows (per service, method
-// and address; by minute, hour and day; without histograms), the mark
+// opens it: the sums are built again from the rows, as Insert makes them
+// (at every level; by minute, hour and day; without histograms), the mark
 // moves to the interface, and the store goes on from there, with
 // histograms.
 func TestOpenUpgradesOldVersions(t *testing.T) {
 	ctx := context.Background()
 	rows := `
-		INSERT INTO interfaces (id, name) VALUES (1, 'org.example.Greeter');
+		INSERT INTO interfaces (id, name) VALUES (1, 'org.example.Greeter'), (2, 'org.example.Other');
 		INSERT INTO streams (id, interface_id, side, method, node, grp, version, address, consumer, application, last)
 			VALUES (1, 1, 'provider', 'sayHello', 'p1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'app', $T + 3600),
-			       (2, 1, 'consumer', 'sayHello', 'c1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'web', $T + 3600);
+			       (2, 1, 'consumer', 'sayHello', 'c1', '', '1.0.0', '10.0.0.1:20880', '10.0.0.9', 'web', $T + 3600),
+			       (3, 2, 'provider', 'get', 'p1', '', '', '10.0.0.1:20880', '10.0.0.9', 'other', $T + 3600);
 		INSERT INTO raw VALUES (1, $T + 60, 1, 60, 10, 1, 0, 0, 30, 5, 1.5, 2, 0, 0),
 		                       (1, $T + 60, 2, 60, 10, 1, 0, 0, 40, 6, 1.5, 2, 0, 0),
-		                       (1, $T + 90, 1, 60, 4, 0, 0, 0, 8, 3, 1, 1, 0, 0);
+		                       (1, $T + 90, 1, 60, 4, 0, 0, 0, 8, 3, 1, 1, 0, 0),
+		                       (2, $T + 120, 3, 60, 7, 0, 0, 0, 7, 1, 1, 1, 0, 0);
 		INSERT INTO hourly VALUES (1, $T, 1, 100, 5, 0, 0, 300, 20, 2.5, 4, 0, 0);
 		UPDATE meta SET value = $T WHERE name = 'rolled_through';`
 	rows3 := strings.Replace(rows, "UPDATE meta SET value = $T WHERE name = 'rolled_through';", "UPDATE interfaces SET rolled_through = $T;", 1)
@@ -173,6 +176,37 @@ func TestOpenUpgradesOldVersions(t *testing.T) {
 				version != len(migrations) || rolled != t0+3600 {
 				t.Fatalf("user_version %d, rolled_through %d, %v; want %d and %d", version, rolled, err, len(migrations), t0+3600)
 			}
+			// The sums the upgrade made are those Insert makes of the same
+			// rows, the same hour folded.
+			clk := newClock(t0 + 3600 + 24*3600)
+			fresh := openTemp(t, clk)
+			hourRow := report(node{SideProvider, "app", "p1", "10.0.0.1:20880"}, "10.0.0.9", greeter, "sayHello", t0+3600, 100, 5)
+			hourRow.Interval, hourRow.Input, hourRow.Output, hourRow.ElapsedMs, hourRow.MaxElapsedMs = 3600, 0, 0, 300, 20
+			hourRow.Concurrent, hourRow.MaxConcurrent, hourRow.MaxInput, hourRow.MaxOutput = 2.5, 4, 0, 0
+			mustInsert(t, fresh, []Row{hourRow})
+			if err := fresh.Retain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			minutes := []Row{hourRow, hourRow, hourRow}
+			for i, m := range []struct {
+				time, success, failure, elapsed, maxElapsed int64
+				side                                        string
+			}{{t0 + 3600 + 60, 10, 1, 30, 5, SideProvider}, {t0 + 3600 + 60, 10, 1, 40, 6, SideConsumer}, {t0 + 3600 + 90, 4, 0, 8, 3, SideProvider}} {
+				r := &minutes[i]
+				r.Time, r.Interval, r.Success, r.Failure, r.ElapsedMs, r.MaxElapsedMs, r.Concurrent, r.MaxConcurrent = m.time, 60, m.success, m.failure, m.elapsed, m.maxElapsed, 1.5, 2
+				if m.side == SideConsumer {
+					r.Side, r.Application, r.Node = SideConsumer, "web", "c1"
+				}
+			}
+			minutes[2].Concurrent, minutes[2].MaxConcurrent = 1, 1
+			other := report(node{SideProvider, "other", "p1", "10.0.0.1:20880"}, "10.0.0.9", "org.example.Other", "get", t0+3600+120, 7, 0)
+			other.Version, other.Input, other.Output, other.ElapsedMs, other.MaxElapsedMs = "", 0, 0, 7, 1
+			other.Concurrent, other.MaxConcurrent, other.MaxInput, other.MaxOutput = 1, 1, 0, 0
+			mustInsert(t, fresh, append(minutes, other))
+			if got, want := dumpSums(t, st.wdb), dumpSums(t, fresh.wdb); !slices.Equal(got, want) {
+				t.Errorf("sums after the upgrade:\n%s\nInsert makes:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+
 			got := mustSeries(t, st, SeriesQuery{Interface: greeter, From: t0 + 1, To: t0 + 2*3600, Step: 60})
 			want := map[int64]Bucket{
 				t0 + 3600:       {Time: t0 + 3600, Calls: 105, Success: 100, Failure: 5, ElapsedMs: 300, MaxElapsedMs: 20, MaxConcurrent: 4},
@@ -211,6 +245,33 @@ func TestOpenUpgradesOldVersions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dumpSums lists the sums of db with their keys and the mark across
+// interfaces, in order, ids aside.
+func dumpSums(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT printf('%d %s %s %s %s %s %s %s %s last %d: %d %d %d %d %d %d %d %d %d %s %s', k.level, COALESCE(i.name, '-'),
+			k.side, k.version, k.grp, k.method, k.application, k.address, k.consumer, k.last, s.span, s.time, s.success, s.failure, s.input, s.output,
+			s.elapsed, s.max_elapsed, s.max_concurrent, s.last, COALESCE(s.application, 'NULL'), hex(s.histogram))
+		FROM sums s JOIN sum_keys k ON k.id = s.key_id LEFT JOIN interfaces i ON i.id = k.interface_id
+		UNION ALL SELECT 'sums rolled through ' || rolled_through FROM sum_rollup ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestConcurrentInsertsAndQueries runs writers, readers and retention at

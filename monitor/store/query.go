@@ -240,16 +240,16 @@ func (s *Store) Series(ctx context.Context, q SeriesQuery) ([]Bucket, error) {
 	}
 	sc := scope{side: q.Side, method: q.Method, version: q.Version, group: q.Group, address: q.Address,
 		from: first - q.Step + minute, to: last, within: q.Step}
-	src := sourceFor(sc.columns()...)
 	err = s.read(ctx, func(tx *sql.Tx) error {
 		iface, ok, err := ifaceOf(ctx, tx, q.Interface)
 		if err != nil || !ok {
 			return err
 		}
 		sc.iface = iface
-		from, args := src.selectFrom(sc)
-		sel := fmt.Sprintf(`SELECT (time + %[1]d - 1) / %[1]d * %[1]d AS b, SUM(success), SUM(failure), SUM(input), SUM(output),
-			SUM(elapsed), MAX(max_elapsed), MAX(max_concurrent), unhex(group_concat(hex(histogram), '')) FROM (%s) GROUP BY b`, q.Step, from)
+		src := sourceFor(sc.columns()...)
+		from, args := src.selectFrom(sc, fmt.Sprintf("(%[1]s + %[2]d - 1) / %[2]d * %[2]d", src.expr("time"), q.Step), src.partialSums(false))
+		sel := fmt.Sprintf(`SELECT g, SUM(success), SUM(failure), SUM(input), SUM(output), SUM(elapsed), MAX(max_elapsed), MAX(max_concurrent), %s
+			FROM (%s) GROUP BY g`, concatHistograms("histogram"), from)
 		rows, err := tx.QueryContext(ctx, sel, args...)
 		if err != nil {
 			return err

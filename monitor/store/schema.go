@@ -119,19 +119,36 @@ var migrations = []string{
 	DROP TABLE meta;`,
 
 	// 4: response-time histograms beside the rows (NULL from reporters
-	// that send none); and sums per minute, hour and day of every row,
-	// kept by Insert, in three tables of increasing detail: per service
-	// (side, version, group, reporting application), per method, and per
-	// provider and consumer address. They replace minute_sums and
-	// hour_sums, and are filled from the rows already stored (without
-	// histograms: the rows had none).
+	// that send none); and sums of the rows per minute, hour and day at
+	// six levels of detail (sums.go), kept by Insert, in place of
+	// minute_sums and hour_sums. A sum's key (sum_keys) is an id, as a
+	// stream's is: levels 1 (provider: side, address) and 2 (consumer:
+	// side, consumer) add up every interface's rows (interface_id 0), 3
+	// (service: side, version, grp), 4 (method: ... method), 5
+	// (application: ... application) and 6 (peer: ... address, consumer)
+	// each interface's apart; columns a level has not are ''. Sums are
+	// clustered by level, span and time, so that a batch writes at a few
+	// places and a read of every service is one range. Minute sums up to
+	// sum_rollup.rolled_through are answered by their hour's. The sums
+	// are filled from the rows already stored (without histograms: the
+	// rows had none).
 	`ALTER TABLE raw ADD COLUMN histogram BLOB;
 	ALTER TABLE hourly ADD COLUMN histogram BLOB;
-	CREATE TABLE service_sums (
+	CREATE TABLE sum_keys (
+		id INTEGER PRIMARY KEY,
+		level INTEGER NOT NULL,
+		interface_id INTEGER NOT NULL,
+		side TEXT NOT NULL, version TEXT NOT NULL, grp TEXT NOT NULL, method TEXT NOT NULL,
+		application TEXT NOT NULL, address TEXT NOT NULL, consumer TEXT NOT NULL,
+		last INTEGER NOT NULL, -- end of the hour of its newest row: retention forgets the key after it
+		UNIQUE (level, interface_id, side, version, grp, method, application, address, consumer)
+	);
+	CREATE TABLE sums (
+		level INTEGER NOT NULL,
 		interface_id INTEGER NOT NULL,
 		span INTEGER NOT NULL,
 		time INTEGER NOT NULL,
-		side TEXT NOT NULL, version TEXT NOT NULL, grp TEXT NOT NULL, application TEXT NOT NULL,
+		key_id INTEGER NOT NULL,
 		success INTEGER NOT NULL,
 		failure INTEGER NOT NULL,
 		input INTEGER NOT NULL,
@@ -140,88 +157,52 @@ var migrations = []string{
 		max_elapsed INTEGER NOT NULL,
 		max_concurrent INTEGER NOT NULL,
 		last INTEGER NOT NULL,
+		application TEXT, -- the rows' application when they all have the same, else NULL
 		histogram BLOB,
-		PRIMARY KEY (interface_id, span, time, side, version, grp, application)
+		PRIMARY KEY (level, span, time, interface_id, key_id)
 	) WITHOUT ROWID;
-	CREATE TABLE method_sums (
-		interface_id INTEGER NOT NULL,
-		span INTEGER NOT NULL,
-		time INTEGER NOT NULL,
-		side TEXT NOT NULL, method TEXT NOT NULL, version TEXT NOT NULL, grp TEXT NOT NULL, application TEXT NOT NULL,
-		success INTEGER NOT NULL,
-		failure INTEGER NOT NULL,
-		input INTEGER NOT NULL,
-		output INTEGER NOT NULL,
-		elapsed INTEGER NOT NULL,
-		max_elapsed INTEGER NOT NULL,
-		max_concurrent INTEGER NOT NULL,
-		last INTEGER NOT NULL,
-		histogram BLOB,
-		PRIMARY KEY (interface_id, span, time, side, method, version, grp, application)
-	) WITHOUT ROWID;
-	CREATE TABLE peer_sums (
-		interface_id INTEGER NOT NULL,
-		span INTEGER NOT NULL,
-		time INTEGER NOT NULL,
-		side TEXT NOT NULL, version TEXT NOT NULL, grp TEXT NOT NULL, application TEXT NOT NULL, address TEXT NOT NULL, consumer TEXT NOT NULL,
-		success INTEGER NOT NULL,
-		failure INTEGER NOT NULL,
-		input INTEGER NOT NULL,
-		output INTEGER NOT NULL,
-		elapsed INTEGER NOT NULL,
-		max_elapsed INTEGER NOT NULL,
-		max_concurrent INTEGER NOT NULL,
-		last INTEGER NOT NULL,
-		histogram BLOB,
-		PRIMARY KEY (interface_id, span, time, side, version, grp, application, address, consumer)
-	) WITHOUT ROWID;
-	INSERT INTO service_sums (interface_id, span, time, side, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 60, (r.time + 59) / 60 * 60 AS t, s.side, s.version, s.grp, s.application,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM raw r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application;
-	INSERT INTO service_sums (interface_id, span, time, side, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 3600, (r.time + 3599) / 3600 * 3600 AS t, s.side, s.version, s.grp, s.application,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application;
-	INSERT INTO service_sums (interface_id, span, time, side, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 86400, (r.time + 86399) / 86400 * 86400 AS t, s.side, s.version, s.grp, s.application,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application;
-	INSERT INTO method_sums (interface_id, span, time, side, method, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 60, (r.time + 59) / 60 * 60 AS t, s.side, s.method, s.version, s.grp, s.application,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM raw r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.method, s.version, s.grp, s.application;
-	INSERT INTO method_sums (interface_id, span, time, side, method, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 3600, (r.time + 3599) / 3600 * 3600 AS t, s.side, s.method, s.version, s.grp, s.application,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.method, s.version, s.grp, s.application;
-	INSERT INTO method_sums (interface_id, span, time, side, method, version, grp, application, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 86400, (r.time + 86399) / 86400 * 86400 AS t, s.side, s.method, s.version, s.grp, s.application,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.method, s.version, s.grp, s.application;
-	INSERT INTO peer_sums (interface_id, span, time, side, version, grp, application, address, consumer, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 60, (r.time + 59) / 60 * 60 AS t, s.side, s.version, s.grp, s.application, s.address, s.consumer,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM raw r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application, s.address, s.consumer;
-	INSERT INTO peer_sums (interface_id, span, time, side, version, grp, application, address, consumer, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 3600, (r.time + 3599) / 3600 * 3600 AS t, s.side, s.version, s.grp, s.application, s.address, s.consumer,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application, s.address, s.consumer;
-	INSERT INTO peer_sums (interface_id, span, time, side, version, grp, application, address, consumer, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last)
-		SELECT r.interface_id, 86400, (r.time + 86399) / 86400 * 86400 AS t, s.side, s.version, s.grp, s.application, s.address, s.consumer,
-			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time)
-		FROM (SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw UNION ALL SELECT interface_id, time, stream_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r JOIN streams s ON s.id = r.stream_id
-		GROUP BY r.interface_id, t, s.side, s.version, s.grp, s.application, s.address, s.consumer;
+	CREATE TABLE sum_rollup (rolled_through INTEGER NOT NULL);
+	INSERT INTO sum_rollup SELECT COALESCE(MAX(rolled_through), 0) FROM interfaces;
+	CREATE TEMP TABLE migrate_keys AS
+		WITH l (level, across, version, grp, method, application, address, consumer) AS (VALUES
+			(1, 1, 0, 0, 0, 0, 1, 0), (2, 1, 0, 0, 0, 0, 0, 1), (3, 0, 1, 1, 0, 0, 0, 0),
+			(4, 0, 1, 1, 1, 0, 0, 0), (5, 0, 1, 1, 0, 1, 0, 0), (6, 0, 1, 1, 0, 0, 1, 1))
+		SELECT s.id AS stream_id, s.application AS stream_application, s.last, l.level,
+			CASE WHEN l.across THEN 0 ELSE s.interface_id END AS interface_id, s.side,
+			CASE WHEN l.version THEN s.version ELSE '' END AS version, CASE WHEN l.grp THEN s.grp ELSE '' END AS grp,
+			CASE WHEN l.method THEN s.method ELSE '' END AS method, CASE WHEN l.application THEN s.application ELSE '' END AS application,
+			CASE WHEN l.address THEN s.address ELSE '' END AS address, CASE WHEN l.consumer THEN s.consumer ELSE '' END AS consumer
+		FROM streams s, l;
+	INSERT INTO sum_keys (level, interface_id, side, version, grp, method, application, address, consumer, last)
+		SELECT level, interface_id, side, version, grp, method, application, address, consumer, MAX(last) FROM migrate_keys
+		GROUP BY level, interface_id, side, version, grp, method, application, address, consumer;
+	CREATE TEMP TABLE migrate_map (stream_id INTEGER, level INTEGER, interface_id INTEGER, key_id INTEGER, application TEXT,
+		PRIMARY KEY (stream_id, level)) WITHOUT ROWID;
+	INSERT INTO migrate_map SELECT m.stream_id, m.level, m.interface_id, k.id, m.stream_application
+		FROM migrate_keys m JOIN sum_keys k USING (level, interface_id, side, version, grp, method, application, address, consumer);
+	INSERT INTO sums (level, interface_id, span, time, key_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last, application)
+		SELECT m.level, m.interface_id, 60, (r.time + 59) / 60 * 60 AS t, m.key_id,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time),
+			CASE WHEN MIN(m.application) = MAX(m.application) THEN MIN(m.application) END
+		FROM raw r JOIN migrate_map m ON m.stream_id = r.stream_id
+		WHERE r.time > (SELECT rolled_through FROM sum_rollup)
+		GROUP BY m.level, m.interface_id, t, m.key_id;
+	INSERT INTO sums (level, interface_id, span, time, key_id, success, failure, input, output, elapsed, max_elapsed, max_concurrent, last, application)
+		SELECT m.level, m.interface_id, p.span, (r.time + p.span - 1) / p.span * p.span AS t, m.key_id,
+			SUM(r.success), SUM(r.failure), SUM(r.input), SUM(r.output), SUM(r.elapsed), MAX(r.max_elapsed), MAX(r.max_concurrent), MAX(r.time),
+			CASE WHEN MIN(m.application) = MAX(m.application) THEN MIN(m.application) END
+		FROM (SELECT stream_id, time, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM raw
+			UNION ALL SELECT stream_id, time, success, failure, input, output, elapsed, max_elapsed, max_concurrent FROM hourly) r
+		JOIN migrate_map m ON m.stream_id = r.stream_id
+		JOIN (SELECT 3600 AS span UNION ALL SELECT 86400) p
+		GROUP BY m.level, m.interface_id, p.span, t, m.key_id;
+	DROP TABLE migrate_keys;
+	DROP TABLE migrate_map;
 	DROP TABLE minute_sums;
 	DROP TABLE hour_sums;`,
+
+	// 5: the console's rule changes (audit.go).
+	auditMigration,
 }
 
 // identify returns the schema version of db, refusing a database that is

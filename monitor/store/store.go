@@ -30,12 +30,19 @@
 // an hour already folded are refused (Stats().Stale) rather than counted
 // twice.
 //
-// Beside the rows, Insert keeps their sums per minute, hour and day, per
-// service, per method and per provider and consumer address (sums.go);
-// Series and Summary read the least detailed of them that answers, in as
-// few spans as cover the range, so a day of every service is a few
-// hundred sums per group to add up whatever the number of nodes. Minute
-// sums go with the rows they sum when their hour is folded.
+// Beside the rows, Insert keeps their sums per minute, hour and day at
+// six levels of detail (sums.go): per provider process and per consumer
+// host across services; per service, and per method, calling application
+// and provider-consumer pair of each; keyed by integer ids as rows are
+// by their streams. Series and Summary read the least detailed level that
+// answers, in as few spans as cover the range, so the last five minutes
+// of every service are five sums per service and side, whatever the
+// number of nodes and callers. Retain drops the minute sums of folded
+// hours: their hour's sum answers for them.
+//
+// Beside the statistics, the store keeps the web console's rule changes
+// (audit.go): RecordChange stores one, Changes lists a rule's history,
+// ChangeByID reads one back to restore it. Retention does not touch them.
 //
 // One Store owns its file: it serialises its writes itself (a second
 // process writing the same file is not supported). Reads run concurrently
@@ -93,9 +100,12 @@ type Store struct {
 	stmts    writeStmts
 
 	mu sync.Mutex // held by Insert and by each step of Retain
-	// Caches of the interfaces and streams tables, guarded by mu.
-	ifaces  map[string]*iface
-	streams map[streamKey]*stream
+	// Caches of the interfaces, streams and sum_keys tables, and
+	// sum_rollup.rolled_through, guarded by mu.
+	ifaces     map[string]*iface
+	streams    map[streamKey]*stream
+	keys       map[sumKey]*entry
+	sumsRolled int64
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -149,7 +159,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("monitor store %s: %w", path, err)
 		}
 	}
-	s := &Store{path: path, opts: opts, log: opts.Logger, ifaces: map[string]*iface{}, streams: map[streamKey]*stream{}}
+	s := &Store{path: path, opts: opts, log: opts.Logger, ifaces: map[string]*iface{}, streams: map[streamKey]*stream{}, keys: map[sumKey]*entry{}}
 	if err := s.open(); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("monitor store %s: %w", path, describe(err))
@@ -190,6 +200,9 @@ func (s *Store) open() error {
 	if err := s.stmts.prepare(ctx, s.wdb); err != nil {
 		return err
 	}
+	if err := s.wdb.QueryRowContext(ctx, "SELECT rolled_through FROM sum_rollup").Scan(&s.sumsRolled); err != nil {
+		return err
+	}
 	s.rdb, err = sql.Open("sqlite3", dsn(s.path, common+"&_query_only=1&_cache_size=-16384"))
 	if err != nil {
 		return err
@@ -223,6 +236,13 @@ func sqlHistogram(hs ...any) ([]byte, error) {
 		}
 	}
 	return []byte(c.Sparse()), nil // empty: NULL
+}
+
+// concatHistograms is the SQL aggregate of the histograms (Sparse blobs)
+// of col concatenated, which is their sum; NULL when there are none.
+// group_concat keeps a blob's bytes as they are (the database is UTF-8).
+func concatHistograms(col string) string {
+	return "CAST(group_concat(" + col + ", '') AS BLOB)"
 }
 
 // dsn makes a go-sqlite3 URI of path: escaped, so that a '?' or '#' in a
@@ -261,6 +281,11 @@ func (s *Store) closeDBs() error {
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
+
+// RawRetention is how long rows are kept as reported (Options): older
+// times hold hourly rows only, so a chart of them needs buckets of whole
+// hours.
+func (s *Store) RawRetention() time.Duration { return s.opts.RawRetention }
 
 // Stats returns the counters since Open and the database's size now.
 func (s *Store) Stats() Stats {

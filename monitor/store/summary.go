@@ -197,26 +197,28 @@ func (s *Store) Summary(ctx context.Context, q SummaryQuery) (Summary, error) {
 	return out, nil
 }
 
-// summarize adds up the rows in sc per the columns by.
+// summarize adds up the rows in sc per the columns by: first per key of
+// the source (an integer: a cheap sort), then the keys' totals per by.
 func (s *Store) summarize(ctx context.Context, tx *sql.Tx, sc scope, by []string) ([]SummaryRow, error) {
-	var key []string // by's columns in the sums; the interface is their interface_id
+	src := sourceFor(append(slices.Clone(by), sc.columns()...)...)
+	var key []string // by's columns but the interface
 	name, groupBy := "''", []string(nil)
 	for _, c := range by {
 		if c == "interface" {
-			name = "(SELECT name FROM interfaces WHERE id = x.interface_id)"
-			groupBy = append(groupBy, "x.interface_id")
+			name = "(SELECT name FROM interfaces WHERE id = k.interface_id)"
+			groupBy = append(groupBy, "k.interface_id")
 			continue
 		}
 		key = append(key, c)
-		groupBy = append(groupBy, "x."+c)
+		groupBy = append(groupBy, "k."+c)
 	}
-	from, args := sourceFor(append(key, sc.columns()...)...).selectFrom(sc)
-	// One pass over the sums: counts summed, maxima kept, histograms
-	// concatenated (that is their sum).
-	q := fmt.Sprintf(`SELECT %s, %s, MIN(x.application) = MAX(x.application), MIN(x.application),
-			SUM(x.success), SUM(x.failure), SUM(x.input), SUM(x.output), SUM(x.elapsed), MAX(x.max_elapsed), MAX(x.max_concurrent), MAX(x.last),
-			unhex(group_concat(hex(x.histogram), ''))
-		FROM (%s) x GROUP BY %s`, name, strings.Join(prefixed("x.", key), ", "), from, strings.Join(groupBy, ", "))
+	from, args := src.selectFrom(sc, src.expr("key_id"), src.partialSums(true))
+	// Counts summed, maxima kept, histograms concatenated (that is their
+	// sum); the application is the group's when every sum has it.
+	q := fmt.Sprintf(`SELECT %s, %s, NOT MAX(x.several) AND MIN(x.app_min) = MAX(x.app_max), COALESCE(MIN(x.app_min), ''),
+			SUM(x.success), SUM(x.failure), SUM(x.input), SUM(x.output), SUM(x.elapsed), MAX(x.max_elapsed), MAX(x.max_concurrent), MAX(x.last), %s
+		FROM (%s) x JOIN %s k ON k.id = x.g GROUP BY %s`,
+		name, strings.Join(prefixed("k.", key), ", "), concatHistograms("x.histogram"), from, src.keys(), strings.Join(groupBy, ", "))
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -278,9 +280,10 @@ func (r *SummaryRow) set(col, v string) {
 // service: those of the provider side's sums of it in the range.
 func (s *Store) addProviderApps(ctx context.Context, tx *sql.Tx, sc scope, edges []SummaryRow) error {
 	sc.side, sc.application, sc.host = SideProvider, "", ""
-	from, args := sourceFor(sc.columns()...).selectFrom(sc)
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT (SELECT name FROM interfaces WHERE id = x.interface_id), x.version, x.grp, x.application
-		FROM (`+from+`) x ORDER BY 4`, args...)
+	src := sourceFor(append([]string{"interface", "version", "grp", "application"}, sc.columns()...)...)
+	from, args := src.selectFrom(sc, src.expr("key_id"), "")
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT (SELECT name FROM interfaces WHERE id = k.interface_id), k.version, k.grp, k.application
+		FROM (`+from+`) x JOIN `+src.keys()+` k ON k.id = x.g ORDER BY 4`, args...)
 	if err != nil {
 		return err
 	}

@@ -511,22 +511,28 @@ func (d *appDiscovery) close() {
 }
 
 // instanceURLs are the providers of the reference's service that info
+// lists for instance in (providerURLs), of the protocols the reference
+// calls.
+func (r *Reference) instanceURLs(in *metadata.Instance, info *metadata.Info) []*url.URL {
+	return providerURLs(in, info, r.log, func(s *metadata.ServiceInfo, protocol string) bool {
+		return s.Serves(r.rc.Interface, r.rc.Group, r.rc.Version) && callableProtocol(r.rc.Protocol, protocol)
+	})
+}
+
+// providerURLs are the providers of the services keep selects that info
 // lists for instance in, at the instance's endpoint of their protocol
 // (MetadataInfo keys a service with its protocol; dubbo.endpoints gives
-// each protocol's port). Only the protocols the reference calls are kept.
-func (r *Reference) instanceURLs(in *metadata.Instance, info *metadata.Info) []*url.URL {
+// each protocol's port).
+func providerURLs(in *metadata.Instance, info *metadata.Info, log *slog.Logger, keep func(s *metadata.ServiceInfo, protocol string) bool) []*url.URL {
 	eps, err := in.Endpoints()
 	if err != nil {
-		r.log.Warn("provider instance with unreadable endpoints; using its port", "instance", in.ID, "err", err)
+		log.Warn("provider instance with unreadable endpoints; using its port", "instance", in.ID, "err", err)
 	}
 	var out []*url.URL
 	for _, key := range slices.Sorted(maps.Keys(info.Services)) {
 		s := info.Services[key]
-		if !s.Serves(r.rc.Interface, r.rc.Group, r.rc.Version) {
-			continue
-		}
 		protocol := cmp.Or(s.Protocol, ProtocolDubbo)
-		if !callableProtocol(r.rc.Protocol, protocol) {
+		if !keep(s, protocol) {
 			continue
 		}
 		port := endpointPort(eps, protocol)
@@ -543,6 +549,23 @@ func (r *Reference) instanceURLs(in *metadata.Instance, info *metadata.Info) []*
 		out = append(out, u)
 	}
 	return out
+}
+
+// InstanceProviders are the provider URLs of every service instance in
+// serves, as application-level discovery builds them: from the
+// MetadataInfo of its revision (asked of its MetadataService, or read
+// from the registry for remote metadata; kept per revision), at the
+// instance's endpoint of each service's protocol. The console lists
+// application-level providers with it.
+func (c *Consumer) InstanceProviders(ctx context.Context, in *metadata.Instance) ([]*url.URL, error) {
+	info, release, err := c.metadataInfo(ctx, in, 0, 0)
+	if release != nil {
+		release()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metadata of instance %s of %s: %w", in.ID, in.Name, err)
+	}
+	return providerURLs(in, info, c.log, func(*metadata.ServiceInfo, string) bool { return true }), nil
 }
 
 func endpointPort(eps []metadata.Endpoint, protocol string) int {

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dubbo-lab/dubbo/embeddedzk"
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
@@ -380,4 +382,52 @@ func (h *levelCounter) count(prefix string) int {
 		n += h.countAt(prefix, l)
 	}
 	return n
+}
+
+// InstanceProviders lists what an instance registered at application
+// level serves, as application-level discovery reads it (the console
+// lists such providers with it): its services at its address, with
+// their version; an instance whose metadata cannot be had is an error.
+func TestInstanceProviders(t *testing.T) {
+	zkAddr := zktest.StartEmbedded(t, embeddedzk.Config{})
+	var calls counter
+	p := startProvider(t, zkAddr, provider.Config{RegisterMode: provider.RegisterInstance}, &calls)
+	zc := zkConn(t, zkAddr)
+	var in *metadata.Instance
+	waitFor(t, "the instance node", func() bool {
+		data, _, err := zc.Get("/services/greeter-app/" + p.Addr())
+		if err != nil {
+			return false
+		}
+		in, err = metadata.ParseInstance(data)
+		return err == nil && in.Revision() != ""
+	})
+	c := newConsumer(t, zkAddr)
+	urls, err := c.InstanceProviders(testCtx(t), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var greeter *url.URL
+	for _, u := range urls {
+		if u.Param("interface") == providertest.GreeterInterface {
+			greeter = u
+		}
+	}
+	if greeter == nil || greeter.Address() != p.Addr() || greeter.Param("version") != providertest.GreeterVersion ||
+		greeter.Param("application") != "greeter-app" || !strings.Contains(greeter.Param("methods"), "sayHello") {
+		t.Fatalf("providers of the instance: %v", urls)
+	}
+
+	// A revision the provider does not serve (its node left by a session
+	// that is gone): no metadata.
+	other := *in
+	payload := *in.Payload
+	payload.Metadata = maps.Clone(in.Payload.Metadata)
+	payload.Metadata[metadata.KeyRevision] = "no-such-revision"
+	other.Payload = &payload
+	ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
+	defer cancel()
+	if _, err := c.InstanceProviders(ctx, &other); err == nil {
+		t.Fatal("a revision the instance does not serve: no error")
+	}
 }

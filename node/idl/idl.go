@@ -9,6 +9,7 @@
 //	req, err := m.Request([]byte(`{"name":"x"}`))   // rpc.Message
 //	... res.Value.(rpc.Message) ...
 //	out, err := m.Response(msg)                      // {"greeting":"Hello, x"}
+//	m.RequestTemplate()                               // {"name": ""}: a request to start from
 //
 // JSON is protobuf's JSON mapping (protojson): field names in
 // lowerCamelCase (the proto names are accepted too), 64-bit integers as
@@ -96,6 +97,45 @@ func (m *Method) Request(js []byte) (rpc.Message, error) {
 			Method: string(m.desc.Name()), Detail: fmt.Sprintf("encode %s: %v", m.RequestType(), err)}
 	}
 	return rpc.Message{Type: m.RequestType(), Bytes: b}, nil
+}
+
+// RequestTemplate is an empty request message as indented protobuf JSON:
+// every field at its default, messages filled in the same way (three
+// levels deep; Google's well-known types left null), lists and maps
+// empty, enums at their first value. A starting point for a request
+// typed by hand (the console's test page).
+func (m *Method) RequestTemplate() json.RawMessage {
+	msg := dynamicpb.NewMessage(m.desc.Input())
+	fillTemplate(msg, 0)
+	js, err := protojson.MarshalOptions{EmitUnpopulated: true}.Marshal(msg)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	// protojson's spacing varies on purpose: made plain, then indented.
+	var compact, out bytes.Buffer
+	if json.Compact(&compact, js) != nil || json.Indent(&out, compact.Bytes(), "", "  ") != nil {
+		return js
+	}
+	return out.Bytes()
+}
+
+// templateDepth bounds how deep RequestTemplate fills messages (a message
+// may hold itself).
+const templateDepth = 3
+
+func fillTemplate(msg protoreflect.Message, depth int) {
+	if depth >= templateDepth {
+		return
+	}
+	fields := msg.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		f := fields.Get(i)
+		if f.Message() == nil || f.IsList() || f.IsMap() || f.ContainingOneof() != nil ||
+			strings.HasPrefix(string(f.Message().FullName()), "google.protobuf.") {
+			continue
+		}
+		fillTemplate(msg.Mutable(f).Message(), depth+1)
+	}
 }
 
 // Response is a response message as compact protobuf JSON.

@@ -14,6 +14,7 @@ import (
 	v1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
@@ -195,4 +196,73 @@ func TestResolveAsksForImports(t *testing.T) {
 	if strings.Join(refl.asked, ",") != "svc.proto,msgs.proto" {
 		t.Errorf("asked for %v", refl.asked)
 	}
+}
+
+// RequestTemplate writes every field of the request at its default,
+// nested messages filled in too (a message that holds itself stops three
+// levels down), and what it writes is a request the method takes.
+func TestRequestTemplate(t *testing.T) {
+	f := &descriptorpb.FileDescriptorProto{
+		Name: proto.String("order.proto"), Package: proto.String("shop"), Syntax: proto.String("proto3"),
+		EnumType: []*descriptorpb.EnumDescriptorProto{{Name: proto.String("Kind"), Value: []*descriptorpb.EnumValueDescriptorProto{
+			{Name: proto.String("KIND_UNSET"), Number: proto.Int32(0)}, {Name: proto.String("KIND_FAST"), Number: proto.Int32(1)}}}},
+		MessageType: []*descriptorpb.DescriptorProto{
+			{Name: proto.String("Customer"), Field: []*descriptorpb.FieldDescriptorProto{
+				field("name", 1, descriptorpb.FieldDescriptorProto_TYPE_STRING, ""),
+				field("referrer", 2, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".shop.Customer")}},
+			{Name: proto.String("Order"), Field: []*descriptorpb.FieldDescriptorProto{
+				field("id", 1, descriptorpb.FieldDescriptorProto_TYPE_INT64, ""),
+				field("kind", 2, descriptorpb.FieldDescriptorProto_TYPE_ENUM, ".shop.Kind"),
+				field("customer", 3, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".shop.Customer"),
+				repeated(field("items", 4, descriptorpb.FieldDescriptorProto_TYPE_STRING, "")),
+				field("paid", 5, descriptorpb.FieldDescriptorProto_TYPE_BOOL, "")}},
+		},
+		Service: []*descriptorpb.ServiceDescriptorProto{{Name: proto.String("Orders"), Method: []*descriptorpb.MethodDescriptorProto{
+			{Name: proto.String("Place"), InputType: proto.String(".shop.Order"), OutputType: proto.String(".shop.Order")}}}},
+	}
+	fd, err := protodesc.NewFile(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idl.MethodOf(fd.Services().Get(0), "Place")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(m.RequestTemplate())
+	want := `{
+  "id": "0",
+  "kind": "KIND_UNSET",
+  "customer": {
+    "name": "",
+    "referrer": {
+      "name": "",
+      "referrer": {
+        "name": "",
+        "referrer": null
+      }
+    }
+  },
+  "items": [],
+  "paid": false
+}`
+	if got != want {
+		t.Fatalf("template\n%s\nwant\n%s", got, want)
+	}
+	if _, err := m.Request([]byte(got)); err != nil {
+		t.Fatalf("the template is not a request: %v", err)
+	}
+}
+
+func field(name string, n int32, typ descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
+	f := &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(n), Type: typ.Enum(),
+		Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String(name)}
+	if typeName != "" {
+		f.TypeName = proto.String(typeName)
+	}
+	return f
+}
+
+func repeated(f *descriptorpb.FieldDescriptorProto) *descriptorpb.FieldDescriptorProto {
+	f.Label = descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum()
+	return f
 }

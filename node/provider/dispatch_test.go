@@ -190,6 +190,7 @@ func TestDispatchersAtTheProvider(t *testing.T) {
 			s.gateMu.Lock()
 			s.gate = nil
 			s.gateMu.Unlock()
+			waitPoolIdle(t, p) // the connect event's thread is free
 
 			// Requests: two threads.
 			var wg sync.WaitGroup

@@ -406,7 +406,10 @@ func (p *Provider) URLs() []*url.URL {
 var ErrShutdown = errors.New("provider is shutting down")
 
 // Export starts serving svc and publishes it in the registry. Exporting a
-// service key that is already exported replaces it (a plugin restarted).
+// service key that is already exported replaces it in place (a plugin
+// swapped for one with other methods or settings): its new URLs are
+// registered before the old ones are removed, so consumers never see it
+// without a provider.
 // A registry that cannot be reached is reported but the service is served;
 // the registry retries the registration when it comes back. A service
 // whose settings say delay is exported that long later, as Java's
@@ -495,16 +498,19 @@ func (p *Provider) export(ctx context.Context, e *exporter) error {
 	p.mu.Unlock()
 
 	if p.reg != nil && p.cfg.RegisterMode != RegisterInstance {
+		// The new URLs first, then the old ones go: a service replaced in
+		// place (a plugin swapped for one with other methods or settings)
+		// never has zero providers.
+		for _, u := range e.publishedURLs() {
+			if err := p.register(ctx, u); err != nil {
+				errs = append(errs, fmt.Errorf("register %s: %w", e.key, err))
+			}
+		}
 		for _, u := range old.publishedURLs() {
 			if !slices.ContainsFunc(e.publishedURLs(), u.Equal) {
 				if err := p.reg.Unregister(ctx, u); err != nil {
 					errs = append(errs, err)
 				}
-			}
-		}
-		for _, u := range e.publishedURLs() {
-			if err := p.register(ctx, u); err != nil {
-				errs = append(errs, fmt.Errorf("register %s: %w", e.key, err))
 			}
 		}
 	}
@@ -568,8 +574,9 @@ func (p *Provider) Unexport(ctx context.Context, iface, version, group string) e
 	return nil
 }
 
-// refreshInstance recomputes the MetadataInfo and (re-)registers the
-// instance with its new revision, or removes it when nothing is exported.
+// refreshInstance recomputes the MetadataInfo and registers the instance
+// with its new revision (in place when the registry can), or removes it
+// when nothing is exported.
 // regMu is held.
 func (p *Provider) refreshInstance(ctx context.Context) error {
 	urls := p.URLs()
@@ -599,7 +606,18 @@ func (p *Provider) refreshInstance(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if u, ok := p.instReg.(instanceUpdater); ok {
+		return u.UpdateInstance(ctx, in)
+	}
 	return p.instReg.RegisterInstance(ctx, in)
+}
+
+// instanceUpdater is a registry that updates a registered instance in
+// place (the ZooKeeper one, as Java's does on a new metadata revision):
+// the instance of a provider whose exports changed never leaves the
+// registry, so application-level consumers never see it gone.
+type instanceUpdater interface {
+	UpdateInstance(ctx context.Context, in *metadata.Instance) error
 }
 
 // Shutdown is Dubbo's graceful shutdown (the SIGTERM path): unregister

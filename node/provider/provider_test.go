@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/internal/testkit/syncbuf"
 	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/registry"
 	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/stats"
 	"github.com/dubbo-lab/dubbo/node/transport"
@@ -315,5 +317,83 @@ func TestRegistrySecretsHidden(t *testing.T) {
 	}
 	if out := logs.String(); strings.Contains(out, zktest.Secret) || !strings.Contains(out, "admin:***@") {
 		t.Errorf("provider log shows the password, or not the registry:\n%s", out)
+	}
+}
+
+// countingRegistry is a memory registry that keeps, after each change,
+// the least number of providers of interface registered since the first.
+type countingRegistry struct {
+	*registry.Memory
+	iface string
+	mu    sync.Mutex
+	least int // -1 until the first registration
+}
+
+func (r *countingRegistry) Register(ctx context.Context, u *url.URL) error {
+	err := r.Memory.Register(ctx, u)
+	r.count()
+	return err
+}
+
+func (r *countingRegistry) Unregister(ctx context.Context, u *url.URL) error {
+	err := r.Memory.Unregister(ctx, u)
+	r.count()
+	return err
+}
+
+func (r *countingRegistry) count() {
+	n := 0
+	for _, u := range r.URLs() {
+		if u.Path() == r.iface && u.Param("side") == "provider" {
+			n++
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.least < 0 || n < r.least {
+		r.least = n
+	}
+}
+
+// TestExportReplacesInPlace: exporting a service again with other methods
+// and settings (a plugin swapped for a new build) replaces its URL with no
+// moment without a provider, keeps the token consumers hold, and serves
+// the new methods.
+func TestExportReplacesInPlace(t *testing.T) {
+	reg := &countingRegistry{Memory: registry.NewMemory(), iface: "org.example.Greeter", least: -1}
+	cfg := provider.Config{Application: "greeter-app", Token: "true"}
+	cfg.Protocol.Host, cfg.Protocol.Port = "127.0.0.1", -1
+	ctx := context.Background()
+	p, err := provider.Start(ctx, cfg, provider.Options{Logger: quietLogger(), Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	svc := providertest.Greeter(nil)
+	if err := p.Export(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	before := p.URLs()[0]
+
+	svc.Methods = append(svc.Methods, provider.Method{Name: "sayBye", ParamTypes: []string{"java.lang.String"}, ReturnType: "java.lang.String"})
+	svc.Params = map[string]string{"weight": "50"}
+	if err := p.Export(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	urls := reg.URLs()
+	if len(urls) != 1 || urls[0].Param("methods") != "add,echoMap,fail,sayBye,sayHello,sleep" || urls[0].Param("weight") != "50" {
+		t.Fatalf("registered after the replacement: %v", urls)
+	}
+	if reg.least != 1 {
+		t.Errorf("the service had %d providers registered during its replacement, want 1 at least", reg.least)
+	}
+	if got, want := urls[0].Param("token"), before.Param("token"); got != want || len(got) != 36 {
+		t.Errorf("token %q after the replacement, want the one consumers hold, %q", got, want)
+	}
+	c := dial(t, p.Addr())
+	inv := greeterCall("sayHello", []string{"java.lang.String"}, "again")
+	inv.SetAttachment("token", before.Param("token"))
+	if res, err := c.Invoke(ctx, inv); err != nil || res.Value != "Hello, again" {
+		t.Errorf("a call with the token of the URL replaced: %v, %v", res, err)
 	}
 }

@@ -71,10 +71,13 @@ type Method struct {
 
 // exporter is one exported service: what the request routers look up.
 type exporter struct {
-	key     string // [group/]interface[:version]
-	svc     Service
-	token   string // "" = none
-	methods map[string][]Method
+	key   string // [group/]interface[:version]
+	svc   Service
+	token string // "" = none
+	// ownToken: token was generated (token=true), so a replacement of
+	// the service keeps it: consumers holding the URL it replaces call on.
+	ownToken bool
+	methods  map[string][]Method
 	// delay postpones the export (the delay parameter).
 	delay time.Duration
 	// running counts the calls of each method in flight, for executes,
@@ -170,7 +173,12 @@ func (p *Provider) newExporter(svc Service) (*exporter, error) {
 	case "", "false", "0":
 		delete(params, settings.KeyToken)
 	case "true", "default":
-		e.token = newUUID()
+		e.token, e.ownToken = newUUID(), true
+		p.mu.RLock()
+		if old := p.exporters[e.key]; old != nil && old.ownToken {
+			e.token = old.token
+		}
+		p.mu.RUnlock()
 		params[settings.KeyToken] = e.token
 	default:
 		e.token = params[settings.KeyToken]

@@ -12,6 +12,7 @@ import (
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/registry/zookeeper"
 	"github.com/dubbo-lab/dubbo/node/rpc"
+	"github.com/dubbo-lab/dubbo/node/transport"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -31,6 +32,7 @@ func TestOverrideResizesThreads(t *testing.T) {
 	b := newBlockingService()
 	export(t, p, b.service(nil))
 	c := dial(t, p.Addr())
+	waitConnectEvent(t, p, c, "org.example.Blocking", "1.0.0")
 	admin, err := zookeeper.New(url.MustParse("zookeeper://"+zkAddr), zookeeper.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +155,7 @@ func TestAsyncCallsCountAgainstThreads(t *testing.T) {
 		inv.SetAttachment("timeout", "10000")
 		return c.Invoke(ctx, inv)
 	}
+	waitConnectEvent(t, p, c, "org.example.Async", "1.0.0")
 	results := make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -181,5 +184,30 @@ func TestAsyncCallsCountAgainstThreads(t *testing.T) {
 	}
 	if st := p.Server().Stats().Pool; st.Active != 0 {
 		t.Errorf("%d threads still held after every call was answered", st.Active)
+	}
+}
+
+// waitConnectEvent returns once the connect event of c's connection has
+// run: it runs on the pool, as Java's "all" dispatcher runs it, and holds
+// one of its threads meanwhile, which a test counting threads must not
+// see. An echo of service's answer says the event was submitted.
+func waitConnectEvent(t *testing.T, p *provider.Provider, c *transport.Client, service, version string) {
+	t.Helper()
+	echo := &rpc.Invocation{Service: service, Version: version, Method: "$echo",
+		ParamTypes: []string{"java.lang.Object"}, Args: []any{"ping"}}
+	if _, err := c.Invoke(context.Background(), echo); err != nil {
+		t.Fatal(err)
+	}
+	waitPoolIdle(t, p)
+}
+
+// waitPoolIdle returns once every task p's pool accepted has run.
+func waitPoolIdle(t *testing.T, p *provider.Provider) {
+	t.Helper()
+	idle := func() bool { st := p.Server().Stats().Pool; return st.Active == 0 && st.Completed == st.Tasks }
+	for deadline := time.Now().Add(5 * time.Second); !idle(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool still runs a task after 5s: %+v", p.Server().Stats().Pool)
+		}
 	}
 }

@@ -224,15 +224,16 @@ func (j *protoJSON) Serve(ctx context.Context, c *triple.Call, s triple.Stream) 
 
 // serve relays a streaming call between the client and the handler: the
 // requests on a goroutine of their own, which the call's end stops (its
-// Recv fails then), the responses here. The call holds a pool thread and
-// an executes slot until it ends.
+// Recv fails then), the responses here. The call holds an executes slot
+// until it ends, but no pool thread: a stream waits on its client and on
+// the plugin, for as long as they keep it open, and streams that hold
+// threads while idle refused every other call of the provider (a client
+// opening 200 of them took a pool of 200). As in Java's Triple, a stream
+// costs a thread only while work runs (in the plugin); what streams can
+// hold is bounded per connection (node/triple's MaxConcurrentStreams and
+// windows) and across connections by protocols.tri.accepts.
 func (m *protoMethod) serve(ctx context.Context, c *triple.Call, s triple.Stream, json bool) (st *triple.Status) {
 	p, e := m.p, m.e
-	release, st := p.hold()
-	if st != nil {
-		return st
-	}
-	defer release()
 	executed, refusal, ok := e.beginExecute(m.ep, m.name)
 	count := p.begin(e, m.name, p.peers.ipOf(c.Peer), 0)
 	var out int

@@ -216,7 +216,9 @@ func (c *conn) read() error {
 		if !reader {
 			return errHandedOver
 		}
-		if !more {
+		// Asked again: handling a HEADERS frame reads its CONTINUATION
+		// frames, which may have been all that was buffered.
+		if !more || !c.frameBuffered() {
 			c.burst.Flush()
 			c.flushLate()
 		}

@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
 )
 
 // fuzzServer serves the fuzz targets: unary and streaming echoes.
@@ -103,7 +105,7 @@ func connSeeds() [][]byte {
 	}
 	call := func(path string, extra ...string) func(fr *http2.Framer, block func(...string) []byte, id uint32, end bool) {
 		return func(fr *http2.Framer, block func(...string) []byte, id uint32, end bool) {
-			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block(requestFields(path, extra...)...), EndHeaders: true, EndStream: end})
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block(h2raw.RequestFields(path, extra...)...), EndHeaders: true, EndStream: end})
 		}
 	}
 	z := &gzipCodec{}
@@ -112,14 +114,14 @@ func connSeeds() [][]byte {
 		build(func(fr *http2.Framer, block func(...string) []byte) {
 			_ = fr.WriteSettings()
 			call("/s/Echo")(fr, block, 1, false)
-			_ = fr.WriteData(1, true, grpcFrame([]byte("hello")))
+			_ = fr.WriteData(1, true, h2raw.Frame([]byte("hello")))
 		}),
 		build(func(fr *http2.Framer, block func(...string) []byte) {
 			_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 10}, http2.Setting{ID: http2.SettingMaxFrameSize, Val: 20000})
 			call("/s/Stream", "grpc-timeout", "1S", "x-id-bin", "AAE")(fr, block, 1, false)
-			_ = fr.WriteData(1, false, grpcFrame([]byte("one")))
-			_ = fr.WriteData(1, false, grpcFrame([]byte("two"))[:4])
-			_ = fr.WriteData(1, true, grpcFrame([]byte("two"))[4:])
+			_ = fr.WriteData(1, false, h2raw.Frame([]byte("one")))
+			_ = fr.WriteData(1, false, h2raw.Frame([]byte("two"))[:4])
+			_ = fr.WriteData(1, true, h2raw.Frame([]byte("two"))[4:])
 			_ = fr.WriteWindowUpdate(1, 1000)
 			_ = fr.WriteWindowUpdate(0, 1000)
 		}),
@@ -131,7 +133,7 @@ func connSeeds() [][]byte {
 		}),
 		build(func(fr *http2.Framer, block func(...string) []byte) {
 			_ = fr.WriteSettings()
-			b := block(requestFields("/s/Echo", "x-a", "1", "x-b", "2")...)
+			b := block(h2raw.RequestFields("/s/Echo", "x-a", "1", "x-b", "2")...)
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:5]})
 			_ = fr.WriteContinuation(1, false, b[5:9])
 			_ = fr.WriteContinuation(1, true, b[9:])
@@ -183,8 +185,8 @@ func FuzzMessages(f *testing.F) {
 		cuts []byte
 		gzip bool
 	}{
-		{append(grpcFrame([]byte("one")), grpcFrame([]byte("two"))...), []byte{3, 9}, false},
-		{grpcFrame(nil), nil, false},
+		{append(h2raw.Frame([]byte("one")), h2raw.Frame([]byte("two"))...), []byte{3, 9}, false},
+		{h2raw.Frame(nil), nil, false},
 		{append(binary.BigEndian.AppendUint32([]byte{1}, uint32(len(gz))), gz...), []byte{1, 1, 1}, true},
 		{append(binary.BigEndian.AppendUint32([]byte{1}, uint32(len(bomb))), bomb...), nil, true},
 		{[]byte{1, 0, 0, 0, 1, 'x'}, nil, false},
@@ -200,39 +202,39 @@ func FuzzMessages(f *testing.F) {
 		if len(data) > 60000 {
 			return // within the stream window: a stream that waits is another test
 		}
-		c := rawDial(t, addr)
+		c := h2raw.Dial(t, addr)
 		extra := []string{}
 		if gzip {
 			extra = append(extra, "grpc-encoding", "gzip")
 		}
-		c.request(1, false, "/s/Stream", extra...)
+		c.Request(1, false, "/s/Stream", extra...)
 		rest := data
 		for _, cut := range cuts {
 			n := min(int(cut), len(rest))
 			if n == 0 {
 				continue // a flood of empty DATA frames is abuse, and another test
 			}
-			if err := c.fr.WriteData(1, false, rest[:n]); err != nil {
+			if err := c.Framer.WriteData(1, false, rest[:n]); err != nil {
 				t.Fatal(err)
 			}
 			rest = rest[n:]
 		}
 		for len(rest) > 16384 {
-			if err := c.fr.WriteData(1, false, rest[:16384]); err != nil {
+			if err := c.Framer.WriteData(1, false, rest[:16384]); err != nil {
 				t.Fatal(err)
 			}
 			rest = rest[16384:]
 		}
-		if err := c.fr.WriteData(1, true, rest); err != nil {
+		if err := c.Framer.WriteData(1, true, rest); err != nil {
 			t.Fatal(err)
 		}
-		r := c.read(10*time.Second, ended(1)).stream(1)
+		r := c.Read(10*time.Second, h2raw.Ended(1)).Stream(1)
 		want, codes := messagesModel(data, gzip, limit)
-		if !slices.Contains(codes, Code(r.status())) {
-			t.Fatalf("grpc-status %d, want one of %v (%s)", r.status(), codes, field(append(r.headers, r.trailers...), "grpc-message"))
+		if !slices.Contains(codes, Code(r.Status())) {
+			t.Fatalf("grpc-status %d, want one of %v (%s)", r.Status(), codes, h2raw.Field(append(r.Headers, r.Trailers...), "grpc-message"))
 		}
 		code := codes[0]
-		got, err := splitMessages(r.data, z)
+		got, err := splitMessages(r.Data, z)
 		if err != nil {
 			t.Fatalf("the server's messages: %v", err)
 		}

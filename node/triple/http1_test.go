@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
 )
 
 // post makes a unary HTTP/1.1 call.
@@ -177,10 +179,10 @@ func TestXNetHTTP2Client(t *testing.T) {
 		path, status string
 		body         []byte
 	}{
-		{"/s/Echo", "0", grpcFrame([]byte("echo:h2c"))},
+		{"/s/Echo", "0", h2raw.Frame([]byte("echo:h2c"))},
 		{"/s/Nope", "12", nil},
 	} {
-		req, err := http.NewRequest(http.MethodPost, "http://"+addr+c.path, bytes.NewReader(grpcFrame([]byte("h2c"))))
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+c.path, bytes.NewReader(h2raw.Frame([]byte("h2c"))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +221,7 @@ func TestHTTP1StalledBody(t *testing.T) {
 	t0 := time.Now()
 	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err = io.ReadAll(nc)
-	if isTimeout(err) {
+	if h2raw.IsTimeout(err) {
 		t.Fatal("the stalled request's connection is still open")
 	}
 	if d := time.Since(t0); d > 3*time.Second {

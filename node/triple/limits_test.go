@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
 )
 
 // hostile is the handler of the hostile-client tests: Echo for the
@@ -48,18 +50,18 @@ func hostile(t *testing.T) router {
 func TestDeclaredLengthPastLimit(t *testing.T) {
 	_, addr := start(t, Config{MaxMessage: 1024}, hostile(t))
 	startNeighbour(t, addr)
-	c := rawDial(t, addr)
-	c.request(1, false, "/s/Echo")
-	if err := c.fr.WriteData(1, false, []byte{0, 0, 0, 4, 1}); err != nil { // 1025 bytes declared
+	c := h2raw.Dial(t, addr)
+	c.Request(1, false, "/s/Echo")
+	if err := c.Framer.WriteData(1, false, []byte{0, 0, 0, 4, 1}); err != nil { // 1025 bytes declared
 		t.Fatal(err)
 	}
-	v := c.read(5*time.Second, ended(1))
-	r := v.stream(1)
-	if r.status() != int(ResourceExhausted) {
-		t.Errorf("grpc-status = %d, want %d (ResourceExhausted); %+v", r.status(), ResourceExhausted, r)
+	v := c.Read(5*time.Second, h2raw.Ended(1))
+	r := v.Stream(1)
+	if r.Status() != int(ResourceExhausted) {
+		t.Errorf("grpc-status = %d, want %d (ResourceExhausted); %+v", r.Status(), ResourceExhausted, r)
 	}
-	if !strings.Contains(field(r.headers, "grpc-message"), "1025") {
-		t.Errorf("grpc-message = %q", field(r.headers, "grpc-message"))
+	if !strings.Contains(h2raw.Field(r.Headers, "grpc-message"), "1025") {
+		t.Errorf("grpc-message = %q", h2raw.Field(r.Headers, "grpc-message"))
 	}
 }
 
@@ -69,38 +71,38 @@ func TestHeadersFlood(t *testing.T) {
 	const maxStreams = 10
 	_, addr := start(t, Config{MaxConcurrentStreams: maxStreams}, hostile(t))
 	startNeighbour(t, addr)
-	c := rawDial(t, addr)
+	c := h2raw.Dial(t, addr)
 	id := uint32(1)
 	for range maxStreams {
-		c.request(id, false, "/s/Wait")
+		c.Request(id, false, "/s/Wait")
 		id += 2
 	}
 	first := id
 	for range 3 * maxStreams {
 		// The server may end the connection before the flood is all
 		// written (that is the point): then the writes fail.
-		if err := c.send(id, false, "/s/Wait"); err != nil {
+		if err := c.Send(id, false, "/s/Wait"); err != nil {
 			break
 		}
 		id += 2
 	}
-	v := c.read(5*time.Second, goneAway)
+	v := c.Read(5*time.Second, h2raw.GoneAway)
 	for i := uint32(1); i < first; i += 2 {
-		if r := v.streams[i]; r != nil {
+		if r := v.Streams[i]; r != nil {
 			t.Errorf("stream %d within the limit answered: %+v", i, r)
 		}
 	}
 	refused := 0
 	for i := first; i < id; i += 2 {
-		if r := v.streams[i]; r != nil && r.rst == http2.ErrCodeRefusedStream {
+		if r := v.Streams[i]; r != nil && r.RST == http2.ErrCodeRefusedStream {
 			refused++
 		}
 	}
 	if refused < maxStreams {
 		t.Errorf("%d streams refused, want at least %d", refused, maxStreams)
 	}
-	if v.goAway == nil || v.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm {
-		t.Fatalf("want GOAWAY ENHANCE_YOUR_CALM, got %+v (read: %v)", v.goAway, v.err)
+	if v.GoAway == nil || v.GoAway.ErrCode != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("want GOAWAY ENHANCE_YOUR_CALM, got %+v (read: %v)", v.GoAway, v.Err)
 	}
 }
 
@@ -109,17 +111,17 @@ func TestHeadersFlood(t *testing.T) {
 func TestStreamsBeforeSettings(t *testing.T) {
 	const maxStreams = 10
 	_, addr := start(t, Config{MaxConcurrentStreams: maxStreams}, hostile(t))
-	c := rawDialAck(t, addr, false)
+	c := h2raw.DialNoAck(t, addr)
 	for id := uint32(1); id < 6*maxStreams; id += 2 {
-		c.request(id, false, "/s/Wait")
+		c.Request(id, false, "/s/Wait")
 	}
-	v := c.read(500*time.Millisecond, goneAway)
-	if goneAway(v) {
-		t.Fatalf("the connection ended: GOAWAY %+v (read: %v)", v.goAway, v.err)
+	v := c.Read(500*time.Millisecond, h2raw.GoneAway)
+	if h2raw.GoneAway(v) {
+		t.Fatalf("the connection ended: GOAWAY %+v (read: %v)", v.GoAway, v.Err)
 	}
 	refused := 0
-	for _, r := range v.streams {
-		if r.rst == http2.ErrCodeRefusedStream {
+	for _, r := range v.Streams {
+		if r.RST == http2.ErrCodeRefusedStream {
 			refused++
 		}
 	}
@@ -143,16 +145,16 @@ func TestRapidReset(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, addr := start(t, Config{MaxConcurrentStreams: 10}, hostile(t))
 			startNeighbour(t, addr)
-			rc := rawDial(t, addr)
+			rc := h2raw.Dial(t, addr)
 			errc := make(chan error, 1)
 			go func() { // ends when a write fails: the server hung up
 				for id := uint32(1); id < 1<<20; id += 2 {
-					err := rc.send(id, false, c.path)
+					err := rc.Send(id, false, c.path)
 					if err == nil && c.complete {
-						err = rc.fr.WriteData(id, true, grpcFrame([]byte("x")))
+						err = rc.Framer.WriteData(id, true, h2raw.Frame([]byte("x")))
 					}
 					if err == nil {
-						err = rc.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+						err = rc.Framer.WriteRSTStream(id, http2.ErrCodeCancel)
 					}
 					if err != nil {
 						errc <- err
@@ -161,12 +163,12 @@ func TestRapidReset(t *testing.T) {
 				}
 				errc <- nil
 			}()
-			v := rc.read(10*time.Second, goneAway)
-			if v.goAway == nil || v.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm || !strings.Contains(string(v.goAway.DebugData()), c.wantDebug) {
-				t.Fatalf("want GOAWAY ENHANCE_YOUR_CALM %q, got %+v (read: %v)", c.wantDebug, v.goAway, v.err)
+			v := rc.Read(10*time.Second, h2raw.GoneAway)
+			if v.GoAway == nil || v.GoAway.ErrCode != http2.ErrCodeEnhanceYourCalm || !strings.Contains(string(v.GoAway.DebugData()), c.wantDebug) {
+				t.Fatalf("want GOAWAY ENHANCE_YOUR_CALM %q, got %+v (read: %v)", c.wantDebug, v.GoAway, v.Err)
 			}
-			t.Logf("GOAWAY after stream %d: %s", v.goAway.LastStreamID, v.goAway.DebugData())
-			rc.nc.Close()
+			t.Logf("GOAWAY after stream %d: %s", v.GoAway.LastStreamID, v.GoAway.DebugData())
+			rc.Conn.Close()
 			<-errc
 		})
 	}
@@ -179,44 +181,44 @@ func TestHeaderBlockLimits(t *testing.T) {
 	t.Run("431", func(t *testing.T) {
 		_, addr := start(t, Config{MaxHeaderListSize: limit}, hostile(t))
 		startNeighbour(t, addr)
-		c := rawDial(t, addr)
-		c.request(1, true, "/s/Echo", "x-big", strings.Repeat("ab", 2200))
-		v := c.read(5*time.Second, ended(1))
-		r := v.stream(1)
-		if got := field(r.headers, ":status"); got != "431" || r.status() != int(ResourceExhausted) {
-			t.Errorf(":status %s grpc-status %d, want 431 and %d", got, r.status(), ResourceExhausted)
+		c := h2raw.Dial(t, addr)
+		c.Request(1, true, "/s/Echo", "x-big", strings.Repeat("ab", 2200))
+		v := c.Read(5*time.Second, h2raw.Ended(1))
+		r := v.Stream(1)
+		if got := h2raw.Field(r.Headers, ":status"); got != "431" || r.Status() != int(ResourceExhausted) {
+			t.Errorf(":status %s grpc-status %d, want 431 and %d", got, r.Status(), ResourceExhausted)
 		}
 		// The connection goes on.
-		c.request(3, false, "/s/Echo")
-		c.message(3, []byte("after"), true)
-		if r := c.read(5*time.Second, ended(3)).stream(3); r.status() != 0 || !bytes.HasSuffix(r.data, []byte("echo:after")) {
+		c.Request(3, false, "/s/Echo")
+		c.Message(3, []byte("after"), true)
+		if r := c.Read(5*time.Second, h2raw.Ended(3)).Stream(3); r.Status() != 0 || !bytes.HasSuffix(r.Data, []byte("echo:after")) {
 			t.Errorf("the next call: %+v", r)
 		}
 	})
 	for _, c := range []struct {
 		name string
-		send func(c *rawClient) error
+		send func(c *h2raw.Client) error
 	}{
-		{"far past the limit", func(c *rawClient) error {
-			return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true,
-				BlockFragment: c.block(requestFields("/s/Echo", "x-big", strings.Repeat("q", 3*limit))...)})
+		{"far past the limit", func(c *h2raw.Client) error {
+			return c.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true,
+				BlockFragment: c.Block(h2raw.RequestFields("/s/Echo", "x-big", strings.Repeat("q", 3*limit))...)})
 		}},
-		{"endless CONTINUATION", func(c *rawClient) error {
-			if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.block(requestFields("/s/Echo")...)}); err != nil {
+		{"endless CONTINUATION", func(c *h2raw.Client) error {
+			if err := c.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.Block(h2raw.RequestFields("/s/Echo")...)}); err != nil {
 				return err
 			}
 			for i := 0; ; i++ {
-				if err := c.fr.WriteContinuation(1, false, c.block("x-more", strings.Repeat("z", 200))); err != nil {
+				if err := c.Framer.WriteContinuation(1, false, c.Block("x-more", strings.Repeat("z", 200))); err != nil {
 					return err
 				}
 			}
 		}},
-		{"empty CONTINUATION", func(c *rawClient) error {
-			if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.block(requestFields("/s/Echo")...)}); err != nil {
+		{"empty CONTINUATION", func(c *h2raw.Client) error {
+			if err := c.Framer.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.Block(h2raw.RequestFields("/s/Echo")...)}); err != nil {
 				return err
 			}
 			for {
-				if err := c.fr.WriteContinuation(1, false, nil); err != nil {
+				if err := c.Framer.WriteContinuation(1, false, nil); err != nil {
 					return err
 				}
 			}
@@ -225,11 +227,50 @@ func TestHeaderBlockLimits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, addr := start(t, Config{MaxHeaderListSize: limit}, hostile(t))
 			startNeighbour(t, addr)
-			rc := rawDial(t, addr)
+			rc := h2raw.Dial(t, addr)
 			go func() { _ = c.send(rc) }() // ends when the server hangs up
-			v := rc.read(5*time.Second, goneAway)
-			if v.goAway == nil || v.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm {
-				t.Fatalf("want GOAWAY ENHANCE_YOUR_CALM, got %+v (read: %v)", v.goAway, v.err)
+			v := rc.Read(5*time.Second, h2raw.GoneAway)
+			if v.GoAway == nil || v.GoAway.ErrCode != http2.ErrCodeEnhanceYourCalm {
+				t.Fatalf("want GOAWAY ENHANCE_YOUR_CALM, got %+v (read: %v)", v.GoAway, v.Err)
+			}
+		})
+	}
+}
+
+// An answer the reader makes at once (431, Unimplemented) to a request
+// whose header block ends in CONTINUATION frames leaves at once, also
+// when the frames came in one read and nothing follows them.
+func TestAnswerAfterContinuation(t *testing.T) {
+	const limit = 4096
+	_, addr := start(t, Config{MaxHeaderListSize: limit}, hostile(t))
+	for _, c := range []struct {
+		name   string
+		fields [][]string // one frame each
+		http   string
+		code   Code
+	}{
+		{"431", [][]string{h2raw.RequestFields("/s/Echo"), {"x-a", strings.Repeat("a", 3000)}, {"x-b", strings.Repeat("b", 1500)}}, "431", ResourceExhausted},
+		{"unknown method", [][]string{h2raw.RequestFields("/s/Nope"), {"x-a", "1"}}, "200", Unimplemented},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rc := h2raw.Dial(t, addr)
+			var b bytes.Buffer
+			fr := http2.NewFramer(&b, nil)
+			for i, f := range c.fields {
+				last := i == len(c.fields)-1
+				if i == 0 {
+					_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndStream: true, EndHeaders: last, BlockFragment: rc.Block(f...)})
+				} else {
+					_ = fr.WriteContinuation(1, last, rc.Block(f...))
+				}
+			}
+			if _, err := rc.Conn.Write(b.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			v := rc.Read(2*time.Second, h2raw.Ended(1))
+			r := v.Stream(1)
+			if got := h2raw.Field(r.Headers, ":status"); got != c.http || r.Status() != int(c.code) {
+				t.Errorf(":status %q grpc-status %d, want %s and %d (read: %v)", got, r.Status(), c.http, c.code, v.Err)
 			}
 		})
 	}
@@ -240,23 +281,23 @@ func TestHeaderBlockLimits(t *testing.T) {
 func TestControlFloods(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		send func(c *rawClient, i int) error
+		send func(c *h2raw.Client, i int) error
 	}{
-		{"PING", func(c *rawClient, i int) error { return c.fr.WritePing(false, [8]byte{byte(i)}) }},
-		{"SETTINGS", func(c *rawClient, i int) error { return c.fr.WriteSettings() }},
-		{"empty DATA", func(c *rawClient, i int) error {
+		{"PING", func(c *h2raw.Client, i int) error { return c.Framer.WritePing(false, [8]byte{byte(i)}) }},
+		{"SETTINGS", func(c *h2raw.Client, i int) error { return c.Framer.WriteSettings() }},
+		{"empty DATA", func(c *h2raw.Client, i int) error {
 			if i == 0 {
-				if err := c.send(1, false, "/s/Wait"); err != nil {
+				if err := c.Send(1, false, "/s/Wait"); err != nil {
 					return err
 				}
 			}
-			return c.fr.WriteData(1, false, nil)
+			return c.Framer.WriteData(1, false, nil)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, addr := start(t, Config{}, hostile(t))
 			startNeighbour(t, addr)
-			rc := rawDial(t, addr)
+			rc := h2raw.Dial(t, addr)
 			go func() { // ends when the server hangs up
 				for i := 0; i < 100000; i++ {
 					if c.send(rc, i) != nil {
@@ -264,12 +305,12 @@ func TestControlFloods(t *testing.T) {
 					}
 				}
 			}()
-			v := rc.read(10*time.Second, goneAway)
-			if v.goAway == nil || v.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm {
-				t.Fatalf("want GOAWAY ENHANCE_YOUR_CALM, got %+v (read: %v)", v.goAway, v.err)
+			v := rc.Read(10*time.Second, h2raw.GoneAway)
+			if v.GoAway == nil || v.GoAway.ErrCode != http2.ErrCodeEnhanceYourCalm {
+				t.Fatalf("want GOAWAY ENHANCE_YOUR_CALM, got %+v (read: %v)", v.GoAway, v.Err)
 			}
-			if v.pings > 2*maxStrikes || v.acks > 2*maxStrikes {
-				t.Errorf("answered %d PINGs and %d SETTINGS", v.pings, v.acks)
+			if v.Pings > 2*maxStrikes || v.Acks > 2*maxStrikes {
+				t.Errorf("answered %d PINGs and %d SETTINGS", v.Pings, v.Acks)
 			}
 		})
 	}
@@ -283,16 +324,16 @@ func TestStalledRequests(t *testing.T) {
 	t.Run("request", func(t *testing.T) {
 		_, addr := start(t, cfg, hostile(t))
 		startNeighbour(t, addr)
-		c := rawDial(t, addr)
-		c.request(1, false, "/s/Echo")
-		if err := c.fr.WriteData(1, false, []byte{0, 0, 0, 0, 100, 1, 2, 3}); err != nil { // 3 of 100 bytes
+		c := h2raw.Dial(t, addr)
+		c.Request(1, false, "/s/Echo")
+		if err := c.Framer.WriteData(1, false, []byte{0, 0, 0, 0, 100, 1, 2, 3}); err != nil { // 3 of 100 bytes
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		v := c.read(5*time.Second, ended(1))
-		r := v.stream(1)
-		if r.status() != int(DeadlineExceeded) {
-			t.Errorf("grpc-status %d, want %d: %+v (read: %v, GOAWAY %+v)", r.status(), DeadlineExceeded, r, v.err, v.goAway)
+		v := c.Read(5*time.Second, h2raw.Ended(1))
+		r := v.Stream(1)
+		if r.Status() != int(DeadlineExceeded) {
+			t.Errorf("grpc-status %d, want %d: %+v (read: %v, GOAWAY %+v)", r.Status(), DeadlineExceeded, r, v.Err, v.GoAway)
 		}
 		if d := time.Since(t0); d > 2*time.Second {
 			t.Errorf("answered after %v", d)
@@ -301,15 +342,15 @@ func TestStalledRequests(t *testing.T) {
 	t.Run("frame", func(t *testing.T) {
 		_, addr := start(t, cfg, hostile(t))
 		startNeighbour(t, addr)
-		c := rawDial(t, addr)
-		c.read(time.Second, func(v *conversation) bool { return v.acks > 0 })
+		c := h2raw.Dial(t, addr)
+		c.Read(time.Second, func(v *h2raw.Conversation) bool { return v.Acks > 0 })
 		// A DATA frame header declaring 100 bytes, and 10 of them.
-		if _, err := c.nc.Write([]byte{0, 0, 100, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}); err != nil {
+		if _, err := c.Conn.Write([]byte{0, 0, 100, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}); err != nil {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		v := c.read(5*time.Second, func(v *conversation) bool { return v.err != nil })
-		if isTimeout(v.err) {
+		v := c.Read(5*time.Second, func(v *h2raw.Conversation) bool { return v.Err != nil })
+		if h2raw.IsTimeout(v.Err) {
 			t.Fatal("the connection outlived its stalled frame")
 		}
 		if d := time.Since(t0); d > 2*time.Second {

@@ -10,6 +10,8 @@ import (
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
 )
 
 // Shutdown sends GOAWAY with the last stream it will serve, refuses
@@ -28,24 +30,24 @@ func TestShutdownLetsCallsFinish(t *testing.T) {
 	s := NewServer(Config{}, h)
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
-	c := rawDial(t, ln.Addr().String())
-	c.request(1, false, "/s/Slow")
-	c.message(1, []byte("x"), true)
+	c := h2raw.Dial(t, ln.Addr().String())
+	c.Request(1, false, "/s/Slow")
+	c.Message(1, []byte("x"), true)
 	<-started
 
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(context.Background()) }()
-	v := c.read(5*time.Second, func(v *conversation) bool { return v.goAway != nil || v.err != nil })
-	if v.goAway == nil || v.goAway.ErrCode != http2.ErrCodeNo || v.goAway.LastStreamID != 1 {
-		t.Fatalf("want GOAWAY NO_ERROR last stream 1, got %+v (%v)", v.goAway, v.err)
+	v := c.Read(5*time.Second, func(v *h2raw.Conversation) bool { return v.GoAway != nil || v.Err != nil })
+	if v.GoAway == nil || v.GoAway.ErrCode != http2.ErrCodeNo || v.GoAway.LastStreamID != 1 {
+		t.Fatalf("want GOAWAY NO_ERROR last stream 1, got %+v (%v)", v.GoAway, v.Err)
 	}
-	c.request(3, true, "/s/Echo") // past the last stream: refused
+	c.Request(3, true, "/s/Echo") // past the last stream: refused
 	close(release)
-	v = c.read(5*time.Second, func(v *conversation) bool { return v.err != nil })
-	if r := v.stream(1); r.status() != 0 || string(r.data[5:]) != "done" {
+	v = c.Read(5*time.Second, func(v *h2raw.Conversation) bool { return v.Err != nil })
+	if r := v.Stream(1); r.Status() != 0 || string(r.Data[5:]) != "done" {
 		t.Errorf("the call in flight: %+v", r)
 	}
-	if r := v.streams[3]; r != nil && r.status() == 0 {
+	if r := v.Streams[3]; r != nil && r.Status() == 0 {
 		t.Errorf("a stream past GOAWAY was served: %+v", r)
 	}
 	if err := <-shut; err != nil {
@@ -90,13 +92,13 @@ func TestShutdownDeadline(t *testing.T) {
 // closed.
 func TestIdleTimeout(t *testing.T) {
 	_, addr := start(t, Config{IdleTimeout: 200 * time.Millisecond}, router{"s/Echo": echo})
-	c := rawDial(t, addr)
+	c := h2raw.Dial(t, addr)
 	t0 := time.Now()
-	v := c.read(5*time.Second, func(v *conversation) bool { return v.err != nil })
-	if v.goAway == nil || v.goAway.ErrCode != http2.ErrCodeNo {
-		t.Errorf("want GOAWAY NO_ERROR, got %+v", v.goAway)
+	v := c.Read(5*time.Second, func(v *h2raw.Conversation) bool { return v.Err != nil })
+	if v.GoAway == nil || v.GoAway.ErrCode != http2.ErrCodeNo {
+		t.Errorf("want GOAWAY NO_ERROR, got %+v", v.GoAway)
 	}
-	if isTimeout(v.err) {
+	if h2raw.IsTimeout(v.Err) {
 		t.Fatal("the idle connection was not closed")
 	}
 	if d := time.Since(t0); d < 150*time.Millisecond || d > 3*time.Second {
@@ -117,7 +119,7 @@ func TestAccepts(t *testing.T) {
 	}
 	defer nc.Close()
 	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := nc.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+	if _, err := nc.Read(make([]byte, 1)); err == nil || h2raw.IsTimeout(err) {
 		t.Errorf("the connection past Accepts: read %v, want it closed", err)
 	}
 	if s.refused.Load() != 1 {

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,6 +153,45 @@ timeout = "2s"
 // connectionsTo counts the established TCP connections of process pid to
 // 127.0.0.1 at each of ports, as `ss -tnp` shows them.
 func connectionsTo(pid int, ports ...int) map[string]int {
+	out := map[string]int{}
+	for _, s := range socketsOf(pid) {
+		if s.state != tcpEstablished || s.remote.Addr() != netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
+			continue
+		}
+		if slices.Contains(ports, int(s.remote.Port())) {
+			out[s.remote.String()]++
+		}
+	}
+	return out
+}
+
+// connectionsOn counts the connections process pid holds on its port
+// (those it accepted there), in any state but listening: one it never
+// closes after the client left shows too (CLOSE_WAIT).
+func connectionsOn(pid, port int) int {
+	n := 0
+	for _, s := range socketsOf(pid) {
+		if s.state != tcpListen && int(s.local.Port()) == port {
+			n++
+		}
+	}
+	return n
+}
+
+// TCP states as /proc/net/tcp writes them.
+const (
+	tcpEstablished = 0x01
+	tcpListen      = 0x0a
+)
+
+// socket is one IPv4 TCP socket of a process.
+type socket struct {
+	local, remote netip.AddrPort
+	state         int
+}
+
+// socketsOf lists the IPv4 TCP sockets process pid has open, from /proc.
+func socketsOf(pid int) []socket {
 	inodes := map[string]bool{}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	for _, fd := range fds {
@@ -158,29 +199,30 @@ func connectionsTo(pid int, ports ...int) map[string]int {
 			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
 		}
 	}
-	out := map[string]int{}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
 	if err != nil {
-		return out
+		return nil
 	}
+	var out []socket
 	for _, line := range strings.Split(string(b), "\n")[1:] {
 		f := strings.Fields(line)
 		// sl local rem st tx:rx tr:when retrnsmt uid timeout inode
-		if len(f) < 10 || f[3] != "01" || !inodes[f[9]] {
+		if len(f) < 10 || !inodes[f[9]] {
 			continue
 		}
-		host, port, ok := strings.Cut(f[2], ":")
-		if !ok || host != "0100007F" {
-			continue
-		}
-		n, _ := strconv.ParseInt(port, 16, 32)
-		for _, want := range ports {
-			if int(n) == want {
-				out[fmt.Sprintf("127.0.0.1:%d", want)]++
-			}
-		}
+		state, _ := strconv.ParseInt(f[3], 16, 32)
+		out = append(out, socket{local: procAddr(f[1]), remote: procAddr(f[2]), state: int(state)})
 	}
 	return out
+}
+
+// procAddr reads an address of /proc/net/tcp: the IPv4 address as a
+// little-endian hex word, a colon, the port in hex.
+func procAddr(s string) netip.AddrPort {
+	host, port, _ := strings.Cut(s, ":")
+	h, _ := strconv.ParseUint(host, 16, 32)
+	p, _ := strconv.ParseUint(port, 16, 16)
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{byte(h), byte(h >> 8), byte(h >> 16), byte(h >> 24)}), uint16(p))
 }
 
 // TestCallCacheFile: dubbo call keeps the provider lists in the config's

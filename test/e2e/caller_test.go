@@ -8,11 +8,16 @@ import (
 	"time"
 )
 
-var callerReply = regexp.MustCompile(`msg=sayHello .*plugin=greeter-caller .*reply="Hello, world"`)
+var (
+	callerReply   = regexp.MustCompile(`msg=sayHello .*plugin=greeter-caller .*reply="Hello, world"`)
+	callerAtDebug = regexp.MustCompile(`level=DEBUG msg=sayHello .*plugin=greeter-caller `)
+)
 
 // TestGreeterCaller runs the consumer-side example plugin: it serves
 // nothing, and calls sayHello through the node a few times a second from
-// the moment the node has connected it.
+// the moment the node has connected it. Its first answer is logged, the
+// others only at debug level: they stay out of dubbo up's terminal (warn
+// by default).
 func TestGreeterCaller(t *testing.T) {
 	dir := t.TempDir()
 	p := freePorts(t, 2)
@@ -22,7 +27,7 @@ func TestGreeterCaller(t *testing.T) {
 		consumerPlugins: []string{"greeter-caller"},
 		references:      []string{"org.example.Greeter"},
 	})
-	up := startNode(t, "dubbo up", dir, "up", "-c", cfg)
+	up := startNode(t, "dubbo up", dir, "up", "-c", cfg, "--log-level", "debug")
 	took, ok := waitFor(10*time.Second, func() bool {
 		return len(callerReply.FindAllString(up.stderr.String(), -1)) >= 3 || up.exited()
 	})
@@ -39,6 +44,11 @@ func TestGreeterCaller(t *testing.T) {
 	}
 	if strings.Contains(up.stderr.String(), "sayHello failed") {
 		t.Errorf("greeter-caller logged failed calls with both providers up")
+	}
+	log := up.stderr.String()
+	answers, atDebug := len(callerReply.FindAllString(log, -1)), len(callerAtDebug.FindAllString(log, -1))
+	if atDebug != answers-1 {
+		t.Errorf("%d of %d answers logged at debug level, want all but the first", atDebug, answers)
 	}
 	if len(up.pluginPIDs("greeter-caller")) != 1 {
 		t.Errorf("greeter-caller is not running as a child of the node")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,8 @@ type guide struct {
 	build, up, call, wants string // the commands of steps 2 to 4, and what step 4 prints
 }
 
-// readGuide takes the file and the commands out of README.md.
-func readGuide(t *testing.T) guide {
+// guideSection is README.md's "Write your first handler".
+func guideSection(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -36,6 +37,31 @@ func readGuide(t *testing.T) guide {
 	if end := strings.Index(section[3:], "\n## "); end >= 0 {
 		section = section[:end+3]
 	}
+	return section
+}
+
+// checkoutModule writes dir/go.mod of module, which requires this checkout
+// by a replace, with the checkout's go.sum: a handler author's module that
+// the module cache serves offline.
+func checkoutModule(t *testing.T, dir, module string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(rootMod)
+	writeFile(t, filepath.Join(dir, "go.mod"), fmt.Sprintf("module %s\n\n%s\n\nrequire github.com/dubbo-lab/dubbo v0.0.0\n\nreplace github.com/dubbo-lab/dubbo => %s\n", module, goLine, root))
+	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"), 0o644)
+}
+
+// readGuide takes the file and the commands out of README.md.
+func readGuide(t *testing.T) guide {
+	t.Helper()
+	section := guideSection(t)
 	find := func(what string, re *regexp.Regexp) []string {
 		m := re.FindStringSubmatch(section)
 		if m == nil {
@@ -70,22 +96,10 @@ func readGuide(t *testing.T) guide {
 func TestFirstHandlerGuide(t *testing.T) {
 	g := readGuide(t)
 	dir := t.TempDir()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// "or any module that requires github.com/dubbo-lab/dubbo": this one.
-	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goLine := regexp.MustCompile(`(?m)^go [0-9.]+$`).Find(rootMod)
-	goMod := fmt.Sprintf("module guide.example/hello\n\n%s\n\nrequire github.com/dubbo-lab/dubbo v0.0.0\n\nreplace github.com/dubbo-lab/dubbo => %s\n", goLine, root)
-	for name, data := range map[string]string{"go.mod": goMod, "hello/main.go": g.code} {
-		writeFile(t, filepath.Join(dir, name), data)
-	}
-	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"), 0o644)
-	copyFile(t, filepath.Join(root, "dubbo.toml"), filepath.Join(dir, "dubbo.toml"), 0o644)
+	checkoutModule(t, dir, "guide.example/hello")
+	writeFile(t, filepath.Join(dir, "hello/main.go"), g.code)
+	copyFile(t, filepath.Join("../..", "dubbo.toml"), filepath.Join(dir, "dubbo.toml"), 0o644)
 	copyFile(t, binary("dubbo"), filepath.Join(dir, "dubbo"), 0o755)
 	// The shipped dubbo.toml runs the example consumer plugin, which make
 	// builds in the repository.
@@ -98,16 +112,7 @@ func TestFirstHandlerGuide(t *testing.T) {
 		t.Fatalf("step 2, %s: %v\n%s", g.build, err, out)
 	}
 
-	p := freePorts(t, 2) // dubbo.toml runs 2 replicas
-	env := append(child.Env(),
-		fmt.Sprintf("DUBBO_REGISTRY_SERVER_LISTEN=127.0.0.1:%d", p.registry),
-		"DUBBO_REGISTRY_ADDRESS="+p.registryURL(),
-		fmt.Sprintf("DUBBO_PROTOCOL_PORT=%d", p.provider),
-		fmt.Sprintf("DUBBO_PROTOCOLS_TRI_PORT=%d", p.tri),
-		fmt.Sprintf("DUBBO_CONSUMER_GATEWAY_LISTEN=127.0.0.1:%d", p.gateway),
-		fmt.Sprintf("DUBBO_MONITOR_SERVER_PORT=%d", p.monitor),
-		fmt.Sprintf("DUBBO_CONSOLE_LISTEN=127.0.0.1:%d", p.console),
-		"DUBBO_QOS_LISTEN=")
+	env := shippedPorts(t, child.Env())
 	cmd := exec.Command("/bin/sh", "-c", "exec "+g.up)
 	cmd.Dir, cmd.Env = dir, env
 	launched := time.Now()
@@ -138,6 +143,125 @@ func TestFirstHandlerGuide(t *testing.T) {
 	}
 	if code := up.stop(t); code != 0 {
 		t.Errorf("dubbo up exited %d after Ctrl-C", code)
+	}
+}
+
+// shippedPorts is env with the ports of the shipped dubbo.toml (it runs 2
+// replicas) moved to free ones, through DUBBO_* variables, so that the
+// commands of a guide run as written.
+func shippedPorts(t *testing.T, env []string) []string {
+	p := freePorts(t, 2)
+	return append(env,
+		fmt.Sprintf("DUBBO_REGISTRY_SERVER_LISTEN=127.0.0.1:%d", p.registry),
+		"DUBBO_REGISTRY_ADDRESS="+p.registryURL(),
+		fmt.Sprintf("DUBBO_PROTOCOL_PORT=%d", p.provider),
+		fmt.Sprintf("DUBBO_PROTOCOLS_TRI_PORT=%d", p.tri),
+		fmt.Sprintf("DUBBO_CONSUMER_GATEWAY_LISTEN=127.0.0.1:%d", p.gateway),
+		fmt.Sprintf("DUBBO_MONITOR_SERVER_PORT=%d", p.monitor),
+		fmt.Sprintf("DUBBO_CONSOLE_LISTEN=127.0.0.1:%d", p.console),
+		"DUBBO_QOS_LISTEN=")
+}
+
+// guideStep is one step of the README's handler loop: a shell line, or an
+// edit a sentence asks for ("change `old` to `new` in `file`").
+type guideStep struct {
+	line   string // the command, its comment removed
+	answer string // what it prints, when its comment says ("Hello, you")
+	edit   []string
+}
+
+// readLoop takes the steps of the README's handler loop, the start of
+// "Write your first handler" up to its steps by hand, in their order: the
+// lines of its sh blocks and its edits.
+func readLoop(t *testing.T) []guideStep {
+	t.Helper()
+	section := guideSection(t)
+	end := strings.Index(section, "By hand, step by step")
+	if end < 0 {
+		t.Fatal(`README.md's "Write your first handler" has no steps "By hand, step by step"`)
+	}
+	section = section[:end]
+	step := regexp.MustCompile("(?s)```sh\n(.*?)```|change `([^`]+)` to `([^`]+)` in\\s+`([^`]+)`")
+	comment := regexp.MustCompile(`^(.*?)\s+#\s*(.*)$`)
+	var steps []guideStep
+	for _, m := range step.FindAllStringSubmatch(section, -1) {
+		if m[1] == "" {
+			steps = append(steps, guideStep{edit: m[2:5]})
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(m[1]), "\n") {
+			s := guideStep{line: strings.TrimSpace(line)}
+			if c := comment.FindStringSubmatch(line); c != nil {
+				s.line = c[1]
+				if strings.HasPrefix(c[2], `"`) {
+					s.answer = c[2]
+				}
+			}
+			steps = append(steps, s)
+		}
+	}
+	return steps
+}
+
+// TestHandlerLoopGuide follows the README's handler loop word for word,
+// from an empty directory shaped like the repository (./dubbo, the
+// shipped dubbo.toml and the example consumer plugin it runs): a command
+// must succeed, one whose comment is an answer must print it (a while
+// after an edit: the build and the swap), `./dubbo up` runs in the
+// background as in a second terminal, and an edit is made as written. The
+// go command works offline; the ports are moved through DUBBO_*
+// variables, so the commands stay as written.
+func TestHandlerLoopGuide(t *testing.T) {
+	steps := readLoop(t)
+	if !slices.ContainsFunc(steps, func(s guideStep) bool { return s.edit != nil }) ||
+		!slices.ContainsFunc(steps, func(s guideStep) bool { return strings.HasPrefix(s.line, "./dubbo up --watch") }) {
+		t.Fatalf("README.md's handler loop lost its `./dubbo up --watch` or its edit (\"change `old` to `new` in `hello/main.go`\"): it must go from nothing to a handler served, then changed while it serves; it has %+v", steps)
+	}
+	dir := t.TempDir()
+	copyFile(t, filepath.Join("../..", "dubbo.toml"), filepath.Join(dir, "dubbo.toml"), 0o644)
+	copyFile(t, binary("dubbo"), filepath.Join(dir, "dubbo"), 0o755)
+	copyFile(t, binary("greeter-caller"), filepath.Join(dir, "examples", "greeter-caller", "greeter-caller"), 0o755)
+	env := shippedPorts(t, offline())
+
+	var up *node
+	edited := false
+	for _, s := range steps {
+		switch {
+		case s.edit != nil:
+			replaceInFile(t, filepath.Join(dir, s.edit[2]), s.edit[0], s.edit[1])
+			edited = true
+			t.Logf("edited %s: %s -> %s", s.edit[2], s.edit[0], s.edit[1])
+		case strings.HasPrefix(s.line, "./dubbo up"):
+			cmd := exec.Command("/bin/sh", "-c", "exec "+s.line)
+			cmd.Dir, cmd.Env = dir, env
+			up = startCmd(t, s.line, cmd)
+			if _, ok := waitFor(60*time.Second, func() bool { return strings.Contains(up.stdout.String(), "ready") || up.exited() }); !ok || up.exited() {
+				t.Fatalf("%s did not get ready within 60s", s.line)
+			}
+		case s.answer != "":
+			var got string
+			took, ok := waitFor(60*time.Second, func() bool {
+				out, err := shell(dir, env, s.line)
+				got = strings.TrimSpace(out)
+				return err == nil && got == s.answer || up != nil && up.exited()
+			})
+			if !ok || got != s.answer {
+				t.Fatalf("%s printed %q, want %q (within 60s)", s.line, got, s.answer)
+			}
+			if edited {
+				t.Logf("%s printed %s %v after the edit", s.line, got, took.Round(time.Millisecond))
+			}
+		default:
+			if out, err := shell(dir, env, s.line); err != nil {
+				t.Fatalf("%s: %v\n%s", s.line, err, out)
+			}
+		}
+	}
+	if out := up.stdout.String(); !strings.Contains(out, "swapped   hello (provider 1)") || strings.Contains(out, "down      hello") {
+		t.Errorf("dubbo up did not swap the new build in without a restart:\n%s", out)
+	}
+	if code := up.stop(t); code != 0 {
+		t.Errorf("%s exited %d after Ctrl-C", up.name, code)
 	}
 }
 

@@ -26,16 +26,28 @@ import (
 // the extra [protocol] lines, and waits until it answers.
 func providerOnly(t *testing.T, protocol ...string) (*node, string, string) {
 	t.Helper()
+	return soloProvider(t, "dubbo", []string{"greeter"}, protocol...)
+}
+
+// soloProvider starts a provider of the named plugins, without registry,
+// serving scheme (dubbo or tri) on a free port with the extra [protocol]
+// lines, and waits until the greeter among them answers sayHello.
+func soloProvider(t *testing.T, scheme string, plugins []string, protocol ...string) (*node, string, string) {
+	t.Helper()
 	dir := t.TempDir()
 	p := freePorts(t, 1)
+	paths := make([]string, len(plugins))
+	for i, name := range plugins {
+		paths[i] = strconv.Quote(binary(name))
+	}
 	cfg := fmt.Sprintf("data-dir = %q\n\n[application]\nname = \"e2e-hostile\"\n\n[registry]\naddress = \"\"\n\n[qos]\nlisten = \"\"\n\n"+
-		"[protocol]\nhost = \"127.0.0.1\"\nport = %d\n%s\n\n[provider]\nplugins = [%q]\n",
-		filepath.Join(dir, "data"), p.provider, strings.Join(protocol, "\n"), binary("greeter"))
+		"[protocol]\nname = %q\nhost = \"127.0.0.1\"\nport = %d\n%s\n\n[provider]\nplugins = [%s]\n",
+		filepath.Join(dir, "data"), scheme, p.provider, strings.Join(protocol, "\n"), strings.Join(paths, ", "))
 	if err := os.WriteFile(filepath.Join(dir, "dubbo.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n := startNode(t, "provider", dir, "run", "--role=provider", "-c", "dubbo.toml")
-	url := "dubbo://" + p.providerAddr(0)
+	url := scheme + "://" + p.providerAddr(0)
 	if _, ok := waitFor(20*time.Second, func() bool {
 		r, err := runDubbo(dir, "call", "--url", url, "--version", "1.0.0", "org.example.Greeter", "sayHello", `"x"`)
 		return err == nil && r.code == 0 || n.exited()

@@ -16,11 +16,13 @@ import (
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
 )
 
-// offline is the go command's environment for the modules `dubbo new
-// handler` writes: the module cache and the checkout's go.sum serve them.
-func offline() []string {
-	return append(child.Env(), "GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off")
-}
+// offlineGo is what the go command needs, in the environment, for the
+// modules `dubbo new handler` writes: the module cache and the checkout's
+// go.sum serve them.
+var offlineGo = []string{"GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off"}
+
+// offline is the test's environment with offlineGo.
+func offline() []string { return append(child.Env(), offlineGo...) }
 
 // newHandler runs `dubbo new handler args...` in dir as a user does, with
 // the go command offline, and returns what it printed.

@@ -3,8 +3,10 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +28,7 @@ func TestGreeterPluginKilled(t *testing.T) {
 
 	victim := pluginPID(t, up, 1)
 	if !alive(victim) {
-		t.Fatalf("the log says replica 1's greeter is pid %d, which is not running", victim)
+		t.Fatalf("the terminal says replica 1's greeter is pid %d, which is not running", victim)
 	}
 
 	// Load through the registry (failover, retries 2), and load aimed at
@@ -86,16 +88,31 @@ func TestGreeterPluginKilled(t *testing.T) {
 	}
 }
 
-var pluginStarted = regexp.MustCompile(`msg="plugin started" role=provider replica=(\d+) plugin=greeter pid=(\d+)`)
+// What dubbo up's terminal says of the greeter's processes: its status
+// block's line, and the changes that name a new process.
+var (
+	greeterStatus  = regexp.MustCompile(`^plugin     \S*/greeter   (.*)   serves `)
+	statusPID      = regexp.MustCompile(`provider (\d+) pid (\d+)`)
+	greeterChanged = regexp.MustCompile(`^\S+ (?:up        greeter \(provider (\d+)\): pid (\d+),|swapped   greeter \(provider (\d+)\): pid \d+ → (\d+),)`)
+)
 
-// latestPluginPID is the pid of the greeter that the node's log last
-// reported started for provider replica (1-based).
+// latestPluginPID is the pid of the greeter that the node's terminal last
+// said serves provider replica (1-based).
 func latestPluginPID(n *node, replica int) (int, bool) {
 	pid, found := 0, false
-	for _, m := range pluginStarted.FindAllStringSubmatch(n.stderr.String(), -1) {
-		if m[1] == fmt.Sprint(replica) {
-			fmt.Sscan(m[2], &pid)
+	take := func(r, p string) {
+		if r == fmt.Sprint(replica) {
+			fmt.Sscan(p, &pid)
 			found = true
+		}
+	}
+	for _, line := range strings.Split(n.stdout.String(), "\n") {
+		if m := greeterStatus.FindStringSubmatch(line); m != nil {
+			for _, e := range statusPID.FindAllStringSubmatch(m[1], -1) {
+				take(e[1], e[2])
+			}
+		} else if m := greeterChanged.FindStringSubmatch(line); m != nil {
+			take(m[1]+m[3], m[2]+m[4])
 		}
 	}
 	return pid, found
@@ -105,7 +122,7 @@ func pluginPID(t *testing.T, n *node, replica int) int {
 	t.Helper()
 	pid, ok := latestPluginPID(n, replica)
 	if !ok {
-		t.Fatalf("the node's log names no greeter process for replica %d", replica)
+		t.Fatalf("the node's terminal names no greeter process for replica %d", replica)
 	}
 	return pid
 }
@@ -117,11 +134,17 @@ type runningBench struct {
 	stderr strings.Builder
 }
 
+// startBench starts `dubbo bench` of sayHello("world") with flags.
 func startBench(t *testing.T, dir string, flags ...string) *runningBench {
 	t.Helper()
-	args := append([]string{"bench"}, flags...)
-	args = append(args, "--version", "1.0.0", "org.example.Greeter", "sayHello", `"world"`)
-	b := &runningBench{cmd: exec.Command(binary("dubbo"), args...)}
+	return startBenchOf(t, dir, slices.Concat(flags, []string{"--version", "1.0.0", "org.example.Greeter", "sayHello", `"world"`})...)
+}
+
+// startBenchOf starts `dubbo bench args...` in dir; it is killed when the
+// test ends if it still runs.
+func startBenchOf(t *testing.T, dir string, args ...string) *runningBench {
+	t.Helper()
+	b := &runningBench{cmd: exec.Command(binary("dubbo"), append([]string{"bench"}, args...)...)}
 	b.cmd.Dir, b.cmd.Env = dir, child.Env()
 	b.cmd.Stdout, b.cmd.Stderr = &b.stdout, &b.stderr
 	if err := b.cmd.Start(); err != nil {
@@ -134,6 +157,16 @@ func startBench(t *testing.T, dir string, flags ...string) *runningBench {
 		}
 	})
 	return b
+}
+
+// stop ends the bench as Ctrl-C does (its calls in flight then are not
+// counted) and decodes its summary.
+func (b *runningBench) stop(t *testing.T) benchSummary {
+	t.Helper()
+	if err := b.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatalf("dubbo bench: %v: %s", err, b.stderr.String())
+	}
+	return b.wait(t)
 }
 
 // wait waits for the bench (its own -d bounds it) and decodes its summary.

@@ -138,7 +138,7 @@ func TestSampleReport(t *testing.T) {
 
 	// Ratios first, absolute figures second; the machine described.
 	order := []string{"## Machine", "## Ratios", "### Headline", "### Every pair", "## Absolute figures",
-		"### RPC: sayHello over dubbo://", "### The plugin path", "### Registry operations", "### Watch notification latency",
+		"### RPC: sayHello over dubbo://", "### RPC: Greet over Triple", "### The plugin path", "### Registry operations", "### Watch notification latency",
 		"### Failure detection and recovery", "### Other benchmarks"}
 	at := 0
 	for _, h := range order {

@@ -55,6 +55,9 @@ type headline struct {
 }
 
 var headlines = []headline{
+	{"Greet over Triple calls/s, ghz, 32 callers on one connection: our plugin-backed provider vs a plain grpc-go server", "BenchmarkTripleGreet/c=32", "qps", benchout.Pair{Ours: "ours-plugin", Theirs: "grpcgo"}},
+	{"Greet over Triple CPU per call, ghz, 32 callers: plugin-backed (node + plugin) vs grpc-go", "BenchmarkTripleGreet/c=32", "cpu_us", benchout.Pair{Ours: "ours-plugin", Theirs: "grpcgo"}},
+	{"Greet over Triple calls/s, ghz, 32 callers: our plugin-backed provider vs dubbo-go's", "BenchmarkTripleGreet/c=32", "qps", benchout.Pair{Ours: "ours-plugin", Theirs: "dubbogo"}},
 	{"sayHello calls/s, dubbo-go's consumer, 32 callers: our plugin-backed provider vs dubbo-go's", "BenchmarkSayHello/client=dubbogo/c=32", "qps", benchout.Pair{Ours: "ours-plugin", Theirs: "dubbogo"}},
 	{"sayHello CPU per call, dubbo-go's consumer, 32 callers: plugin-backed vs dubbo-go's", "BenchmarkSayHello/client=dubbogo/c=32", "cpu_us", benchout.Pair{Ours: "ours-plugin", Theirs: "dubbogo"}},
 	{"sayHello calls/s, our client, 32 callers: our provider vs dubbo-go's", "BenchmarkSayHello/client=ours/c=32", "qps", benchout.Pair{Ours: "ours", Theirs: "dubbogo"}},
@@ -68,7 +71,7 @@ var headlines = []headline{
 
 // names people read for the targets.
 var targetNames = map[string]string{
-	"ours": "ours", "ours-plugin": "ours, plugin", "dubbogo": "dubbo-go", "rawtcp": "raw TCP",
+	"ours": "ours", "ours-plugin": "ours, plugin", "dubbogo": "dubbo-go", "rawtcp": "raw TCP", "grpcgo": "grpc-go",
 	"embedded": "embedded", "apache": "Apache ZooKeeper",
 	"inprocess": "in-process", "plugin": "plugin", "floor": "floor", "": "ours",
 }
@@ -135,6 +138,18 @@ var sections = []section{
 			{File: "rpc-cpu.svg", Title: "sayHello: the provider's CPU", Unit: "cpu_us"},
 			{File: "rpc-p50.svg", Title: "sayHello latency", Unit: "p50_us"},
 			{File: "rpc-p99.svg", Title: "sayHello latency", Unit: "p99_us"},
+		},
+	},
+	{
+		Title: "RPC: Greet over Triple",
+		Intro: "`test/interop`'s `BenchmarkTripleGreet`: greet.GreetService's unary Greet from ghz (an independent gRPC load generator, its own process, one connection) " +
+			"at 1 and 32 callers, against a plain grpc-go server of the same proto (`greetserver`), dubbo-go v3.3.0's Triple provider (`dgprovider -protocol tri`) " +
+			"and ours, `dubbo run --role=provider` serving Triple with the examples/greet plugin, alternating rounds. CPU per call is the serving processes' user + system time " +
+			"from /proc: node and plugin for ours.",
+		Match: family("BenchmarkTripleGreet"),
+		Charts: []chartSpec{
+			{File: "triple-qps.svg", Title: "Greet over Triple throughput", Unit: "qps"},
+			{File: "triple-cpu.svg", Title: "Greet over Triple: the provider's CPU", Unit: "cpu_us"},
 		},
 	},
 	{

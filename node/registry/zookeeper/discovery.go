@@ -40,29 +40,82 @@ const metadataRoot = "/dubbo/metadata"
 // Curator x-discovery. It is re-created after a session loss until
 // UnregisterInstance or Close.
 func (r *Registry) RegisterInstance(ctx context.Context, in *metadata.Instance) error {
-	data, err := json.Marshal(in)
+	n, _, err := r.ownInstance(in)
 	if err != nil {
 		return fmt.Errorf("register instance %s/%s: %w", in.Name, in.ID, err)
 	}
-	p := r.InstancePath(in.Name, in.ID)
-	n := &ownedNode{path: p, data: data, ephemeral: true, container: true}
-	r.mu.Lock()
-	r.owned[p] = n
-	r.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Replace rather than update: Curator deletes and re-creates.
+	return r.replaceInstance(n)
+}
+
+// ownInstance makes in's node the one this session keeps (re-created after
+// a session loss), and returns it with the one it replaces, if any.
+func (r *Registry) ownInstance(in *metadata.Instance) (n, old *ownedNode, err error) {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	n = &ownedNode{path: r.InstancePath(in.Name, in.ID), data: data, ephemeral: true, container: true}
+	r.mu.Lock()
+	old = r.owned[n.path]
+	r.owned[n.path] = n
+	r.mu.Unlock()
+	return n, old, nil
+}
+
+// replaceInstance deletes the instance node at n.path, if any, and creates
+// n: Curator's registerService.
+func (r *Registry) replaceInstance(n *ownedNode) error {
 	if err := r.deleteOwned(n); err != nil {
 		r.mu.Lock()
 		n.pending = true
 		r.mu.Unlock()
-		return fmt.Errorf("register instance %s: %w", p, classify(err))
+		return fmt.Errorf("register instance %s: %w", n.path, classify(err))
 	}
 	if _, err := r.ensureOwned(n, true); err != nil {
-		return fmt.Errorf("register instance %s: %w", p, err)
+		return fmt.Errorf("register instance %s: %w", n.path, err)
 	}
 	return nil
+}
+
+// UpdateInstance writes in (a new metadata revision) into the instance
+// node this session registered, in place, as Java's
+// ZookeeperServiceDiscovery.doUpdate does (Curator's updateService): the
+// instance never leaves the registry, so an application-level consumer
+// never sees it gone; WatchInstances reads the change on its data event.
+// An instance this session does not hold is registered as
+// RegisterInstance does.
+func (r *Registry) UpdateInstance(ctx context.Context, in *metadata.Instance) error {
+	n, old, err := r.ownInstance(in)
+	if err != nil {
+		return fmt.Errorf("update instance %s/%s: %w", in.Name, in.ID, err)
+	}
+	p := n.path
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if old == nil || old.pending {
+		return r.replaceInstance(n)
+	}
+	if err := r.reachable(); err != nil {
+		r.mu.Lock()
+		n.pending = true
+		r.mu.Unlock()
+		return fmt.Errorf("update instance %s: %w", p, err)
+	}
+	stat, err := r.conn.Set(p, n.data, -1)
+	switch {
+	case err == nil && stat.EphemeralOwner == r.conn.SessionID():
+		return nil
+	case err != nil && !errors.Is(err, zk.ErrNoNode):
+		r.mu.Lock()
+		n.pending = true
+		r.mu.Unlock()
+		return fmt.Errorf("update instance %s: %w", p, classify(err))
+	}
+	return r.replaceInstance(n) // gone, or another session's
 }
 
 // UnregisterInstance deletes the instance node.

@@ -316,3 +316,66 @@ func testDubboGoAppMetadata(t *testing.T, addr string) {
 		t.Fatalf("missing revision: %v", err)
 	}
 }
+
+// testInstanceUpdate: UpdateInstance changes the instance node in place (a
+// provider whose services changed): watchers see the new revision and
+// never an empty list; an instance not registered yet is registered.
+func testInstanceUpdate(t *testing.T, addr string) {
+	ctx := context.Background()
+	prov := newRegistry(t, addr, "", Options{})
+	cons := newRegistry(t, addr, "", Options{})
+	raw := rawConn(t, addr)
+	in, err := metadata.NewInstance(metadata.InstanceSpec{
+		App: "update-provider", Host: "127.0.0.1", Port: 20880, Revision: "rev1",
+		MetadataServiceParams: metadata.DefaultMetadataServiceParams(20880, "3.3.0"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prov.UpdateInstance(ctx, in); err != nil { // not registered yet
+		t.Fatal(err)
+	}
+	path := "/services/update-provider/" + in.ID
+	_, first, err := raw.Get(path)
+	if err != nil || first.EphemeralOwner != prov.conn.SessionID() {
+		t.Fatalf("UpdateInstance of a new instance: %v, owner %x", err, first.EphemeralOwner)
+	}
+
+	lists := make(chan []string, 20)
+	cancel, err := cons.WatchInstances(ctx, "update-provider", func(_ string, ins []*metadata.Instance) {
+		var revs []string
+		for _, in := range ins {
+			revs = append(revs, in.Revision())
+		}
+		lists <- revs
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	if got := <-lists; strings.Join(got, ",") != "rev1" {
+		t.Fatalf("watch starts with %v, want [rev1]", got)
+	}
+	in.Payload.Metadata[metadata.KeyRevision] = "rev2"
+	if err := prov.UpdateInstance(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for done := false; !done; {
+		select {
+		case got := <-lists:
+			switch strings.Join(got, ",") {
+			case "rev2":
+				done = true
+			case "":
+				t.Fatal("the watcher saw no instance during the update")
+			}
+		case <-deadline:
+			t.Fatal("the watcher never saw rev2")
+		}
+	}
+	_, now, err := raw.Get(path)
+	if err != nil || now.Czxid != first.Czxid || now.EphemeralOwner != prov.conn.SessionID() {
+		t.Errorf("the instance node was re-created (czxid %d, was %d; %v), want it updated in place", now.Czxid, first.Czxid, err)
+	}
+}

@@ -572,6 +572,18 @@ func (r *Registry) ownedEvent(ev zk.Event) {
 	if n == nil || !n.ephemeral {
 		return
 	}
+	if ev.Type == zk.EventNodeDataChanged {
+		// Updated in place (UpdateInstance): still there, watch it again.
+		if ok, _, _, err := r.conn.ExistsW(n.path); err == nil && ok {
+			return
+		}
+	}
+	r.mu.Lock()
+	owned := r.owned[ev.Path] == n
+	r.mu.Unlock()
+	if !owned {
+		return // unregistered or replaced meanwhile: not ours to re-create
+	}
 	created, err := r.ensureOwned(n, false)
 	switch {
 	case err != nil:

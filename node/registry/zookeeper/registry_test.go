@@ -40,6 +40,7 @@ func TestZooKeeper(t *testing.T) {
 		t.Run("OpenAndDial", func(t *testing.T) { testOpenAndDial(t, addr) })
 		t.Run("ConfigWatch", func(t *testing.T) { testConfigWatch(t, addr) })
 		t.Run("InstanceRegistration", func(t *testing.T) { testInstanceRegistration(t, addr) })
+		t.Run("InstanceUpdate", func(t *testing.T) { testInstanceUpdate(t, addr) })
 		t.Run("MappingCAS", func(t *testing.T) { testMappingCAS(t, addr) })
 		t.Run("MappingWatch", func(t *testing.T) { testMappingWatch(t, addr) })
 		t.Run("DubboGoAppMetadata", func(t *testing.T) { testDubboGoAppMetadata(t, addr) })

@@ -51,6 +51,9 @@ var (
 	ErrLinkDown = errors.New("the link to the other process is down")
 	// ErrTooBig is the error of a call larger than a link carries.
 	ErrTooBig = errors.New("too large for the plugin link")
+	// ErrRetired is the error of a call or stream started after Retire:
+	// nothing was sent, and the caller takes it elsewhere.
+	ErrRetired = errors.New("the link is retired: its process is being replaced")
 )
 
 // maxFramed is the largest call or reply a frame carries: above Dubbo's
@@ -77,6 +80,7 @@ type Link struct {
 	nextID   uint64
 	err      error
 	closed   bool // Close was called
+	retired  bool // Retire was called: no new calls or streams
 	sweeping bool // a sweep is due (sweepEvery)
 
 	// Writes that completing our calls causes (responses to consumers),
@@ -104,6 +108,9 @@ type Link struct {
 	opened      map[uint64]*Stream
 	served      map[uint64]*Stream
 	streamsDone bool // the link ended: no more streams
+	// Retire was called: no more streams opened (retired for calls,
+	// under smu so that a stream is refused or counted by InFlight).
+	streamsRetired bool
 
 	// Frames go out through the coalescing writer: whoever finds no write
 	// in progress writes what the socket takes at once (fastpath.Try), the
@@ -339,15 +346,18 @@ func frameBuffered(r *bufio.Reader) bool {
 }
 
 // Call sends one encoded call and waits for its reply, ctx's end, or the
-// link's. ctx's deadline travels with the call. Errors are ctx.Err(), or
-// wrap ErrTooBig or ErrLinkDown.
+// link's. ctx's deadline travels with the call. Errors are ctx.Err(),
+// ErrRetired, or wrap ErrTooBig or ErrLinkDown.
 func (l *Link) Call(ctx context.Context, call []byte) ([]byte, error) {
 	type outcome struct {
 		reply []byte
 		err   error
 	}
 	ch := make(chan outcome, 1)
-	id := l.start(ctx, frameCall, call, nil, func(reply []byte, err error) { ch <- outcome{reply, err} })
+	id, err := l.start(ctx, frameCall, call, nil, func(reply []byte, err error) { ch <- outcome{reply, err} })
+	if err != nil {
+		return nil, err
+	}
 	if id == 0 {
 		o := <-ch
 		return o.reply, o.err
@@ -368,16 +378,20 @@ func (l *Link) Call(ctx context.Context, call []byte) ([]byte, error) {
 // so the caller may reuse it. done gets the outcome exactly once,
 // on the goroutine that learnt it (the link's reader for a reply, so done
 // must not block; the caller's for a call that could not be sent; the
-// link's sweep, within sweepEvery, for a caller that gave up).
-func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byte, err error)) {
-	l.start(ctx, frameCall, call, nil, done)
+// link's sweep, within sweepEvery, for a caller that gave up). A call
+// started after Retire is not sent: CallAsync returns ErrRetired and done
+// is not called.
+func (l *Link) CallAsync(ctx context.Context, call []byte, done func(reply []byte, err error)) error {
+	_, err := l.start(ctx, frameCall, call, nil, done)
+	return err
 }
 
 // CallProtoAsync is CallAsync for a unary protobuf call: head as
 // AppendProtoCall writes it, then req, both copied before it returns; the
 // reply is as AppendProtoOK or AppendProtoError write it.
-func (l *Link) CallProtoAsync(ctx context.Context, head, req []byte, done func(reply []byte, err error)) {
-	l.start(ctx, frameProtoCall, head, req, done)
+func (l *Link) CallProtoAsync(ctx context.Context, head, req []byte, done func(reply []byte, err error)) error {
+	_, err := l.start(ctx, frameProtoCall, head, req, done)
+	return err
 }
 
 // pendingCall is one of our calls waiting for its reply.
@@ -405,15 +419,16 @@ func (p pendingCall) complete(l *Link, reply []byte) {
 const sweepEvery = 10 * time.Millisecond
 
 // start sends a call of kind, head then body, and returns its id, or 0
-// when done already has the outcome.
-func (l *Link) start(ctx context.Context, kind byte, head, body []byte, done func(reply []byte, err error)) uint64 {
+// when done already has the outcome; or ErrRetired, without calling done,
+// after Retire.
+func (l *Link) start(ctx context.Context, kind byte, head, body []byte, done func(reply []byte, err error)) (uint64, error) {
 	if size := len(head) + len(body); size > maxFramed {
 		done(nil, fmt.Errorf("%w: the call is %d bytes, more than the %d a plugin call may have", ErrTooBig, size, maxFramed))
-		return 0
+		return 0, nil
 	}
 	if err := ctx.Err(); err != nil {
 		done(nil, err)
-		return 0
+		return 0, nil
 	}
 	fastpath.HandOverFor(ctx, l.reading) // the reply comes through the reader this goroutine may be
 	l.mu.Lock()
@@ -421,7 +436,11 @@ func (l *Link) start(ctx context.Context, kind byte, head, body []byte, done fun
 		err := l.err
 		l.mu.Unlock()
 		done(nil, err)
-		return 0
+		return 0, nil
+	}
+	if l.retired {
+		l.mu.Unlock()
+		return 0, ErrRetired
 	}
 	l.nextID++
 	id := l.nextID
@@ -445,9 +464,9 @@ func (l *Link) start(ctx context.Context, kind byte, head, body []byte, done fun
 	}
 	if err := l.send(mode, kind, id, tb[:binary.PutUvarint(tb[:], timeout)], head, body); err != nil && l.forget(id) {
 		done(nil, err)
-		return 0
+		return 0, nil
 	}
-	return id
+	return id, nil
 }
 
 // sweep ends the pending calls whose callers gave up, and comes again
@@ -516,6 +535,31 @@ func (l *Link) send(mode fastpath.Mode, kind byte, id uint64, a, b, c []byte) er
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrLinkDown, err)
+}
+
+// Retire refuses the calls and streams started from now on with
+// ErrRetired, before anything is sent, and lets those under way finish:
+// InFlight says how many remain. A process being replaced retires its link
+// once its successor takes the new calls.
+func (l *Link) Retire() {
+	l.mu.Lock()
+	l.retired = true
+	l.mu.Unlock()
+	l.smu.Lock()
+	l.streamsRetired = true
+	l.smu.Unlock()
+}
+
+// InFlight counts our calls waiting for their replies and the streams we
+// opened that have not ended.
+func (l *Link) InFlight() int {
+	l.mu.Lock()
+	n := len(l.pending)
+	l.mu.Unlock()
+	l.smu.Lock()
+	n += len(l.opened)
+	l.smu.Unlock()
+	return n
 }
 
 // Done is closed when the link has ended.

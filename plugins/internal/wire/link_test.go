@@ -481,3 +481,69 @@ func TestLinkLargeCallThenConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// After Retire a link sends nothing new: calls and streams are refused with
+// ErrRetired at once, while those under way finish, and InFlight counts
+// them down to 0.
+func TestLinkRetire(t *testing.T) {
+	release := make(chan struct{})
+	slow := invokerFunc{f: func(_ context.Context, call []byte) []byte {
+		<-release
+		return append([]byte("re:"), call...)
+	}}
+	a, _ := pair(t, nil, slowAndStreams{slow})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	replies := make(chan string, 1)
+	if err := a.CallAsync(ctx, []byte("under way"), func(reply []byte, err error) { replies <- fmt.Sprint(string(reply), " ", err) }); err != nil {
+		t.Fatal(err)
+	}
+	s := openStream(t, ctx, a, nil)
+	if n := a.InFlight(); n != 2 {
+		t.Fatalf("InFlight = %d with a call and a stream under way, want 2", n)
+	}
+	a.Retire()
+
+	if err := a.CallAsync(ctx, []byte("late"), func([]byte, error) { t.Error("done called for a refused call") }); err != ErrRetired {
+		t.Errorf("CallAsync after Retire = %v, want ErrRetired", err)
+	}
+	if _, err := a.Call(ctx, []byte("late")); err != ErrRetired {
+		t.Errorf("Call after Retire = %v, want ErrRetired", err)
+	}
+	head, _ := AppendProtoCall(nil, MethodRef{1, 2}, nil)
+	if _, err := a.OpenStream(ctx, head); err != ErrRetired {
+		t.Errorf("OpenStream after Retire = %v, want ErrRetired", err)
+	}
+
+	// What was under way goes on.
+	if err := s.Send([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Recv(); err != nil || string(got) != "re:x" {
+		t.Errorf("the stream under way: Recv = %q, %v", got, err)
+	}
+	s.CloseSend()
+	if _, err := s.Recv(); err != io.EOF {
+		t.Errorf("the stream under way ended with %v, want io.EOF", err)
+	}
+	close(release)
+	if got := <-replies; got != "re:under way <nil>" {
+		t.Errorf("the call under way got %q", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for a.InFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("InFlight = %d after everything ended", a.InFlight())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// slowAndStreams serves calls with its invokerFunc and streams with
+// echoStream.
+type slowAndStreams struct{ invokerFunc }
+
+func (slowAndStreams) ServeStream(ctx context.Context, head []byte, s *Stream) (*Status, Metadata) {
+	return echoStream(ctx, head, s)
+}

@@ -117,7 +117,7 @@ func (s *Stream) wake() {
 // OpenStream opens a stream to the other side's StreamServer with head as
 // AppendProtoCall writes it (copied). ctx's deadline travels with it; when
 // ctx ends, the stream is canceled on both sides. Errors wrap ErrLinkDown
-// or ErrTooBig, or are ctx's.
+// or ErrTooBig, or are ctx's, or ErrRetired after Retire.
 func (l *Link) OpenStream(ctx context.Context, head []byte) (*Stream, error) {
 	if len(head) > maxFramed {
 		return nil, fmt.Errorf("%w: the stream's head is %d bytes", ErrTooBig, len(head))
@@ -134,6 +134,10 @@ func (l *Link) OpenStream(ctx context.Context, head []byte) (*Stream, error) {
 	if l.streamsDone {
 		l.smu.Unlock()
 		return nil, l.downErr()
+	}
+	if l.streamsRetired {
+		l.smu.Unlock()
+		return nil, ErrRetired
 	}
 	l.opened[id] = s
 	l.smu.Unlock()
