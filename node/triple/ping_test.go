@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
 	"golang.org/x/net/http2"
 )
 
@@ -25,22 +26,22 @@ func TestPingAcks(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, addr := start(t, Config{}, hostile(t))
-			rc := rawDial(t, addr)
+			rc := h2raw.Dial(t, addr)
 			var out bytes.Buffer
 			fr := http2.NewFramer(&out, nil)
 			_ = fr.WritePing(false, [8]byte{7}) // to a bytes.Buffer
 			if c.path != "" {
-				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: rc.block(requestFields(c.path)...), EndHeaders: true})
-				_ = fr.WriteData(1, true, grpcFrame([]byte("hi")))
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: rc.Block(h2raw.RequestFields(c.path)...), EndHeaders: true})
+				_ = fr.WriteData(1, true, h2raw.Frame([]byte("hi")))
 			}
 			sent := time.Now()
-			if _, err := rc.nc.Write(out.Bytes()); err != nil {
+			if _, err := rc.Conn.Write(out.Bytes()); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			_ = rc.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_ = rc.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 			for len(got) == 0 || got[len(got)-1] != "ping-ack" {
-				f, err := rc.fr.ReadFrame()
+				f, err := rc.Framer.ReadFrame()
 				if err != nil {
 					t.Fatalf("after %v: %v (read %q)", time.Since(sent), err, got)
 				}
