@@ -78,6 +78,11 @@ func TestTerminalProviders(t *testing.T) {
 	waitFor(t, "both providers in the status block", func() (bool, string) {
 		return regexp.MustCompile(`provider 1 pid \d+, provider 2 pid \d+`).MatchString(out.String()), out.String()
 	})
+	// The terminal samples the consumer's providers each second: a
+	// provider gone before a sample saw it would never have been counted.
+	// Both registered, the consumer notified and a sample or two taken:
+	waitChildren(t, zkConn(t, s.zkAddr), greeterProviders, 2, "both providers registered")
+	time.Sleep(2500 * time.Millisecond)
 	pid := readPid(t, pidFile) // one of the two
 	if err := os.WriteFile(downFile, nil, 0o644); err != nil {
 		t.Fatal(err)
