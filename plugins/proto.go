@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -51,7 +52,7 @@ func (c ProtoCall) String() string {
 // name it on the link, and its kind.
 type protoMethod struct {
 	ref  wire.MethodRef
-	kind MethodKind
+	kind rpc.MethodKind
 }
 
 // CallProto calls a unary protobuf method of the plugin with the request
@@ -64,7 +65,7 @@ type protoMethod struct {
 // done's to keep. ctx's deadline travels to the handler; when ctx ends
 // first the handler's context ends too.
 func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer Metadata, st *Status)) {
-	m, st := p.protoLookup(c, Unary)
+	m, st := p.protoLookup(c, rpc.Unary)
 	if st != nil {
 		if next := p.next.Load(); next != nil {
 			next.CallProto(ctx, c, req, done) // swapped out: next serves it
@@ -114,12 +115,12 @@ func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done fu
 }
 
 // streaming asks protoLookup for any of the streaming kinds.
-const streaming MethodKind = 255
+const streaming rpc.MethodKind = 255
 
 // protoLookup finds the protobuf method c names, of kind (or streaming);
 // calls to one the plugin did not describe are refused before they reach
 // it.
-func (p *Plugin) protoLookup(c ProtoCall, kind MethodKind) (protoMethod, *Status) {
+func (p *Plugin) protoLookup(c ProtoCall, kind rpc.MethodKind) (protoMethod, *Status) {
 	select {
 	case <-p.done:
 		return protoMethod{}, &Status{Code: codes.Unavailable, Message: "plugin " + p.cfg.Name + " is down: " + p.exitErr.Error()}
@@ -128,9 +129,9 @@ func (p *Plugin) protoLookup(c ProtoCall, kind MethodKind) (protoMethod, *Status
 	id := wire.IDOf(c.Service, c.Version, c.Group)
 	m, ok := p.protoMethods[methodID{id, c.Method}]
 	switch {
-	case ok && (m.kind == kind || kind == streaming && m.kind != Unary):
+	case ok && (m.kind == kind || kind == streaming && m.kind != rpc.Unary):
 		return m, nil
-	case ok && kind == Unary:
+	case ok && kind == rpc.Unary:
 		return m, &Status{Code: codes.Internal, Message: c.String() + " is a " + m.kind.String() + " method: open a stream (OpenStream) to call it"}
 	case ok:
 		return m, &Status{Code: codes.Internal, Message: c.String() + " is a unary method: call it with CallProto"}

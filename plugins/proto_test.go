@@ -110,8 +110,8 @@ func TestProtoDescribe(t *testing.T) {
 	if _, err := g.Files.FindFileByPath("greet.proto"); err != nil {
 		t.Errorf("its files: %v", err)
 	}
-	if len(g.Methods) != 2 || g.Methods[0].Name != "Greet" || g.Methods[0].Kind != plugins.Unary ||
-		g.Methods[1].Name != "GreetServerStream" || g.Methods[1].Kind != plugins.ServerStream {
+	if len(g.Methods) != 2 || g.Methods[0].Name != "Greet" || g.Methods[0].Kind != rpc.Unary ||
+		g.Methods[1].Name != "GreetServerStream" || g.Methods[1].Kind != rpc.ServerStream {
 		t.Errorf("methods = %+v", g.Methods)
 	}
 }

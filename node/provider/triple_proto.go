@@ -77,7 +77,7 @@ type protoMethod struct {
 	e      *exporter
 	ep     *endpoint // e on the tri server
 	name   string
-	kind   triple.Kind
+	kind   rpc.MethodKind
 	idl    *idl.Method
 	asJSON *protoJSON
 }
@@ -103,23 +103,11 @@ func protoMethods(p *Provider, e *exporter, ep *endpoint) (map[string]*protoMeth
 		if err != nil {
 			return nil, err
 		}
-		m := &protoMethod{p: p, e: e, ep: ep, name: string(md.Name()), kind: tripleKind(im.Kind()), idl: im}
+		m := &protoMethod{p: p, e: e, ep: ep, name: string(md.Name()), kind: im.Kind(), idl: im}
 		m.asJSON = &protoJSON{m}
 		out[m.name] = m
 	}
 	return out, nil
-}
-
-func tripleKind(k idl.Kind) triple.Kind {
-	switch k {
-	case idl.ServerStream:
-		return triple.ServerStream
-	case idl.ClientStream:
-		return triple.ClientStream
-	case idl.BidiStream:
-		return triple.BidiStream
-	}
-	return triple.Unary
 }
 
 // protoRoute picks the rpc a call names, in the encoding it speaks.
@@ -148,8 +136,8 @@ func (m *protoMethod) call(c *triple.Call) ProtoCall {
 	return ProtoCall{Service: s.Interface, Version: s.Version, Group: s.Group, Method: m.name, Metadata: c.Header}
 }
 
-func (m *protoMethod) Kind() triple.Kind { return m.kind }
-func (j *protoJSON) Kind() triple.Kind   { return j.m.kind }
+func (m *protoMethod) Kind() rpc.MethodKind { return m.kind }
+func (j *protoJSON) Kind() rpc.MethodKind   { return j.m.kind }
 
 // Unary implements triple.UnaryMethod: the request goes to the handler as
 // it came.

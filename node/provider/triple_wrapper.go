@@ -10,6 +10,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/triple"
 	"github.com/dubbo-lab/dubbo/node/triple/wrapper"
 	"github.com/dubbo-lab/dubbo/node/url"
@@ -89,8 +90,8 @@ func (e *exporter) wrapperRoute(c *triple.Call) (triple.Method, *triple.Status) 
 		"(a TripleRequestWrapper of hessian2 arguments, as application/grpc+proto or application/grpc+hessian2), not as +%s", e.key, c.Codec)
 }
 
-func (m *wrapperMethod) Kind() triple.Kind { return triple.Unary }
-func (j *javaWrapper) Kind() triple.Kind   { return triple.ServerStream }
+func (m *wrapperMethod) Kind() rpc.MethodKind { return rpc.Unary }
+func (j *javaWrapper) Kind() rpc.MethodKind   { return rpc.ServerStream }
 
 // wrapped is the answer to a wrapper call.
 type wrapped struct {

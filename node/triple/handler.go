@@ -3,28 +3,10 @@ package triple
 import (
 	"context"
 	"net/netip"
-	"strconv"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
-
-// Kind is the shape of a method: how many messages go each way.
-type Kind uint8
-
-const (
-	Unary        Kind = iota // one request, one response
-	ServerStream             // one request, any number of responses
-	ClientStream             // any number of requests, one response
-	BidiStream               // any number each way
-)
-
-var kindNames = [...]string{Unary: "unary", ServerStream: "server-stream", ClientStream: "client-stream", BidiStream: "bidi-stream"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
 
 // Call is one request as its headers arrived.
 type Call struct {
@@ -54,10 +36,10 @@ type Handler interface {
 	Route(c *Call) (Method, *Status)
 }
 
-// Method is what Route finds: a UnaryMethod (Kind Unary) or a
+// Method is what Route finds: a UnaryMethod (Kind rpc.Unary) or a
 // StreamMethod (the other kinds).
 type Method interface {
-	Kind() Kind
+	Kind() rpc.MethodKind
 }
 
 // UnaryMethod serves unary calls. Unary runs on the connection's reader

@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // rawCodec hands grpc-go's messages over as bytes: *[]byte both ways, so
@@ -34,7 +36,7 @@ func (r router) Route(c *Call) (Method, *Status) {
 // unaryFunc is a unary method that answers on the reader, at once.
 type unaryFunc func(ctx context.Context, c *Call, req []byte) ([]byte, Metadata, *Status)
 
-func (unaryFunc) Kind() Kind { return Unary }
+func (unaryFunc) Kind() rpc.MethodKind { return rpc.Unary }
 func (f unaryFunc) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, Metadata, *Status)) {
 	reply(f(ctx, c, req))
 }
@@ -43,7 +45,7 @@ func (f unaryFunc) Unary(ctx context.Context, c *Call, req []byte, reply func([]
 // as a plugin-backed method does.
 type asyncUnary func(ctx context.Context, c *Call, req []byte) ([]byte, Metadata, *Status)
 
-func (asyncUnary) Kind() Kind { return Unary }
+func (asyncUnary) Kind() rpc.MethodKind { return rpc.Unary }
 func (f asyncUnary) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, Metadata, *Status)) {
 	go func() { reply(f(ctx, c, req)) }() // ends when f does
 }
@@ -98,19 +100,19 @@ var echo = unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, Metad
 
 // streamFunc is a streaming method of a given kind.
 type streamFunc struct {
-	kind Kind
+	kind rpc.MethodKind
 	f    func(ctx context.Context, c *Call, s Stream) *Status
 }
 
-func (m streamFunc) Kind() Kind { return m.kind }
+func (m streamFunc) Kind() rpc.MethodKind { return m.kind }
 func (m streamFunc) Serve(ctx context.Context, c *Call, s Stream) *Status {
 	return m.f(ctx, c, s)
 }
 
 // openStream opens a grpc-go stream of method, of the given kind.
-func openStream(ctx context.Context, t testing.TB, cc *grpc.ClientConn, method string, kind Kind) grpc.ClientStream {
+func openStream(ctx context.Context, t testing.TB, cc *grpc.ClientConn, method string, kind rpc.MethodKind) grpc.ClientStream {
 	t.Helper()
-	desc := &grpc.StreamDesc{ServerStreams: kind == ServerStream || kind == BidiStream, ClientStreams: kind == ClientStream || kind == BidiStream}
+	desc := &grpc.StreamDesc{ServerStreams: kind == rpc.ServerStream || kind == rpc.BidiStream, ClientStreams: kind == rpc.ClientStream || kind == rpc.BidiStream}
 	cs, err := cc.NewStream(ctx, desc, method)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // http1Handler serves unary calls over HTTP/1.1 as Triple does (dubbo-go's
@@ -153,7 +155,7 @@ func bindHTTP1(call *Call, m Method) (st *Status, httpStatus int) {
 	if m == nil {
 		return Errorf(Unimplemented, "unknown method %s for service %s", call.Method, call.Service), 0
 	}
-	if k := m.Kind(); k != Unary {
+	if k := m.Kind(); k != rpc.Unary {
 		return Errorf(Unimplemented, "method %s/%s is %v: streaming calls need HTTP/2 (gRPC); HTTP/1.1 serves unary calls only",
 			call.Service, call.Method, k), http.StatusHTTPVersionNotSupported
 	}

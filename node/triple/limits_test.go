@@ -10,6 +10,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // hostile is the handler of the hostile-client tests: Echo for the
@@ -29,7 +30,7 @@ func hostile(t *testing.T) router {
 			<-release
 			return nil, nil, nil
 		}),
-		"s/Ticks": streamFunc{ServerStream, func(ctx context.Context, _ *Call, s Stream) *Status {
+		"s/Ticks": streamFunc{rpc.ServerStream, func(ctx context.Context, _ *Call, s Stream) *Status {
 			msg := bytes.Repeat([]byte("t"), 1024)
 			for ctx.Err() == nil {
 				if err := s.Send(msg); err != nil {
@@ -38,7 +39,7 @@ func hostile(t *testing.T) router {
 			}
 			return nil
 		}},
-		"s/Queue": streamFunc{ClientStream, func(ctx context.Context, _ *Call, s Stream) *Status {
+		"s/Queue": streamFunc{rpc.ClientStream, func(ctx context.Context, _ *Call, s Stream) *Status {
 			<-ctx.Done()
 			return nil
 		}},

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // stream is one call on an HTTP/2 connection.
@@ -95,13 +96,13 @@ func (s *stream) bind(m Method) *Status {
 		return Errorf(Unimplemented, "unknown method %s for service %s", s.call.Method, s.call.Service)
 	}
 	switch k := m.Kind(); k {
-	case Unary:
+	case rpc.Unary:
 		u, ok := m.(UnaryMethod)
 		if !ok {
 			return Errorf(Internal, "method %s/%s: a unary method must implement UnaryMethod", s.call.Service, s.call.Method)
 		}
 		s.unary = u
-	case ServerStream, ClientStream, BidiStream:
+	case rpc.ServerStream, rpc.ClientStream, rpc.BidiStream:
 		sm, ok := m.(StreamMethod)
 		if !ok {
 			return Errorf(Internal, "method %s/%s: a %v method must implement StreamMethod", s.call.Service, s.call.Method, k)

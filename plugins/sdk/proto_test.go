@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -179,7 +180,7 @@ func TestProtoServiceChecks(t *testing.T) {
 		{"unknown method", []Servable{ProtoService{Service: greetDesc, Methods: []ProtoMethod{Unary("greet", greetTo)}}},
 			`sdk.Unary("greet"): greet.GreetService has no such method; its methods are Greet, GreetServerStream`},
 		{"wrong kind", []Servable{ProtoService{Service: greetDesc, Methods: []ProtoMethod{Unary("GreetStream", greetTo)}}},
-			`sdk.Unary("GreetStream"): GreetStream is bidi_stream: serve it with sdk.BidiStream`},
+			`sdk.Unary("GreetStream"): GreetStream is bidi-streaming: serve it with sdk.BidiStream`},
 		{"wrong request", []Servable{ProtoService{Service: greetDesc, Methods: []ProtoMethod{Unary("Greet",
 			func(context.Context, *greetpb.GreetStreamRequest) (*greetpb.GreetResponse, error) { return nil, nil })}}},
 			`sdk.Unary("Greet"): the handler takes greet.GreetStreamRequest, the method greet.GreetRequest`},
@@ -208,13 +209,19 @@ func TestProtoServiceChecks(t *testing.T) {
 
 // The description a plugin of Dubbo and protobuf services sends is what
 // the node accepts: the protobuf service with its files and methods, the
-// Dubbo one first.
+// Dubbo one first, each method's kind by the name the node reads.
 func TestProtoDescribe(t *testing.T) {
-	s := protoServer(t, ProtoService{Service: greetDesc, Version: "1.0.0", Methods: []ProtoMethod{Unary("Greet", greet)}},
-		Service{Interface: "a.S", Handler: serverGreeter{}})
+	greetSvc := streamService(streamHandlers{})
+	greetSvc.Version = "1.0.0"
+	s := protoServer(t, greetSvc, Service{Interface: "a.S", Handler: serverGreeter{}})
 	b, err := s.Describe(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, kind := range []string{`"kind":"server-streaming"`, `"kind":"client-streaming"`, `"kind":"bidi-streaming"`} {
+		if !strings.Contains(string(b.Value), kind) {
+			t.Errorf("the description has no %s: %s", kind, b.Value)
+		}
 	}
 	d, err := wire.ParseDescription(b.Value)
 	if err != nil {
@@ -224,8 +231,13 @@ func TestProtoDescribe(t *testing.T) {
 		t.Fatalf("services %+v", d.Services)
 	}
 	g := d.Services[1]
-	want := wire.Method{Name: "Greet", Kind: wire.Unary, Input: "greet.GreetRequest", Output: "greet.GreetResponse"}
-	if g.Version != "1.0.0" || len(g.Methods) != 1 || !reflect.DeepEqual(g.Methods[0], want) {
+	want := []wire.Method{
+		{Name: "Greet", Kind: rpc.Unary, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetServerStream", Kind: rpc.ServerStream, Input: "greet.GreetStreamRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetClientStream", Kind: rpc.ClientStream, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetStream", Kind: rpc.BidiStream, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+	}
+	if g.Version != "1.0.0" || !reflect.DeepEqual(g.Methods, want) {
 		t.Errorf("greet.GreetService described as %+v", g)
 	}
 	if _, sd, err := g.ResolveProto(); err != nil || sd.Methods().Len() != 4 {

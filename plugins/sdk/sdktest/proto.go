@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -28,7 +29,7 @@ func (h *Handler) CallProto(ctx context.Context, method string, req, resp proto.
 	if err != nil {
 		return nil, err
 	}
-	if m.Kind != wire.Unary {
+	if m.Kind != rpc.Unary {
 		return nil, status.Errorf(codes.Internal, "%s is a %v method: open a stream (OpenStream) to call it", method, m.Kind)
 	}
 	head, err := wire.AppendProtoCall(nil, ref, outgoing(ctx))
@@ -80,7 +81,7 @@ func (h *Handler) OpenStream(ctx context.Context, method string) (*Stream, error
 	if err != nil {
 		return nil, err
 	}
-	if m.Kind == wire.Unary {
+	if m.Kind == rpc.Unary {
 		return nil, status.Errorf(codes.Internal, "%s is a unary method: call it with CallProto", method)
 	}
 	head, err := wire.AppendProtoCall(nil, ref, outgoing(ctx))
