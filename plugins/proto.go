@@ -12,15 +12,6 @@ import (
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
-// Metadata is gRPC's custom metadata, as a protobuf call carries it to a
-// plugin and back: keys in order (a key may repeat), lower-case; keys
-// ending in "-bin" carry binary values as they are, not base64. At most
-// 1024 entries and 256 KiB.
-type Metadata = wire.Metadata
-
-// MetadataField is one entry of Metadata.
-type MetadataField = wire.Field
-
 // Status is the outcome of a protobuf call or stream that failed: a gRPC
 // code, a message, and optionally details (a serialized
 // google.rpc.Status, for grpc-status-details-bin). It is an error.
@@ -40,8 +31,10 @@ type ProtoCall struct {
 	// Group as the plugin described it ("" for none).
 	Service, Version, Group string
 	// Method is the method's name as the descriptor spells it (Greet).
-	Method   string
-	Metadata Metadata
+	Method string
+	// Metadata goes to the plugin as it is: -bin values not base64. At
+	// most 1024 entries and 256 KiB.
+	Metadata rpc.Metadata
 }
 
 func (c ProtoCall) String() string {
@@ -64,7 +57,7 @@ type protoMethod struct {
 // outcome, for a reply the link's reader, so it must not block; resp is
 // done's to keep. ctx's deadline travels to the handler; when ctx ends
 // first the handler's context ends too.
-func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer Metadata, st *Status)) {
+func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer rpc.Metadata, st *Status)) {
 	m, st := p.protoLookup(c, rpc.Unary)
 	if st != nil {
 		if next := p.next.Load(); next != nil {
@@ -221,7 +214,7 @@ func (s *Stream) CloseSend() error {
 
 // Header waits for the plugin's response header: until it, a first
 // response or the end arrives. The error is a *Status.
-func (s *Stream) Header() (Metadata, error) {
+func (s *Stream) Header() (rpc.Metadata, error) {
 	md, err := s.s.Header()
 	if err != nil {
 		return nil, s.p.streamStatus(s.ctx, err)
@@ -248,7 +241,7 @@ func (s *Stream) Recv() ([]byte, error) {
 // Trailer is the trailer the handler ended the stream with, once Recv
 // returned an error; nil before, or when the stream failed without an
 // end (canceled, timed out, the plugin died).
-func (s *Stream) Trailer() Metadata {
+func (s *Stream) Trailer() rpc.Metadata {
 	_, trailer := s.s.End()
 	return trailer
 }

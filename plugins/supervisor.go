@@ -332,7 +332,7 @@ func (s *Supervisor) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done 
 
 // CallProto calls the running plugin (Plugin.CallProto); between
 // processes the call fails at once with Unavailable.
-func (s *Supervisor) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer Metadata, st *Status)) {
+func (s *Supervisor) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer rpc.Metadata, st *Status)) {
 	p := s.cur.Load()
 	if p == nil {
 		done(nil, nil, s.notRunning())

@@ -142,12 +142,12 @@ func (healthCheck) Kind() rpc.MethodKind { return rpc.Unary }
 
 // Unary answers on a goroutine of its own: the node's readiness may wait
 // for a lock, which the connection's reader must not.
-func (h healthCheck) Unary(_ context.Context, c *triple.Call, req []byte, reply func([]byte, triple.Metadata, *triple.Status)) {
+func (h healthCheck) Unary(_ context.Context, c *triple.Call, req []byte, reply func([]byte, rpc.Metadata, *triple.Status)) {
 	codec := c.Codec
 	go h.check(codec, req, reply)
 }
 
-func (h healthCheck) check(codec string, req []byte, reply func([]byte, triple.Metadata, *triple.Status)) {
+func (h healthCheck) check(codec string, req []byte, reply func([]byte, rpc.Metadata, *triple.Status)) {
 	var in healthpb.HealthCheckRequest
 	if err := unmarshal(codec, req, &in); err != nil {
 		reply(nil, nil, triple.Errorf(triple.InvalidArgument, "grpc.health.v1.HealthCheckRequest: %v", err))

@@ -46,7 +46,7 @@ var greeting = wrapperspb.String("hello, world 123456")
 type fixedAnswer []byte
 
 func (fixedAnswer) Kind() rpc.MethodKind { return rpc.Unary }
-func (a fixedAnswer) Unary(_ context.Context, _ *Call, _ []byte, reply func([]byte, Metadata, *Status)) {
+func (a fixedAnswer) Unary(_ context.Context, _ *Call, _ []byte, reply func([]byte, rpc.Metadata, *Status)) {
 	reply(a, nil, nil)
 }
 

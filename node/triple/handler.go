@@ -18,7 +18,7 @@ type Call struct {
 	Codec string
 	// Header is the custom metadata: lower-case keys (tri-service-version,
 	// tri-service-group, Dubbo attachments, ...), -bin values decoded.
-	Header Metadata
+	Header rpc.Metadata
 	// Deadline comes from grpc-timeout (HTTP/2) or Triple-Timeout-Ms
 	// (HTTP/1.1), counted from the arrival of the headers; zero: none.
 	Deadline time.Time
@@ -51,7 +51,7 @@ type Method interface {
 // the connection ends, or reply was called.
 type UnaryMethod interface {
 	Method
-	Unary(ctx context.Context, c *Call, req []byte, reply func(resp []byte, trailer Metadata, st *Status))
+	Unary(ctx context.Context, c *Call, req []byte, reply func(resp []byte, trailer rpc.Metadata, st *Status))
 }
 
 // StreamMethod serves the streaming kinds. Serve runs on a goroutine of
@@ -75,7 +75,7 @@ type Stream interface {
 	// while the client's window is closed, until the call ends.
 	Send(msg []byte) error
 	// SetHeader adds response header metadata; only before the first Send.
-	SetHeader(md Metadata) error
+	SetHeader(md rpc.Metadata) error
 	// SetTrailer adds trailer metadata, sent when Serve returns.
-	SetTrailer(md Metadata)
+	SetTrailer(md rpc.Metadata)
 }

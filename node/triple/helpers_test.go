@@ -34,19 +34,19 @@ func (r router) Route(c *Call) (Method, *Status) {
 }
 
 // unaryFunc is a unary method that answers on the reader, at once.
-type unaryFunc func(ctx context.Context, c *Call, req []byte) ([]byte, Metadata, *Status)
+type unaryFunc func(ctx context.Context, c *Call, req []byte) ([]byte, rpc.Metadata, *Status)
 
 func (unaryFunc) Kind() rpc.MethodKind { return rpc.Unary }
-func (f unaryFunc) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, Metadata, *Status)) {
+func (f unaryFunc) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, rpc.Metadata, *Status)) {
 	reply(f(ctx, c, req))
 }
 
 // asyncUnary is a unary method that answers from a goroutine of its own,
 // as a plugin-backed method does.
-type asyncUnary func(ctx context.Context, c *Call, req []byte) ([]byte, Metadata, *Status)
+type asyncUnary func(ctx context.Context, c *Call, req []byte) ([]byte, rpc.Metadata, *Status)
 
 func (asyncUnary) Kind() rpc.MethodKind { return rpc.Unary }
-func (f asyncUnary) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, Metadata, *Status)) {
+func (f asyncUnary) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, rpc.Metadata, *Status)) {
 	go func() { reply(f(ctx, c, req)) }() // ends when f does
 }
 
@@ -94,7 +94,7 @@ func invoke(ctx context.Context, cc *grpc.ClientConn, method string, req []byte,
 }
 
 // echo answers with the request, prefixed.
-var echo = unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, Metadata, *Status) {
+var echo = unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, rpc.Metadata, *Status) {
 	return append([]byte("echo:"), req...), nil, nil
 })
 

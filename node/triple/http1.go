@@ -121,7 +121,7 @@ func (h *http1Handler) call(r *http.Request, codec string) (call Call, gz bool, 
 					return call, false, Errorf(InvalidArgument, "malformed binary metadata in header %q: %v", key, err)
 				}
 			}
-			call.Header = append(call.Header, Field{key, v})
+			call.Header = append(call.Header, rpc.MetadataField{Key: key, Value: v})
 		}
 	}
 	return call, gz, nil
@@ -196,7 +196,7 @@ func (h *http1Handler) body(r *http.Request, gz bool) ([]byte, *Status) {
 
 // invoke runs a unary method and waits for its reply, its deadline, or
 // the client going away.
-func (h *http1Handler) invoke(parent context.Context, call *Call, m UnaryMethod, req []byte) ([]byte, Metadata, *Status) {
+func (h *http1Handler) invoke(parent context.Context, call *Call, m UnaryMethod, req []byte) ([]byte, rpc.Metadata, *Status) {
 	ctx, cancel := parent, context.CancelFunc(func() {})
 	if !call.Deadline.IsZero() {
 		ctx, cancel = context.WithDeadline(parent, call.Deadline)
@@ -204,11 +204,11 @@ func (h *http1Handler) invoke(parent context.Context, call *Call, m UnaryMethod,
 	defer cancel()
 	type result struct {
 		resp    []byte
-		trailer Metadata
+		trailer rpc.Metadata
 		st      *Status
 	}
 	done := make(chan result, 1)
-	reply := func(resp []byte, trailer Metadata, st *Status) {
+	reply := func(resp []byte, trailer rpc.Metadata, st *Status) {
 		select {
 		case done <- result{resp, trailer, st}:
 		default: // replied twice: the first counts

@@ -22,11 +22,11 @@ func hostile(t *testing.T) router {
 	t.Cleanup(func() { close(release) })
 	return router{
 		"s/Echo": echo,
-		"s/Wait": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, Metadata, *Status) {
+		"s/Wait": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, rpc.Metadata, *Status) {
 			<-ctx.Done()
 			return nil, nil, Errorf(Canceled, "%v", ctx.Err())
 		}),
-		"s/Hold": asyncUnary(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+		"s/Hold": asyncUnary(func(context.Context, *Call, []byte) ([]byte, rpc.Metadata, *Status) {
 			<-release
 			return nil, nil, nil
 		}),

@@ -28,7 +28,7 @@ var streamMethods = router{
 			return Errorf(Internal, "recv: %v", err)
 		}
 		n, _ := strconv.Atoi(string(req))
-		if err := s.SetHeader(Metadata{{"x-count", string(req)}}); err != nil {
+		if err := s.SetHeader(rpc.Metadata{{Key: "x-count", Value: string(req)}}); err != nil {
 			return Errorf(Internal, "%v", err)
 		}
 		for i := range n {
@@ -39,7 +39,7 @@ var streamMethods = router{
 		if _, err := s.Recv(); err != io.EOF {
 			return Errorf(Internal, "second Recv = %v, want io.EOF", err)
 		}
-		s.SetTrailer(Metadata{{"x-sent", strconv.Itoa(n)}})
+		s.SetTrailer(rpc.Metadata{{Key: "x-sent", Value: strconv.Itoa(n)}})
 		return nil
 	}},
 	// Sum adds the numbers the client sends.

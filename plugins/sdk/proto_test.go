@@ -74,7 +74,7 @@ func protoServer(t *testing.T, svc ...Servable) *server {
 }
 
 // callUnary makes a unary call as the link does: PrepareProto, then Run.
-func callUnary(ctx context.Context, s *server, ref wire.MethodRef, md wire.Metadata, req proto.Message) (*greetpb.GreetResponse, wire.Metadata, *wire.Status) {
+func callUnary(ctx context.Context, s *server, ref wire.MethodRef, md rpc.Metadata, req proto.Message) (*greetpb.GreetResponse, rpc.Metadata, *wire.Status) {
 	b, err := wire.AppendProtoCall(nil, ref, md)
 	if err != nil {
 		panic(err)
@@ -107,16 +107,16 @@ func TestProtoUnary(t *testing.T) {
 	details, _ := proto.Marshal(withDetails.Proto())
 	tests := []struct {
 		name     string
-		md       wire.Metadata
+		md       rpc.Metadata
 		timeout  time.Duration
 		greeting string
-		trailer  wire.Metadata
+		trailer  rpc.Metadata
 		st       *wire.Status
 	}{
 		{name: "world", greeting: "Hello, world"},
-		{name: "metadata", md: wire.Metadata{{Key: "x-user", Value: "ann"}, {Key: "x-other", Value: "1"}, {Key: "x-user", Value: "bob"}}, greeting: "ann,bob"},
-		{name: "trailer", greeting: "with trailer", trailer: wire.Metadata{{Key: "x-took", Value: "1ms"}}},
-		{name: "not found", trailer: wire.Metadata{{Key: "x-why", Value: "gone"}}, st: &wire.Status{Code: codes.NotFound, Message: "no such user"}},
+		{name: "metadata", md: rpc.Metadata{{Key: "x-user", Value: "ann"}, {Key: "x-other", Value: "1"}, {Key: "x-user", Value: "bob"}}, greeting: "ann,bob"},
+		{name: "trailer", greeting: "with trailer", trailer: rpc.Metadata{{Key: "x-took", Value: "1ms"}}},
+		{name: "not found", trailer: rpc.Metadata{{Key: "x-why", Value: "gone"}}, st: &wire.Status{Code: codes.NotFound, Message: "no such user"}},
 		{name: "details", st: &wire.Status{Code: codes.InvalidArgument, Message: "bad name", Details: details}},
 		{name: "wrapped", st: &wire.Status{Code: codes.PermissionDenied, Message: "while greeting\nrpc error: code = PermissionDenied desc = not you"}},
 		{name: "plain", st: &wire.Status{Code: codes.Unknown, Message: "plain error"}},

@@ -220,7 +220,7 @@ func (m *protoMethod) callStream(s *serverStream) (err error) {
 }
 
 // ServeStream serves a stream the node opened (wire.StreamServer).
-func (s *server) ServeStream(ctx context.Context, head []byte, ws *wire.Stream) (*wire.Status, wire.Metadata) {
+func (s *server) ServeStream(ctx context.Context, head []byte, ws *wire.Stream) (*wire.Status, rpc.Metadata) {
 	ref, md, _, err := wire.ParseProtoCall(head)
 	if err != nil {
 		return &wire.Status{Code: codes.Internal, Message: err.Error()}, nil

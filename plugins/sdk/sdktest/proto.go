@@ -174,18 +174,18 @@ func (h *Handler) protoMethod(method string) (wire.MethodRef, wire.Method, error
 }
 
 // outgoing is ctx's outgoing metadata as the link carries it.
-func outgoing(ctx context.Context) wire.Metadata {
+func outgoing(ctx context.Context) rpc.Metadata {
 	md, _ := metadata.FromOutgoingContext(ctx)
-	var out wire.Metadata
+	var out rpc.Metadata
 	for k, vs := range md {
 		for _, v := range vs {
-			out = append(out, wire.Field{Key: k, Value: v})
+			out = append(out, rpc.MetadataField{Key: k, Value: v})
 		}
 	}
 	return out
 }
 
-func fromWire(md wire.Metadata) metadata.MD {
+func fromWire(md rpc.Metadata) metadata.MD {
 	if len(md) == 0 {
 		return nil
 	}
