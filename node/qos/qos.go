@@ -42,7 +42,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dubbo-lab/dubbo/internal/handoff"
+	"github.com/dubbo-lab/dubbo/internal/listener"
 )
 
 // DefaultListen is Java Dubbo's QoS port, on loopback.
@@ -113,7 +113,7 @@ type Server struct {
 	http *http.Server
 	// conns hands HTTP connections to http.Server, which serves them as
 	// if it had accepted them.
-	conns *handoff.Listener
+	conns *listener.Handoff
 
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -135,7 +135,7 @@ func Start(cfg Config, node Node, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("qos: listen on %s: %w", cfg.Listen, err)
 	}
 	s := &Server{cfg: cfg, node: node, log: log.With("component", "qos"), ln: ln,
-		conns: handoff.NewListener(ln.Addr()), telnet: map[net.Conn]struct{}{}}
+		conns: listener.NewHandoff(ln.Addr()), telnet: map[net.Conn]struct{}{}}
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(2)
 	go func() {

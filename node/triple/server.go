@@ -16,7 +16,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
-	"github.com/dubbo-lab/dubbo/internal/handoff"
+	"github.com/dubbo-lab/dubbo/internal/listener"
 	"github.com/dubbo-lab/dubbo/internal/sockio"
 )
 
@@ -38,7 +38,7 @@ type Server struct {
 	gzip    gzipCodec
 	blocks  *blocks
 	h1      *http.Server
-	h1conns *handoff.Listener
+	h1conns *listener.Handoff
 
 	open    atomic.Int64 // connections, HTTP/2 and HTTP/1.1
 	refused atomic.Int64
@@ -57,7 +57,7 @@ type Server struct {
 func NewServer(cfg Config, h Handler) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, blocks: newBlocks(),
-		conns: make(map[*conn]struct{}), done: make(chan struct{}), h1conns: handoff.NewListener(pipeAddr{})}
+		conns: make(map[*conn]struct{}), done: make(chan struct{}), h1conns: listener.NewHandoff(pipeAddr{})}
 	s.h1 = &http.Server{
 		Handler: &http1Handler{s: s},
 		// A request, headers and body, must arrive within FrameTimeout
@@ -108,20 +108,11 @@ func (s *Server) Addr() net.Addr {
 
 func (s *Server) accept(ln net.Listener) {
 	defer s.wg.Done()
-	var backoff time.Duration
 	for {
-		nc, err := ln.Accept()
+		nc, err := listener.Accept(ln, s.log, s.isClosing)
 		if err != nil {
-			if s.isClosing() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors and the like: wait and try again.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("triple accept failed", "err", err, "retry_in", backoff)
-			time.Sleep(backoff)
-			continue
+			return
 		}
-		backoff = 0
 		if n := s.open.Add(1); s.cfg.Accepts > 0 && n > int64(s.cfg.Accepts) {
 			s.open.Add(-1)
 			s.refuse(nc)
