@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/console/rules"
 	"github.com/dubbo-lab/dubbo/monitor/store"
 )
@@ -380,15 +381,21 @@ func (c *Console) apiInvoke(ec echo.Context) error {
 }
 
 func (c *Console) apiTree(ec echo.Context) error {
-	p := ec.QueryParam("path")
-	if p == "" {
-		p = "/"
-	}
-	n, err := c.cat.Browse(ec.Request().Context(), p)
+	n, err := c.browse(ec)
 	if err != nil {
 		return err
 	}
 	return ec.JSON(http.StatusOK, n)
+}
+
+// browse is the registry node ?path= names, the root when none: what the
+// registry page shows and GET /api/v1/registry/tree answers.
+func (c *Console) browse(ec echo.Context) (catalog.Node, error) {
+	p := ec.QueryParam("path")
+	if p == "" {
+		p = "/"
+	}
+	return c.cat.Browse(ec.Request().Context(), p)
 }
 
 // apiStats answers GET /api/v1/stats with the store's rows (docs/console.md's

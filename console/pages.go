@@ -604,11 +604,7 @@ func (registryPage) name() string    { return "registry" }
 func (p registryPage) title() string { return "Registry " + p.Node.Path }
 
 func (c *Console) pageRegistry(ec echo.Context) error {
-	p := ec.QueryParam("path")
-	if p == "" {
-		p = "/"
-	}
-	n, err := c.cat.Browse(ec.Request().Context(), p)
+	n, err := c.browse(ec)
 	if err != nil {
 		return err
 	}

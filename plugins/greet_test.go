@@ -17,6 +17,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
 	"github.com/dubbo-lab/dubbo/internal/testkit/child"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins"
 )
 
@@ -100,12 +101,12 @@ func TestGreetExample(t *testing.T) {
 	if len(svcs) != 1 || svcs[0].Key() != "greet.GreetService" || svcs[0].Proto == nil {
 		t.Fatalf("services = %+v", svcs)
 	}
-	kinds := map[string]plugins.MethodKind{}
+	kinds := map[string]rpc.MethodKind{}
 	for _, m := range svcs[0].Methods {
 		kinds[m.Name] = m.Kind
 	}
-	if want := map[string]plugins.MethodKind{"Greet": plugins.Unary, "GreetServerStream": plugins.ServerStream,
-		"GreetClientStream": plugins.ClientStream, "GreetStream": plugins.BidiStream}; !maps.Equal(kinds, want) {
+	if want := map[string]rpc.MethodKind{"Greet": rpc.Unary, "GreetServerStream": rpc.ServerStream,
+		"GreetClientStream": rpc.ClientStream, "GreetStream": rpc.BidiStream}; !maps.Equal(kinds, want) {
 		t.Errorf("methods %v, want %v", kinds, want)
 	}
 

@@ -88,19 +88,8 @@ type MethodDesc struct {
 	Name       string
 	ParamTypes []string
 	ReturnType string // "void" when the method returns nothing
-	Kind       MethodKind
+	Kind       rpc.MethodKind
 }
-
-// MethodKind is a method's shape; a Dubbo method is Unary.
-type MethodKind = wire.Kind
-
-// The kinds of methods, in the order of node/triple's.
-const (
-	Unary        = wire.Unary        // one request, one response
-	ServerStream = wire.ServerStream // one request, a stream of responses
-	ClientStream = wire.ClientStream // a stream of requests, one response
-	BidiStream   = wire.BidiStream   // streams both ways
-)
 
 // Plugin is one running plugin process. It is an rpc.Invoker for the
 // services it described; it is safe for concurrent use.

@@ -7,18 +7,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
-
-// Metadata is gRPC's custom metadata, as a protobuf call carries it to a
-// plugin and back: keys in order (a key may repeat), lower-case; keys
-// ending in "-bin" carry binary values as they are, not base64. At most
-// 1024 entries and 256 KiB.
-type Metadata = wire.Metadata
-
-// MetadataField is one entry of Metadata.
-type MetadataField = wire.Field
 
 // Status is the outcome of a protobuf call or stream that failed: a gRPC
 // code, a message, and optionally details (a serialized
@@ -39,8 +31,10 @@ type ProtoCall struct {
 	// Group as the plugin described it ("" for none).
 	Service, Version, Group string
 	// Method is the method's name as the descriptor spells it (Greet).
-	Method   string
-	Metadata Metadata
+	Method string
+	// Metadata goes to the plugin as it is: -bin values not base64. At
+	// most 1024 entries and 256 KiB.
+	Metadata rpc.Metadata
 }
 
 func (c ProtoCall) String() string {
@@ -51,7 +45,7 @@ func (c ProtoCall) String() string {
 // name it on the link, and its kind.
 type protoMethod struct {
 	ref  wire.MethodRef
-	kind MethodKind
+	kind rpc.MethodKind
 }
 
 // CallProto calls a unary protobuf method of the plugin with the request
@@ -63,8 +57,8 @@ type protoMethod struct {
 // outcome, for a reply the link's reader, so it must not block; resp is
 // done's to keep. ctx's deadline travels to the handler; when ctx ends
 // first the handler's context ends too.
-func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer Metadata, st *Status)) {
-	m, st := p.protoLookup(c, Unary)
+func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer rpc.Metadata, st *Status)) {
+	m, st := p.protoLookup(c, rpc.Unary)
 	if st != nil {
 		if next := p.next.Load(); next != nil {
 			next.CallProto(ctx, c, req, done) // swapped out: next serves it
@@ -114,12 +108,12 @@ func (p *Plugin) CallProto(ctx context.Context, c ProtoCall, req []byte, done fu
 }
 
 // streaming asks protoLookup for any of the streaming kinds.
-const streaming MethodKind = 255
+const streaming rpc.MethodKind = 255
 
 // protoLookup finds the protobuf method c names, of kind (or streaming);
 // calls to one the plugin did not describe are refused before they reach
 // it.
-func (p *Plugin) protoLookup(c ProtoCall, kind MethodKind) (protoMethod, *Status) {
+func (p *Plugin) protoLookup(c ProtoCall, kind rpc.MethodKind) (protoMethod, *Status) {
 	select {
 	case <-p.done:
 		return protoMethod{}, &Status{Code: codes.Unavailable, Message: "plugin " + p.cfg.Name + " is down: " + p.exitErr.Error()}
@@ -128,9 +122,9 @@ func (p *Plugin) protoLookup(c ProtoCall, kind MethodKind) (protoMethod, *Status
 	id := wire.IDOf(c.Service, c.Version, c.Group)
 	m, ok := p.protoMethods[methodID{id, c.Method}]
 	switch {
-	case ok && (m.kind == kind || kind == streaming && m.kind != Unary):
+	case ok && (m.kind == kind || kind == streaming && m.kind != rpc.Unary):
 		return m, nil
-	case ok && kind == Unary:
+	case ok && kind == rpc.Unary:
 		return m, &Status{Code: codes.Internal, Message: c.String() + " is a " + m.kind.String() + " method: open a stream (OpenStream) to call it"}
 	case ok:
 		return m, &Status{Code: codes.Internal, Message: c.String() + " is a unary method: call it with CallProto"}
@@ -220,7 +214,7 @@ func (s *Stream) CloseSend() error {
 
 // Header waits for the plugin's response header: until it, a first
 // response or the end arrives. The error is a *Status.
-func (s *Stream) Header() (Metadata, error) {
+func (s *Stream) Header() (rpc.Metadata, error) {
 	md, err := s.s.Header()
 	if err != nil {
 		return nil, s.p.streamStatus(s.ctx, err)
@@ -247,7 +241,7 @@ func (s *Stream) Recv() ([]byte, error) {
 // Trailer is the trailer the handler ended the stream with, once Recv
 // returned an error; nil before, or when the stream failed without an
 // end (canceled, timed out, the plugin died).
-func (s *Stream) Trailer() Metadata {
+func (s *Stream) Trailer() rpc.Metadata {
 	_, trailer := s.s.End()
 	return trailer
 }

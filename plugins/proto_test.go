@@ -64,7 +64,7 @@ var greetCall = plugins.ProtoCall{Service: "greet.GreetService", Version: "1.0.0
 // unaryOutcome is what CallProto's done got.
 type unaryOutcome struct {
 	resp    *greetpb.GreetResponse
-	trailer plugins.Metadata
+	trailer rpc.Metadata
 	st      *plugins.Status
 }
 
@@ -76,7 +76,7 @@ func callGreet(ctx context.Context, t *testing.T, p *plugins.Plugin, c plugins.P
 		t.Fatal(err)
 	}
 	ch := make(chan unaryOutcome, 1)
-	p.CallProto(ctx, c, req, func(resp []byte, trailer plugins.Metadata, st *plugins.Status) {
+	p.CallProto(ctx, c, req, func(resp []byte, trailer rpc.Metadata, st *plugins.Status) {
 		o := unaryOutcome{trailer: trailer, st: st}
 		if st == nil {
 			o.resp = new(greetpb.GreetResponse)
@@ -110,8 +110,8 @@ func TestProtoDescribe(t *testing.T) {
 	if _, err := g.Files.FindFileByPath("greet.proto"); err != nil {
 		t.Errorf("its files: %v", err)
 	}
-	if len(g.Methods) != 2 || g.Methods[0].Name != "Greet" || g.Methods[0].Kind != plugins.Unary ||
-		g.Methods[1].Name != "GreetServerStream" || g.Methods[1].Kind != plugins.ServerStream {
+	if len(g.Methods) != 2 || g.Methods[0].Name != "Greet" || g.Methods[0].Kind != rpc.Unary ||
+		g.Methods[1].Name != "GreetServerStream" || g.Methods[1].Kind != rpc.ServerStream {
 		t.Errorf("methods = %+v", g.Methods)
 	}
 }
@@ -128,7 +128,7 @@ func TestCallProto(t *testing.T) {
 		t.Errorf("Greet(world) = %+v", o)
 	}
 	withMD := greetCall
-	withMD.Metadata = plugins.Metadata{{Key: "x-user", Value: "ann"}, {Key: "trace-bin", Value: "\x00\xff"}}
+	withMD.Metadata = rpc.Metadata{{Key: "x-user", Value: "ann"}, {Key: "trace-bin", Value: "\x00\xff"}}
 	if o := callGreet(ctx, t, p, withMD, "metadata"); o.st != nil || len(o.trailer) != 2 ||
 		o.trailer.Get("x-user") != "ann" || o.trailer.Get("trace-bin") != "\x00\xff" {
 		t.Errorf("metadata came back as %+v", o)
@@ -213,10 +213,10 @@ func TestOpenStream(t *testing.T) {
 		name      string
 		greetings []string
 		code      codes.Code
-		trailer   plugins.Metadata
+		trailer   rpc.Metadata
 	}{
 		{"ann", []string{"Hello, ann #1", "Hello, ann #2"}, codes.OK, nil},
-		{"missing", []string{"Hello, missing #1"}, codes.NotFound, plugins.Metadata{{Key: "x-why", Value: "gone"}}},
+		{"missing", []string{"Hello, missing #1"}, codes.NotFound, rpc.Metadata{{Key: "x-why", Value: "gone"}}},
 	} {
 		s, err := p.OpenStream(ctx, c)
 		if err != nil {

@@ -166,6 +166,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		})
 	}
 	backoff := s.cfg.MinBackoff
+	var ok bool // false: ctx ended while pausing
 	for {
 		p, err := Start(ctx, s.cfg.Config)
 		if err != nil {
@@ -174,13 +175,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			}
 			s.setState(nil, err)
 			log.Error("plugin failed to start", "err", err, "retry_in", backoff, "failures", s.State().Failures)
-			switch wait(ctx, backoff, changed) {
-			case stopped:
+			if backoff, ok = s.pause(ctx, backoff, changed); !ok {
 				return nil
-			case newBinary:
-				backoff = s.cfg.MinBackoff
-			default:
-				backoff = min(2*backoff, s.cfg.MaxBackoff)
 			}
 			continue
 		}
@@ -208,13 +204,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			backoff = s.cfg.MinBackoff
 		}
 		log.Info("restarting plugin", "reason", why, "in", backoff)
-		switch wait(ctx, backoff, changed) {
-		case stopped:
+		if backoff, ok = s.pause(ctx, backoff, changed); !ok {
 			return nil
-		case newBinary:
-			backoff = s.cfg.MinBackoff
-		default:
-			backoff = min(2*backoff, s.cfg.MaxBackoff)
 		}
 	}
 }
@@ -285,24 +276,19 @@ func (s *Supervisor) swap(ctx context.Context, prev, next *Plugin, drains *sync.
 	})
 }
 
-// What ended a wait.
-const (
-	timedOut = iota
-	newBinary
-	stopped
-)
-
-// wait waits d, or less when a new binary appears or ctx ends.
-func wait(ctx context.Context, d time.Duration, changed <-chan struct{}) int {
-	t := time.NewTimer(d)
+// pause waits backoff before the next start, or less when a new binary
+// appears, which starts at once with the backoff reset; false when ctx
+// ended. It returns the backoff after this one.
+func (s *Supervisor) pause(ctx context.Context, backoff time.Duration, changed <-chan struct{}) (time.Duration, bool) {
+	t := time.NewTimer(backoff)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return timedOut
+		return min(2*backoff, s.cfg.MaxBackoff), true
 	case <-changed:
-		return newBinary
+		return s.cfg.MinBackoff, true
 	case <-ctx.Done():
-		return stopped
+		return backoff, false
 	}
 }
 
@@ -332,7 +318,7 @@ func (s *Supervisor) InvokeAsync(ctx context.Context, inv *rpc.Invocation, done 
 
 // CallProto calls the running plugin (Plugin.CallProto); between
 // processes the call fails at once with Unavailable.
-func (s *Supervisor) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer Metadata, st *Status)) {
+func (s *Supervisor) CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer rpc.Metadata, st *Status)) {
 	p := s.cur.Load()
 	if p == nil {
 		done(nil, nil, s.notRunning())

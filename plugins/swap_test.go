@@ -16,6 +16,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
 	"github.com/dubbo-lab/dubbo/internal/testkit/child"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins"
 )
 
@@ -351,7 +352,7 @@ func callUnary(ctx context.Context, s *plugins.Supervisor, method string, req pr
 		st   *plugins.Status
 	}
 	ch := make(chan outcome, 1)
-	s.CallProto(ctx, plugins.ProtoCall{Service: "greet.GreetService", Method: method}, b, func(resp []byte, _ plugins.Metadata, st *plugins.Status) {
+	s.CallProto(ctx, plugins.ProtoCall{Service: "greet.GreetService", Method: method}, b, func(resp []byte, _ rpc.Metadata, st *plugins.Status) {
 		ch <- outcome{resp, st}
 	})
 	o := <-ch

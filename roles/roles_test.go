@@ -463,7 +463,7 @@ func (answering) Invoke(context.Context, *rpc.Invocation) (*rpc.Result, error) {
 	return &rpc.Result{Value: "plugin"}, nil
 }
 
-func (answering) CallProto(_ context.Context, _ plugins.ProtoCall, _ []byte, done func([]byte, plugins.Metadata, *plugins.Status)) {
+func (answering) CallProto(_ context.Context, _ plugins.ProtoCall, _ []byte, done func([]byte, rpc.Metadata, *plugins.Status)) {
 	done(nil, nil, &plugins.Status{Code: codes.Unimplemented, Message: "no protobuf service"})
 }
 

@@ -23,7 +23,7 @@ import (
 // Plugin serves the calls: a plugins.Supervisor, or a plugins.Plugin.
 type Plugin interface {
 	rpc.Invoker
-	CallProto(ctx context.Context, c plugins.ProtoCall, req []byte, done func(resp []byte, trailer plugins.Metadata, st *plugins.Status))
+	CallProto(ctx context.Context, c plugins.ProtoCall, req []byte, done func(resp []byte, trailer rpc.Metadata, st *plugins.Status))
 	OpenStream(ctx context.Context, c plugins.ProtoCall) (*plugins.Stream, error)
 }
 
@@ -55,9 +55,9 @@ func Service(sd plugins.ServiceDesc, pl Plugin) provider.Service {
 // protoInvoker is a plugin as the provider calls a protobuf service.
 type protoInvoker struct{ pl Plugin }
 
-func (pi protoInvoker) CallProto(ctx context.Context, c provider.ProtoCall, req []byte, done func([]byte, triple.Metadata, *triple.Status)) {
-	pi.pl.CallProto(ctx, protoCall(c), req, func(resp []byte, trailer plugins.Metadata, st *plugins.Status) {
-		done(resp, toTriple(trailer), status(st))
+func (pi protoInvoker) CallProto(ctx context.Context, c provider.ProtoCall, req []byte, done func([]byte, rpc.Metadata, *triple.Status)) {
+	pi.pl.CallProto(ctx, protoCall(c), req, func(resp []byte, trailer rpc.Metadata, st *plugins.Status) {
+		done(resp, trailer, status(st))
 	})
 }
 
@@ -78,31 +78,14 @@ func (s stream) Recv() ([]byte, error) {
 	msg, err := s.s.Recv()
 	return msg, statusErr(err)
 }
-func (s stream) Header() (triple.Metadata, error) {
+func (s stream) Header() (rpc.Metadata, error) {
 	md, err := s.s.Header()
-	return toTriple(md), statusErr(err)
+	return md, statusErr(err)
 }
-func (s stream) Trailer() triple.Metadata { return toTriple(s.s.Trailer()) }
+func (s stream) Trailer() rpc.Metadata { return s.s.Trailer() }
 
 func protoCall(c provider.ProtoCall) plugins.ProtoCall {
-	md := make(plugins.Metadata, len(c.Metadata))
-	for i, f := range c.Metadata {
-		md[i] = plugins.MetadataField{Key: f.Key, Value: f.Value}
-	}
-	return plugins.ProtoCall{Service: c.Service, Version: c.Version, Group: c.Group, Method: c.Method, Metadata: md}
-}
-
-// toTriple is a plugin's metadata as Triple's; -bin values are raw bytes
-// in both.
-func toTriple(md plugins.Metadata) triple.Metadata {
-	if len(md) == 0 {
-		return nil
-	}
-	out := make(triple.Metadata, len(md))
-	for i, f := range md {
-		out[i] = triple.Field{Key: f.Key, Value: f.Value}
-	}
-	return out
+	return plugins.ProtoCall{Service: c.Service, Version: c.Version, Group: c.Group, Method: c.Method, Metadata: c.Metadata}
 }
 
 // status is a plugin's status as Triple's: the same gRPC codes.

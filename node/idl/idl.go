@@ -32,20 +32,6 @@ import (
 	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
-// Kind is the shape of a method: how many messages go each way.
-type Kind uint8
-
-const (
-	Unary        Kind = iota // one request, one response
-	ServerStream             // one request, a stream of responses
-	ClientStream             // a stream of requests, one response
-	BidiStream               // streams both ways
-)
-
-var kindNames = [...]string{Unary: "unary", ServerStream: "server-streaming", ClientStream: "client-streaming", BidiStream: "bidi-streaming"}
-
-func (k Kind) String() string { return kindNames[k] }
-
 // Method is one method of a protobuf service.
 type Method struct {
 	desc protoreflect.MethodDescriptor
@@ -66,16 +52,8 @@ func MethodOf(svc protoreflect.ServiceDescriptor, method string) (*Method, error
 }
 
 // Kind is the method's shape.
-func (m *Method) Kind() Kind {
-	switch {
-	case m.desc.IsStreamingClient() && m.desc.IsStreamingServer():
-		return BidiStream
-	case m.desc.IsStreamingClient():
-		return ClientStream
-	case m.desc.IsStreamingServer():
-		return ServerStream
-	}
-	return Unary
+func (m *Method) Kind() rpc.MethodKind {
+	return rpc.MethodKindOf(m.desc.IsStreamingClient(), m.desc.IsStreamingServer())
 }
 
 // RequestType and ResponseType are the full names of the method's

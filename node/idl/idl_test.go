@@ -81,8 +81,8 @@ func TestMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := map[string]idl.Kind{
-		"Greet": idl.Unary, "GreetServerStream": idl.ServerStream, "GreetClientStream": idl.ClientStream, "GreetStream": idl.BidiStream,
+	kinds := map[string]rpc.MethodKind{
+		"Greet": rpc.Unary, "GreetServerStream": rpc.ServerStream, "GreetClientStream": rpc.ClientStream, "GreetStream": rpc.BidiStream,
 	}
 	for name, want := range kinds {
 		m, err := idl.MethodOf(svc, name)

@@ -93,7 +93,7 @@ func prepareProto(svc protoreflect.ServiceDescriptor, c Call) (*Prepared, error)
 		return &rpc.CallError{Kind: rpc.ErrBadRequest, Service: c.Interface, Method: c.Method, Detail: fmt.Sprintf(format, args...)}
 	}
 	switch m.Kind() {
-	case idl.Unary, idl.ServerStream:
+	case rpc.Unary, rpc.ServerStream:
 		if len(c.Args) != 1 {
 			return nil, bad("%s is a %s protobuf method: give one argument, the %s as JSON (e.g. '{}'), not %d",
 				c.Method, m.Kind(), m.RequestType(), len(c.Args))
@@ -125,7 +125,7 @@ func attach(inv *rpc.Invocation, c Call) {
 
 // Streaming reports whether p is a call of a streaming protobuf method,
 // to be made with Stream.
-func (p *Prepared) Streaming() bool { return p.Proto != nil && p.Proto.Kind() != idl.Unary }
+func (p *Prepared) Streaming() bool { return p.Proto != nil && p.Proto.Kind() != rpc.Unary }
 
 // Result is the value of a call's result as JSON: the response message as
 // protobuf JSON (a json.RawMessage), or the Java value as generic.ToJSON
@@ -165,7 +165,7 @@ func (p *Prepared) Stream(ctx context.Context, s rpc.Streamer, next func() (json
 		return err
 	}
 	sent := make(chan error, 1)
-	if p.Proto.Kind() == idl.ServerStream {
+	if p.Proto.Kind() == rpc.ServerStream {
 		if err := st.Send(p.Invocation.Args[0].(rpc.Message)); err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}

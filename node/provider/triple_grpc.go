@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/triple"
 )
 
@@ -137,16 +138,16 @@ func (p *Provider) isShutdown() bool {
 // healthCheck is grpc.health.v1.Health/Check.
 type healthCheck struct{ p *Provider }
 
-func (healthCheck) Kind() triple.Kind { return triple.Unary }
+func (healthCheck) Kind() rpc.MethodKind { return rpc.Unary }
 
 // Unary answers on a goroutine of its own: the node's readiness may wait
 // for a lock, which the connection's reader must not.
-func (h healthCheck) Unary(_ context.Context, c *triple.Call, req []byte, reply func([]byte, triple.Metadata, *triple.Status)) {
+func (h healthCheck) Unary(_ context.Context, c *triple.Call, req []byte, reply func([]byte, rpc.Metadata, *triple.Status)) {
 	codec := c.Codec
 	go h.check(codec, req, reply)
 }
 
-func (h healthCheck) check(codec string, req []byte, reply func([]byte, triple.Metadata, *triple.Status)) {
+func (h healthCheck) check(codec string, req []byte, reply func([]byte, rpc.Metadata, *triple.Status)) {
 	var in healthpb.HealthCheckRequest
 	if err := unmarshal(codec, req, &in); err != nil {
 		reply(nil, nil, triple.Errorf(triple.InvalidArgument, "grpc.health.v1.HealthCheckRequest: %v", err))
@@ -169,7 +170,7 @@ func (h healthCheck) check(codec string, req []byte, reply func([]byte, triple.M
 // change, until the client goes.
 type healthWatch struct{ p *Provider }
 
-func (healthWatch) Kind() triple.Kind { return triple.ServerStream }
+func (healthWatch) Kind() rpc.MethodKind { return rpc.ServerStream }
 
 func (h healthWatch) Serve(ctx context.Context, c *triple.Call, s triple.Stream) *triple.Status {
 	b, err := s.Recv()
@@ -235,7 +236,7 @@ func (p *Provider) newReflection() reflectionServers {
 // reflectionMethodFunc serves a reflection stream.
 type reflectionMethodFunc func(ctx context.Context, c *triple.Call, s triple.Stream) error
 
-func (reflectionMethodFunc) Kind() triple.Kind { return triple.BidiStream }
+func (reflectionMethodFunc) Kind() rpc.MethodKind { return rpc.BidiStream }
 
 func (f reflectionMethodFunc) Serve(ctx context.Context, c *triple.Call, s triple.Stream) *triple.Status {
 	if err := f(ctx, c, s); err != nil && !errors.Is(err, io.EOF) {

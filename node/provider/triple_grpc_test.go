@@ -18,6 +18,7 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/node/idl"
 	"github.com/dubbo-lab/dubbo/node/provider"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // gRPC server reflection, v1 and v1alpha as grpc-go's clients speak them,
@@ -71,7 +72,7 @@ func TestTripleReflection(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := idl.MethodOf(svc, "GreetServerStream")
-	if err != nil || m.Kind() != idl.ServerStream || m.RequestType() != "greet.GreetStreamRequest" {
+	if err != nil || m.Kind() != rpc.ServerStream || m.RequestType() != "greet.GreetStreamRequest" {
 		t.Errorf("GreetServerStream from reflection: %v, %v", m, err)
 	}
 }

@@ -39,7 +39,7 @@ type ProtoInvoker interface {
 	// (st nil) or the status the call failed with, and the handler's
 	// trailer. ctx's deadline reaches the handler; when ctx ends first,
 	// the handler's context ends too.
-	CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer triple.Metadata, st *triple.Status))
+	CallProto(ctx context.Context, c ProtoCall, req []byte, done func(resp []byte, trailer rpc.Metadata, st *triple.Status))
 	// OpenStream opens a call of a streaming method; it ends with ctx.
 	// The error is a *triple.Status.
 	OpenStream(ctx context.Context, c ProtoCall) (ProtoStream, error)
@@ -49,7 +49,7 @@ type ProtoInvoker interface {
 type ProtoCall struct {
 	Service, Version, Group string
 	Method                  string
-	Metadata                triple.Metadata
+	Metadata                rpc.Metadata
 }
 
 // ProtoStream is an open streaming call to a handler. Send and CloseSend
@@ -61,12 +61,12 @@ type ProtoStream interface {
 	// CloseSend says no more requests follow.
 	CloseSend() error
 	// Header waits for the handler's response header.
-	Header() (triple.Metadata, error)
+	Header() (rpc.Metadata, error)
 	// Recv returns the next response message; io.EOF once the call ended
 	// OK, else the *triple.Status it ended with.
 	Recv() ([]byte, error)
 	// Trailer is the handler's trailer, once Recv returned an error.
-	Trailer() triple.Metadata
+	Trailer() rpc.Metadata
 }
 
 // protoMethod is one rpc of an exported protobuf service, as the tri
@@ -77,7 +77,7 @@ type protoMethod struct {
 	e      *exporter
 	ep     *endpoint // e on the tri server
 	name   string
-	kind   triple.Kind
+	kind   rpc.MethodKind
 	idl    *idl.Method
 	asJSON *protoJSON
 }
@@ -103,23 +103,11 @@ func protoMethods(p *Provider, e *exporter, ep *endpoint) (map[string]*protoMeth
 		if err != nil {
 			return nil, err
 		}
-		m := &protoMethod{p: p, e: e, ep: ep, name: string(md.Name()), kind: tripleKind(im.Kind()), idl: im}
+		m := &protoMethod{p: p, e: e, ep: ep, name: string(md.Name()), kind: im.Kind(), idl: im}
 		m.asJSON = &protoJSON{m}
 		out[m.name] = m
 	}
 	return out, nil
-}
-
-func tripleKind(k idl.Kind) triple.Kind {
-	switch k {
-	case idl.ServerStream:
-		return triple.ServerStream
-	case idl.ClientStream:
-		return triple.ClientStream
-	case idl.BidiStream:
-		return triple.BidiStream
-	}
-	return triple.Unary
 }
 
 // protoRoute picks the rpc a call names, in the encoding it speaks.
@@ -148,23 +136,23 @@ func (m *protoMethod) call(c *triple.Call) ProtoCall {
 	return ProtoCall{Service: s.Interface, Version: s.Version, Group: s.Group, Method: m.name, Metadata: c.Header}
 }
 
-func (m *protoMethod) Kind() triple.Kind { return m.kind }
-func (j *protoJSON) Kind() triple.Kind   { return j.m.kind }
+func (m *protoMethod) Kind() rpc.MethodKind { return m.kind }
+func (j *protoJSON) Kind() rpc.MethodKind   { return j.m.kind }
 
 // Unary implements triple.UnaryMethod: the request goes to the handler as
 // it came.
-func (m *protoMethod) Unary(ctx context.Context, c *triple.Call, req []byte, reply func([]byte, triple.Metadata, *triple.Status)) {
+func (m *protoMethod) Unary(ctx context.Context, c *triple.Call, req []byte, reply func([]byte, rpc.Metadata, *triple.Status)) {
 	m.unary(ctx, c, req, false, reply)
 }
 
 // Unary implements triple.UnaryMethod for a JSON client.
-func (j *protoJSON) Unary(ctx context.Context, c *triple.Call, req []byte, reply func([]byte, triple.Metadata, *triple.Status)) {
+func (j *protoJSON) Unary(ctx context.Context, c *triple.Call, req []byte, reply func([]byte, rpc.Metadata, *triple.Status)) {
 	j.m.unary(ctx, c, req, true, reply)
 }
 
 // unary starts a unary call on the reader: it holds a pool thread and an
 // executes slot until the handler answers, on whatever goroutine that is.
-func (m *protoMethod) unary(ctx context.Context, c *triple.Call, req []byte, json bool, reply func([]byte, triple.Metadata, *triple.Status)) {
+func (m *protoMethod) unary(ctx context.Context, c *triple.Call, req []byte, json bool, reply func([]byte, rpc.Metadata, *triple.Status)) {
 	p, e := m.p, m.e
 	release, st := p.hold()
 	if st != nil {
@@ -191,7 +179,7 @@ func (m *protoMethod) unary(ctx context.Context, c *triple.Call, req []byte, jso
 		}
 		req = msg.Bytes
 	}
-	e.svc.Proto.Invoker.CallProto(ctx, m.call(c), req, func(resp []byte, trailer triple.Metadata, st *triple.Status) {
+	e.svc.Proto.Invoker.CallProto(ctx, m.call(c), req, func(resp []byte, trailer rpc.Metadata, st *triple.Status) {
 		executed()
 		release()
 		if st == nil && json {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/node/generic"
 	"github.com/dubbo-lab/dubbo/node/protocol"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/triple"
 	"github.com/dubbo-lab/dubbo/node/triple/wrapper"
 	"github.com/dubbo-lab/dubbo/node/url"
@@ -89,19 +90,19 @@ func (e *exporter) wrapperRoute(c *triple.Call) (triple.Method, *triple.Status) 
 		"(a TripleRequestWrapper of hessian2 arguments, as application/grpc+proto or application/grpc+hessian2), not as +%s", e.key, c.Codec)
 }
 
-func (m *wrapperMethod) Kind() triple.Kind { return triple.Unary }
-func (j *javaWrapper) Kind() triple.Kind   { return triple.ServerStream }
+func (m *wrapperMethod) Kind() rpc.MethodKind { return rpc.Unary }
+func (j *javaWrapper) Kind() rpc.MethodKind   { return rpc.ServerStream }
 
 // wrapped is the answer to a wrapper call.
 type wrapped struct {
 	body      []byte
-	trailer   triple.Metadata
+	trailer   rpc.Metadata
 	st        *triple.Status
 	exception bool // body carries a business exception (Java's form)
 }
 
 // Unary implements triple.UnaryMethod.
-func (m *wrapperMethod) Unary(ctx context.Context, c *triple.Call, req []byte, reply func([]byte, triple.Metadata, *triple.Status)) {
+func (m *wrapperMethod) Unary(ctx context.Context, c *triple.Call, req []byte, reply func([]byte, rpc.Metadata, *triple.Status)) {
 	m.call(ctx, c, req, false, func(w wrapped) { reply(w.body, w.trailer, w.st) })
 }
 
@@ -123,7 +124,7 @@ func (j *javaWrapper) Serve(ctx context.Context, c *triple.Call, s triple.Stream
 		return deadlineStatus(ctx, c.Service+"."+c.Method)
 	}
 	if w.exception {
-		_ = s.SetHeader(triple.Metadata{{Key: headerExceptionCode, Value: bizException}})
+		_ = s.SetHeader(rpc.Metadata{{Key: headerExceptionCode, Value: bizException}})
 	}
 	if w.st != nil {
 		return w.st
@@ -238,7 +239,7 @@ func (m *wrapperMethod) answer(r *protocol.Response, serialize string, javaForm 
 			msg = r.Exception.Error()
 		}
 		return wrapped{st: &triple.Status{Code: triple.Unknown, Message: msg},
-			trailer: triple.Metadata{{Key: headerExceptionCode, Value: bizException}}}
+			trailer: rpc.Metadata{{Key: headerExceptionCode, Value: bizException}}}
 	case r.Status == protocol.StatusOK:
 		data, err := wrapper.EncodeValue(r.Value)
 		if err != nil {
@@ -266,13 +267,13 @@ func (m *wrapperMethod) returnType() string {
 
 // metadataOf are a result's text attachments as trailer metadata, sorted
 // (the server leaves out what HTTP/2 cannot carry).
-func metadataOf(att map[string]any) triple.Metadata {
-	var md triple.Metadata
+func metadataOf(att map[string]any) rpc.Metadata {
+	var md rpc.Metadata
 	for k, v := range att {
 		if s, ok := v.(string); ok {
-			md = append(md, triple.Field{Key: strings.ToLower(k), Value: s})
+			md = append(md, rpc.MetadataField{Key: strings.ToLower(k), Value: s})
 		}
 	}
-	slices.SortFunc(md, func(a, b triple.Field) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(md, func(a, b rpc.MetadataField) int { return strings.Compare(a.Key, b.Key) })
 	return md
 }

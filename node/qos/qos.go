@@ -41,6 +41,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/listener"
 )
 
 // DefaultListen is Java Dubbo's QoS port, on loopback.
@@ -111,7 +113,7 @@ type Server struct {
 	http *http.Server
 	// conns hands HTTP connections to http.Server, which serves them as
 	// if it had accepted them.
-	conns *connListener
+	conns *listener.Handoff
 
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -133,7 +135,7 @@ func Start(cfg Config, node Node, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("qos: listen on %s: %w", cfg.Listen, err)
 	}
 	s := &Server{cfg: cfg, node: node, log: log.With("component", "qos"), ln: ln,
-		conns: newConnListener(ln.Addr()), telnet: map[net.Conn]struct{}{}}
+		conns: listener.NewHandoff(ln.Addr()), telnet: map[net.Conn]struct{}{}}
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(2)
 	go func() {
@@ -199,7 +201,7 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 	} else if first[0] == 'G' || first[0] == 'P' {
 		_ = c.SetReadDeadline(time.Time{})
-		if !s.conns.hand(&peekedConn{Conn: c, r: br}) {
+		if !s.conns.Hand(&peekedConn{Conn: c, r: br}) {
 			c.Close()
 		}
 		return
@@ -486,41 +488,3 @@ type peekedConn struct {
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-// connListener is a net.Listener fed with connections accepted elsewhere.
-type connListener struct {
-	addr net.Addr
-	ch   chan net.Conn
-	once sync.Once
-	done chan struct{}
-}
-
-func newConnListener(addr net.Addr) *connListener {
-	return &connListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// hand gives c to the HTTP server; false once closed.
-func (l *connListener) hand(c net.Conn) bool {
-	select {
-	case l.ch <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-func (l *connListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *connListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *connListener) Addr() net.Addr { return l.addr }

@@ -4,7 +4,9 @@
 // with the kinds they are reported under (errors.go).
 //
 // A protobuf (IDL) service is called with an encoded Message as the one
-// argument, and streams with a Streamer (message.go).
+// argument, and streams with a Streamer (message.go); its methods' shapes
+// are MethodKinds (kind.go), and their calls carry gRPC Metadata
+// (metadata.go).
 //
 // The call path is a chain of Invokers: the consumer's cluster invoker wraps
 // the directory, routers and load balancer and finally calls a protocol

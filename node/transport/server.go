@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/internal/listener"
 	"github.com/dubbo-lab/dubbo/node/dispatch"
 	"github.com/dubbo-lab/dubbo/node/protocol"
 )
@@ -184,20 +184,11 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 func (s *Server) accept() {
 	defer s.wg.Done()
-	var backoff time.Duration
 	for {
-		conn, err := s.ln.Accept()
+		conn, err := listener.Accept(s.ln, s.log, nil)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors and the like: wait and try again.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("accept failed", "err", err, "retry_in", backoff)
-			time.Sleep(backoff)
-			continue
+			return
 		}
-		backoff = 0
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/benchcalls"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // The test binary is also the benchmark's servers: with benchServerEnv
@@ -44,8 +45,8 @@ var greeting = wrapperspb.String("hello, world 123456")
 // greeting's bytes.
 type fixedAnswer []byte
 
-func (fixedAnswer) Kind() Kind { return Unary }
-func (a fixedAnswer) Unary(_ context.Context, _ *Call, _ []byte, reply func([]byte, Metadata, *Status)) {
+func (fixedAnswer) Kind() rpc.MethodKind { return rpc.Unary }
+func (a fixedAnswer) Unary(_ context.Context, _ *Call, _ []byte, reply func([]byte, rpc.Metadata, *Status)) {
 	reply(a, nil, nil)
 }
 

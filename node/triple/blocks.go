@@ -1,6 +1,10 @@
 package triple
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
 
 // blocks are the header blocks of most responses, encoded once per
 // server: the response headers of the common content types, plain and
@@ -26,7 +30,7 @@ func newBlocks() *blocks {
 	return b
 }
 
-func (b *blocks) encodeHeaders(fb *frameBuf, ct string, gzip bool, md Metadata) []byte {
+func (b *blocks) encodeHeaders(fb *frameBuf, ct string, gzip bool, md rpc.Metadata) []byte {
 	fb.startBlock()
 	fb.field(":status", "200")
 	fb.field("content-type", ct)
@@ -40,7 +44,7 @@ func (b *blocks) encodeHeaders(fb *frameBuf, ct string, gzip bool, md Metadata) 
 
 // responseHeaders is the block of a response's HEADERS; it may be fb's,
 // valid until fb's next block.
-func (b *blocks) responseHeaders(fb *frameBuf, ct string, gzip bool, md Metadata) []byte {
+func (b *blocks) responseHeaders(fb *frameBuf, ct string, gzip bool, md rpc.Metadata) []byte {
 	if len(md) == 0 {
 		if pair := b.headers[ct]; pair != nil {
 			if gzip {
@@ -53,7 +57,7 @@ func (b *blocks) responseHeaders(fb *frameBuf, ct string, gzip bool, md Metadata
 }
 
 // trailers is the block of a response's trailers.
-func (b *blocks) trailers(fb *frameBuf, st *Status, md Metadata) []byte {
+func (b *blocks) trailers(fb *frameBuf, st *Status, md rpc.Metadata) []byte {
 	if st.ok() && len(md) == 0 {
 		return b.ok
 	}
@@ -65,7 +69,7 @@ func (b *blocks) trailers(fb *frameBuf, st *Status, md Metadata) []byte {
 
 // trailersOnly is the block of a response without messages: headers and
 // trailers in one.
-func (b *blocks) trailersOnly(fb *frameBuf, ct string, st *Status, header, trailer Metadata) []byte {
+func (b *blocks) trailersOnly(fb *frameBuf, ct string, st *Status, header, trailer rpc.Metadata) []byte {
 	fb.startBlock()
 	fb.field(":status", "200")
 	fb.field("content-type", ct)

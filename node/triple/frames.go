@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // frameBuf encodes frames, with x/net's Framer and HPACK encoder, into one
@@ -120,7 +122,7 @@ func (f *frameBuf) statusFields(st *Status) {
 // metadataFields appends md to the block being encoded: keys in lower
 // case, -bin values base64-encoded; fields a client would take for the
 // transport's own, or that are not valid header fields, are left out.
-func (f *frameBuf) metadataFields(md Metadata) {
+func (f *frameBuf) metadataFields(md rpc.Metadata) {
 	for _, fd := range md {
 		k, v, ok := wireField(fd)
 		if ok {
@@ -130,7 +132,7 @@ func (f *frameBuf) metadataFields(md Metadata) {
 }
 
 // wireField is a metadata field as it goes on the wire, if it may.
-func wireField(fd Field) (key, value string, ok bool) {
+func wireField(fd rpc.MetadataField) (key, value string, ok bool) {
 	key = strings.ToLower(fd.Key)
 	if reservedKey(key) || !validKey(key) {
 		return "", "", false

@@ -16,11 +16,12 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // fuzzServer serves the fuzz targets: unary and streaming echoes.
 func fuzzServer(f *testing.F, cfg Config) (*Server, string) {
-	echoStream := streamFunc{BidiStream, func(_ context.Context, _ *Call, s Stream) *Status {
+	echoStream := streamFunc{rpc.BidiStream, func(_ context.Context, _ *Call, s Stream) *Status {
 		for {
 			msg, err := s.Recv()
 			if err == io.EOF {

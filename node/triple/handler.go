@@ -3,28 +3,10 @@ package triple
 import (
 	"context"
 	"net/netip"
-	"strconv"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
-
-// Kind is the shape of a method: how many messages go each way.
-type Kind uint8
-
-const (
-	Unary        Kind = iota // one request, one response
-	ServerStream             // one request, any number of responses
-	ClientStream             // any number of requests, one response
-	BidiStream               // any number each way
-)
-
-var kindNames = [...]string{Unary: "unary", ServerStream: "server-stream", ClientStream: "client-stream", BidiStream: "bidi-stream"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
 
 // Call is one request as its headers arrived.
 type Call struct {
@@ -36,7 +18,7 @@ type Call struct {
 	Codec string
 	// Header is the custom metadata: lower-case keys (tri-service-version,
 	// tri-service-group, Dubbo attachments, ...), -bin values decoded.
-	Header Metadata
+	Header rpc.Metadata
 	// Deadline comes from grpc-timeout (HTTP/2) or Triple-Timeout-Ms
 	// (HTTP/1.1), counted from the arrival of the headers; zero: none.
 	Deadline time.Time
@@ -54,10 +36,10 @@ type Handler interface {
 	Route(c *Call) (Method, *Status)
 }
 
-// Method is what Route finds: a UnaryMethod (Kind Unary) or a
+// Method is what Route finds: a UnaryMethod (Kind rpc.Unary) or a
 // StreamMethod (the other kinds).
 type Method interface {
-	Kind() Kind
+	Kind() rpc.MethodKind
 }
 
 // UnaryMethod serves unary calls. Unary runs on the connection's reader
@@ -69,7 +51,7 @@ type Method interface {
 // the connection ends, or reply was called.
 type UnaryMethod interface {
 	Method
-	Unary(ctx context.Context, c *Call, req []byte, reply func(resp []byte, trailer Metadata, st *Status))
+	Unary(ctx context.Context, c *Call, req []byte, reply func(resp []byte, trailer rpc.Metadata, st *Status))
 }
 
 // StreamMethod serves the streaming kinds. Serve runs on a goroutine of
@@ -93,7 +75,7 @@ type Stream interface {
 	// while the client's window is closed, until the call ends.
 	Send(msg []byte) error
 	// SetHeader adds response header metadata; only before the first Send.
-	SetHeader(md Metadata) error
+	SetHeader(md rpc.Metadata) error
 	// SetTrailer adds trailer metadata, sent when Serve returns.
-	SetTrailer(md Metadata)
+	SetTrailer(md rpc.Metadata)
 }

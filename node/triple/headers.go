@@ -9,6 +9,8 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // headerList collects one header block as HPACK decodes it, with the
@@ -116,7 +118,7 @@ type request struct {
 // Internal, a method other than POST 405.
 //
 // The metadata is appended to header (a buffer of the caller's).
-func parseRequest(fields []hpack.HeaderField, now time.Time, header Metadata) (req request, fail *earlyAnswer) {
+func parseRequest(fields []hpack.HeaderField, now time.Time, header rpc.Metadata) (req request, fail *earlyAnswer) {
 	var method, path, scheme, timeout, encoding string
 	var seen uint8 // pseudo fields seen, to refuse repeats
 	nmd := 0
@@ -189,7 +191,7 @@ func parseRequest(fields []hpack.HeaderField, now time.Time, header Metadata) (r
 	if nmd > 0 {
 		req.call.Header = header[:0]
 		if cap(header) < nmd {
-			req.call.Header = make(Metadata, 0, nmd)
+			req.call.Header = make(rpc.Metadata, 0, nmd)
 		}
 		for _, hf := range fields {
 			if reservedKey(hf.Name) {
@@ -203,7 +205,7 @@ func parseRequest(fields []hpack.HeaderField, now time.Time, header Metadata) (r
 						status: Errorf(Internal, "malformed binary metadata in header %q: %v", hf.Name, err)}
 				}
 			}
-			req.call.Header = append(req.call.Header, Field{hf.Name, v})
+			req.call.Header = append(req.call.Header, rpc.MetadataField{Key: hf.Name, Value: v})
 		}
 	}
 	// "/<service>/<method>"; the service name may not be empty.

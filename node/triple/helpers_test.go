@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // rawCodec hands grpc-go's messages over as bytes: *[]byte both ways, so
@@ -32,19 +34,19 @@ func (r router) Route(c *Call) (Method, *Status) {
 }
 
 // unaryFunc is a unary method that answers on the reader, at once.
-type unaryFunc func(ctx context.Context, c *Call, req []byte) ([]byte, Metadata, *Status)
+type unaryFunc func(ctx context.Context, c *Call, req []byte) ([]byte, rpc.Metadata, *Status)
 
-func (unaryFunc) Kind() Kind { return Unary }
-func (f unaryFunc) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, Metadata, *Status)) {
+func (unaryFunc) Kind() rpc.MethodKind { return rpc.Unary }
+func (f unaryFunc) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, rpc.Metadata, *Status)) {
 	reply(f(ctx, c, req))
 }
 
 // asyncUnary is a unary method that answers from a goroutine of its own,
 // as a plugin-backed method does.
-type asyncUnary func(ctx context.Context, c *Call, req []byte) ([]byte, Metadata, *Status)
+type asyncUnary func(ctx context.Context, c *Call, req []byte) ([]byte, rpc.Metadata, *Status)
 
-func (asyncUnary) Kind() Kind { return Unary }
-func (f asyncUnary) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, Metadata, *Status)) {
+func (asyncUnary) Kind() rpc.MethodKind { return rpc.Unary }
+func (f asyncUnary) Unary(ctx context.Context, c *Call, req []byte, reply func([]byte, rpc.Metadata, *Status)) {
 	go func() { reply(f(ctx, c, req)) }() // ends when f does
 }
 
@@ -92,25 +94,25 @@ func invoke(ctx context.Context, cc *grpc.ClientConn, method string, req []byte,
 }
 
 // echo answers with the request, prefixed.
-var echo = unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, Metadata, *Status) {
+var echo = unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, rpc.Metadata, *Status) {
 	return append([]byte("echo:"), req...), nil, nil
 })
 
 // streamFunc is a streaming method of a given kind.
 type streamFunc struct {
-	kind Kind
+	kind rpc.MethodKind
 	f    func(ctx context.Context, c *Call, s Stream) *Status
 }
 
-func (m streamFunc) Kind() Kind { return m.kind }
+func (m streamFunc) Kind() rpc.MethodKind { return m.kind }
 func (m streamFunc) Serve(ctx context.Context, c *Call, s Stream) *Status {
 	return m.f(ctx, c, s)
 }
 
 // openStream opens a grpc-go stream of method, of the given kind.
-func openStream(ctx context.Context, t testing.TB, cc *grpc.ClientConn, method string, kind Kind) grpc.ClientStream {
+func openStream(ctx context.Context, t testing.TB, cc *grpc.ClientConn, method string, kind rpc.MethodKind) grpc.ClientStream {
 	t.Helper()
-	desc := &grpc.StreamDesc{ServerStreams: kind == ServerStream || kind == BidiStream, ClientStreams: kind == ClientStream || kind == BidiStream}
+	desc := &grpc.StreamDesc{ServerStreams: kind == rpc.ServerStream || kind == rpc.BidiStream, ClientStreams: kind == rpc.ClientStream || kind == rpc.BidiStream}
 	cs, err := cc.NewStream(ctx, desc, method)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // http1Handler serves unary calls over HTTP/1.1 as Triple does (dubbo-go's
@@ -119,7 +121,7 @@ func (h *http1Handler) call(r *http.Request, codec string) (call Call, gz bool, 
 					return call, false, Errorf(InvalidArgument, "malformed binary metadata in header %q: %v", key, err)
 				}
 			}
-			call.Header = append(call.Header, Field{key, v})
+			call.Header = append(call.Header, rpc.MetadataField{Key: key, Value: v})
 		}
 	}
 	return call, gz, nil
@@ -153,7 +155,7 @@ func bindHTTP1(call *Call, m Method) (st *Status, httpStatus int) {
 	if m == nil {
 		return Errorf(Unimplemented, "unknown method %s for service %s", call.Method, call.Service), 0
 	}
-	if k := m.Kind(); k != Unary {
+	if k := m.Kind(); k != rpc.Unary {
 		return Errorf(Unimplemented, "method %s/%s is %v: streaming calls need HTTP/2 (gRPC); HTTP/1.1 serves unary calls only",
 			call.Service, call.Method, k), http.StatusHTTPVersionNotSupported
 	}
@@ -194,7 +196,7 @@ func (h *http1Handler) body(r *http.Request, gz bool) ([]byte, *Status) {
 
 // invoke runs a unary method and waits for its reply, its deadline, or
 // the client going away.
-func (h *http1Handler) invoke(parent context.Context, call *Call, m UnaryMethod, req []byte) ([]byte, Metadata, *Status) {
+func (h *http1Handler) invoke(parent context.Context, call *Call, m UnaryMethod, req []byte) ([]byte, rpc.Metadata, *Status) {
 	ctx, cancel := parent, context.CancelFunc(func() {})
 	if !call.Deadline.IsZero() {
 		ctx, cancel = context.WithDeadline(parent, call.Deadline)
@@ -202,11 +204,11 @@ func (h *http1Handler) invoke(parent context.Context, call *Call, m UnaryMethod,
 	defer cancel()
 	type result struct {
 		resp    []byte
-		trailer Metadata
+		trailer rpc.Metadata
 		st      *Status
 	}
 	done := make(chan result, 1)
-	reply := func(resp []byte, trailer Metadata, st *Status) {
+	reply := func(resp []byte, trailer rpc.Metadata, st *Status) {
 		select {
 		case done <- result{resp, trailer, st}:
 		default: // replied twice: the first counts

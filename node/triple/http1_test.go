@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // post makes a unary HTTP/1.1 call.
@@ -49,9 +50,9 @@ func post(t *testing.T, url, contentType string, body []byte, header ...string) 
 // encoding with trailer metadata as Trailer- headers.
 func TestHTTP1Unary(t *testing.T) {
 	calls := make(chan Call, 2)
-	h := router{"greet.Greeter/Greet": unaryFunc(func(_ context.Context, c *Call, req []byte) ([]byte, Metadata, *Status) {
+	h := router{"greet.Greeter/Greet": unaryFunc(func(_ context.Context, c *Call, req []byte) ([]byte, rpc.Metadata, *Status) {
 		calls <- *c
-		return append([]byte("hello "), req...), Metadata{{"x-answer", "42"}}, nil
+		return append([]byte("hello "), req...), rpc.Metadata{{Key: "x-answer", Value: "42"}}, nil
 	})}
 	_, addr := start(t, Config{}, h)
 	for _, c := range []struct{ contentType, codec string }{{"application/json", "json"}, {"application/proto", "proto"}} {
@@ -88,7 +89,7 @@ func TestHTTP1Unary(t *testing.T) {
 // and a JSON body with the code's name and the message.
 func TestHTTP1Errors(t *testing.T) {
 	h := hostile(t)
-	h["s/NotFound"] = unaryFunc(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+	h["s/NotFound"] = unaryFunc(func(context.Context, *Call, []byte) ([]byte, rpc.Metadata, *Status) {
 		return nil, nil, Errorf(NotFound, "no user 7")
 	})
 	_, addr := start(t, Config{MaxMessage: 100}, h)
@@ -232,7 +233,7 @@ func TestHTTP1StalledBody(t *testing.T) {
 // A call that runs longer than FrameTimeout is not cut short by it: the
 // timeout bounds the request's arrival, not the handler.
 func TestHTTP1LongCall(t *testing.T) {
-	h := router{"s/Slow": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/Slow": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, rpc.Metadata, *Status) {
 		select {
 		case <-time.After(600 * time.Millisecond):
 			return []byte("done"), nil, nil

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // hostile is the handler of the hostile-client tests: Echo for the
@@ -21,15 +22,15 @@ func hostile(t *testing.T) router {
 	t.Cleanup(func() { close(release) })
 	return router{
 		"s/Echo": echo,
-		"s/Wait": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, Metadata, *Status) {
+		"s/Wait": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, rpc.Metadata, *Status) {
 			<-ctx.Done()
 			return nil, nil, Errorf(Canceled, "%v", ctx.Err())
 		}),
-		"s/Hold": asyncUnary(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+		"s/Hold": asyncUnary(func(context.Context, *Call, []byte) ([]byte, rpc.Metadata, *Status) {
 			<-release
 			return nil, nil, nil
 		}),
-		"s/Ticks": streamFunc{ServerStream, func(ctx context.Context, _ *Call, s Stream) *Status {
+		"s/Ticks": streamFunc{rpc.ServerStream, func(ctx context.Context, _ *Call, s Stream) *Status {
 			msg := bytes.Repeat([]byte("t"), 1024)
 			for ctx.Err() == nil {
 				if err := s.Send(msg); err != nil {
@@ -38,7 +39,7 @@ func hostile(t *testing.T) router {
 			}
 			return nil
 		}},
-		"s/Queue": streamFunc{ClientStream, func(ctx context.Context, _ *Call, s Stream) *Status {
+		"s/Queue": streamFunc{rpc.ClientStream, func(ctx context.Context, _ *Call, s Stream) *Status {
 			<-ctx.Done()
 			return nil
 		}},

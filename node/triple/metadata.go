@@ -5,35 +5,9 @@ import (
 	"strings"
 )
 
-// Metadata is gRPC's custom metadata: lower-case keys in the order they
-// arrived (over HTTP/1.1, in no particular order); a key may repeat. Keys
-// ending in "-bin" carry binary values, base64-encoded on the wire and
-// decoded here. A handler's keys are lower-cased on the way out.
-type Metadata []Field
-
-// Field is one metadata entry.
-type Field struct{ Key, Value string }
-
-// Get returns the first value of key (lower-case), or "".
-func (md Metadata) Get(key string) string {
-	for _, f := range md {
-		if f.Key == key {
-			return f.Value
-		}
-	}
-	return ""
-}
-
-// Values returns every value of key (lower-case), in order.
-func (md Metadata) Values(key string) []string {
-	var vs []string
-	for _, f := range md {
-		if f.Key == key {
-			vs = append(vs, f.Value)
-		}
-	}
-	return vs
-}
+// A call's metadata is an rpc.Metadata. In HTTP/2 and HTTP/1.1 headers
+// its keys are lower-cased on the way out, and -bin values are
+// base64-encoded on the wire, decoded on the way in.
 
 // isBinaryKey says whether a metadata key carries base64 values.
 func isBinaryKey(key string) bool { return strings.HasSuffix(key, "-bin") }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/internal/listener"
 	"github.com/dubbo-lab/dubbo/internal/sockio"
 )
 
@@ -37,7 +38,7 @@ type Server struct {
 	gzip    gzipCodec
 	blocks  *blocks
 	h1      *http.Server
-	h1conns *connQueue
+	h1conns *listener.Handoff
 
 	open    atomic.Int64 // connections, HTTP/2 and HTTP/1.1
 	refused atomic.Int64
@@ -56,7 +57,7 @@ type Server struct {
 func NewServer(cfg Config, h Handler) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, blocks: newBlocks(),
-		conns: make(map[*conn]struct{}), done: make(chan struct{}), h1conns: newConnQueue()}
+		conns: make(map[*conn]struct{}), done: make(chan struct{}), h1conns: listener.NewHandoff(pipeAddr{})}
 	s.h1 = &http.Server{
 		Handler: &http1Handler{s: s},
 		// A request, headers and body, must arrive within FrameTimeout
@@ -107,20 +108,11 @@ func (s *Server) Addr() net.Addr {
 
 func (s *Server) accept(ln net.Listener) {
 	defer s.wg.Done()
-	var backoff time.Duration
 	for {
-		nc, err := ln.Accept()
+		nc, err := listener.Accept(ln, s.log, s.isClosing)
 		if err != nil {
-			if s.isClosing() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors and the like: wait and try again.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("triple accept failed", "err", err, "retry_in", backoff)
-			time.Sleep(backoff)
-			continue
+			return
 		}
-		backoff = 0
 		if n := s.open.Add(1); s.cfg.Accepts > 0 && n > int64(s.cfg.Accepts) {
 			s.open.Add(-1)
 			s.refuse(nc)
@@ -174,7 +166,7 @@ func (s *Server) handshake(nc net.Conn) {
 	if !h2 {
 		_ = nc.SetReadDeadline(time.Time{})
 		s.wg.Done() // net/http owns it from here; closing it gives back its place
-		if !s.h1conns.push(&h1Conn{Conn: nc, br: br, s: s}) {
+		if !s.h1conns.Hand(&h1Conn{Conn: nc, br: br, s: s}) {
 			s.open.Add(-1)
 			nc.Close()
 		}
@@ -283,7 +275,7 @@ func (s *Server) stopAccepting() []*conn {
 		if s.ln != nil {
 			s.ln.Close()
 		}
-		s.h1conns.close()
+		s.h1conns.Close()
 	}
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
@@ -340,51 +332,8 @@ func (c *h1Conn) Close() error {
 	return c.Conn.Close()
 }
 
-// connQueue is the listener the HTTP/1.1 server accepts from: the
-// connections the sniffing found not to be HTTP/2.
-type connQueue struct {
-	ch     chan net.Conn
-	mu     sync.Mutex
-	closed bool
-	done   chan struct{}
-}
-
-func newConnQueue() *connQueue {
-	return &connQueue{ch: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// push hands a connection to the HTTP/1.1 server; false once closed.
-func (q *connQueue) push(c net.Conn) bool {
-	select {
-	case q.ch <- c:
-		return true
-	case <-q.done:
-		return false
-	}
-}
-
-func (q *connQueue) Accept() (net.Conn, error) {
-	select {
-	case c := <-q.ch:
-		return c, nil
-	case <-q.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (q *connQueue) close() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.closed {
-		q.closed = true
-		close(q.done)
-	}
-}
-
-func (q *connQueue) Close() error { q.close(); return nil }
-
-func (q *connQueue) Addr() net.Addr { return pipeAddr{} }
-
+// pipeAddr is the address of the HTTP/1.1 server's listener, made before
+// Serve knows the real one.
 type pipeAddr struct{}
 
 func (pipeAddr) Network() string { return "triple" }

@@ -12,13 +12,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/h2raw"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // Shutdown sends GOAWAY with the last stream it will serve, refuses
 // streams past it, lets the call in flight finish, then closes.
 func TestShutdownLetsCallsFinish(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
-	h := router{"s/Echo": echo, "s/Slow": asyncUnary(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/Echo": echo, "s/Slow": asyncUnary(func(context.Context, *Call, []byte) ([]byte, rpc.Metadata, *Status) {
 		close(started)
 		<-release
 		return []byte("done"), nil, nil
@@ -61,7 +62,7 @@ func TestShutdownLetsCallsFinish(t *testing.T) {
 // Shutdown gives up on calls still running when its context ends: it
 // closes their connections and says so.
 func TestShutdownDeadline(t *testing.T) {
-	h := router{"s/Wait": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/Wait": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, rpc.Metadata, *Status) {
 		<-ctx.Done()
 		return nil, nil, nil
 	})}

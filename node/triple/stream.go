@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // stream is one call on an HTTP/2 connection.
@@ -58,12 +59,12 @@ type stream struct {
 	ready      chan struct{} // capacity 1: the window grew, or the stream closed
 
 	// The handler's, for streaming calls.
-	header, trailer Metadata
+	header, trailer rpc.Metadata
 	replied         atomic.Bool
 
 	// Room for the metadata and the request message of most calls, in
 	// the stream's own allocation.
-	mdBuf    [4]Field
+	mdBuf    [4]rpc.MetadataField
 	smallBuf [smallMessage]byte
 }
 
@@ -95,13 +96,13 @@ func (s *stream) bind(m Method) *Status {
 		return Errorf(Unimplemented, "unknown method %s for service %s", s.call.Method, s.call.Service)
 	}
 	switch k := m.Kind(); k {
-	case Unary:
+	case rpc.Unary:
 		u, ok := m.(UnaryMethod)
 		if !ok {
 			return Errorf(Internal, "method %s/%s: a unary method must implement UnaryMethod", s.call.Service, s.call.Method)
 		}
 		s.unary = u
-	case ServerStream, ClientStream, BidiStream:
+	case rpc.ServerStream, rpc.ClientStream, rpc.BidiStream:
 		sm, ok := m.(StreamMethod)
 		if !ok {
 			return Errorf(Internal, "method %s/%s: a %v method must implement StreamMethod", s.call.Service, s.call.Method, k)
@@ -335,7 +336,7 @@ func (s *stream) inflate(msg []byte) ([]byte, *Status) {
 
 // reply is a unary call's answer (UnaryMethod's reply): the first call
 // counts.
-func (s *stream) reply(resp []byte, trailer Metadata, st *Status) {
+func (s *stream) reply(resp []byte, trailer rpc.Metadata, st *Status) {
 	if !s.replied.CompareAndSwap(false, true) {
 		return
 	}
@@ -355,7 +356,7 @@ func (s *stream) fail(st *Status) { s.finish(nil, nil, st, false) }
 // and the status in trailers, or a trailers-only response. handler says
 // the handler is done with the call. With the client's window too small
 // for msg, a goroutine of the connection sends it as the window opens.
-func (s *stream) finish(msg []byte, trailer Metadata, st *Status, handler bool) {
+func (s *stream) finish(msg []byte, trailer rpc.Metadata, st *Status, handler bool) {
 	c := s.c
 	fb := c.s.frames.get()
 	maxFrame := int(c.maxFrame.Load())
@@ -431,7 +432,7 @@ func (c *conn) flush(s *stream) {
 
 // sendLater sends a unary response the client's window did not take at
 // once, then the trailers.
-func (s *stream) sendLater(msg []byte, trailer Metadata, st *Status) {
+func (s *stream) sendLater(msg []byte, trailer rpc.Metadata, st *Status) {
 	defer s.c.s.calls.Add(-1)
 	if err := s.send(msg, s.gzipOut); err != nil {
 		return
@@ -633,7 +634,7 @@ func (s *stream) Send(msg []byte) error {
 }
 
 // SetHeader implements Stream.
-func (s *stream) SetHeader(md Metadata) error {
+func (s *stream) SetHeader(md rpc.Metadata) error {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
 	if s.headerSent {
@@ -644,4 +645,4 @@ func (s *stream) SetHeader(md Metadata) error {
 }
 
 // SetTrailer implements Stream.
-func (s *stream) SetTrailer(md Metadata) { s.trailer = append(s.trailer, md...) }
+func (s *stream) SetTrailer(md rpc.Metadata) { s.trailer = append(s.trailer, md...) }

@@ -14,19 +14,21 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // streamMethods serve the three streaming kinds.
 var streamMethods = router{
 	// Count answers "<n>" with n messages "0".."n-1", header and trailer
 	// metadata around them.
-	"s/Count": streamFunc{ServerStream, func(_ context.Context, _ *Call, s Stream) *Status {
+	"s/Count": streamFunc{rpc.ServerStream, func(_ context.Context, _ *Call, s Stream) *Status {
 		req, err := s.Recv()
 		if err != nil {
 			return Errorf(Internal, "recv: %v", err)
 		}
 		n, _ := strconv.Atoi(string(req))
-		if err := s.SetHeader(Metadata{{"x-count", string(req)}}); err != nil {
+		if err := s.SetHeader(rpc.Metadata{{Key: "x-count", Value: string(req)}}); err != nil {
 			return Errorf(Internal, "%v", err)
 		}
 		for i := range n {
@@ -37,11 +39,11 @@ var streamMethods = router{
 		if _, err := s.Recv(); err != io.EOF {
 			return Errorf(Internal, "second Recv = %v, want io.EOF", err)
 		}
-		s.SetTrailer(Metadata{{"x-sent", strconv.Itoa(n)}})
+		s.SetTrailer(rpc.Metadata{{Key: "x-sent", Value: strconv.Itoa(n)}})
 		return nil
 	}},
 	// Sum adds the numbers the client sends.
-	"s/Sum": streamFunc{ClientStream, func(_ context.Context, _ *Call, s Stream) *Status {
+	"s/Sum": streamFunc{rpc.ClientStream, func(_ context.Context, _ *Call, s Stream) *Status {
 		sum := 0
 		for {
 			req, err := s.Recv()
@@ -61,7 +63,7 @@ var streamMethods = router{
 	}},
 	// Echo answers each message with itself, until the client half-closes;
 	// a message "fail" ends the call with FailedPrecondition.
-	"s/Echo": streamFunc{BidiStream, func(_ context.Context, _ *Call, s Stream) *Status {
+	"s/Echo": streamFunc{rpc.BidiStream, func(_ context.Context, _ *Call, s Stream) *Status {
 		for {
 			req, err := s.Recv()
 			if err == io.EOF {
@@ -82,7 +84,7 @@ var streamMethods = router{
 
 func TestServerStream(t *testing.T) {
 	_, addr := start(t, Config{}, streamMethods)
-	cs := openStream(callCtx5s(t), t, dial(t, addr), "/s/Count", ServerStream)
+	cs := openStream(callCtx5s(t), t, dial(t, addr), "/s/Count", rpc.ServerStream)
 	if err := cs.SendMsg(ptr([]byte("50"))); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestServerStream(t *testing.T) {
 
 func TestClientStream(t *testing.T) {
 	_, addr := start(t, Config{}, streamMethods)
-	cs := openStream(callCtx5s(t), t, dial(t, addr), "/s/Sum", ClientStream)
+	cs := openStream(callCtx5s(t), t, dial(t, addr), "/s/Sum", rpc.ClientStream)
 	want := 0
 	for i := range 100 {
 		want += i
@@ -141,7 +143,7 @@ func TestClientStream(t *testing.T) {
 func TestBidiStream(t *testing.T) {
 	_, addr := start(t, Config{}, streamMethods)
 	cc := dial(t, addr)
-	cs := openStream(callCtx5s(t), t, cc, "/s/Echo", BidiStream)
+	cs := openStream(callCtx5s(t), t, cc, "/s/Echo", rpc.BidiStream)
 	for i := range 200 {
 		req := []byte(fmt.Sprintf("msg %d", i))
 		if err := cs.SendMsg(&req); err != nil {
@@ -208,7 +210,7 @@ func TestStreamLargeMessages(t *testing.T) {
 // A client that cancels a stream ends Serve's context and its Send.
 func TestStreamCancel(t *testing.T) {
 	started, ended := make(chan struct{}), make(chan error, 1)
-	h := router{"s/Forever": streamFunc{ServerStream, func(ctx context.Context, _ *Call, s Stream) *Status {
+	h := router{"s/Forever": streamFunc{rpc.ServerStream, func(ctx context.Context, _ *Call, s Stream) *Status {
 		close(started)
 		for {
 			if err := s.Send([]byte("tick")); err != nil {
@@ -220,7 +222,7 @@ func TestStreamCancel(t *testing.T) {
 	}}}
 	_, addr := start(t, Config{}, h)
 	ctx, cancel := context.WithCancel(context.Background())
-	cs := openStream(ctx, t, dial(t, addr), "/s/Forever", ServerStream)
+	cs := openStream(ctx, t, dial(t, addr), "/s/Forever", rpc.ServerStream)
 	if err := cs.SendMsg(ptr([]byte("go"))); err != nil {
 		t.Fatal(err)
 	}
@@ -243,13 +245,13 @@ func TestStreamCancel(t *testing.T) {
 // Metadata sent by the client reaches Serve's Call.
 func TestStreamMetadata(t *testing.T) {
 	got := make(chan string, 1)
-	h := router{"s/Meta": streamFunc{BidiStream, func(_ context.Context, c *Call, s Stream) *Status {
+	h := router{"s/Meta": streamFunc{rpc.BidiStream, func(_ context.Context, c *Call, s Stream) *Status {
 		got <- c.Header.Get("x-who")
 		return nil
 	}}}
 	_, addr := start(t, Config{}, h)
 	ctx := metadata.AppendToOutgoingContext(callCtx5s(t), "x-who", "me")
-	cs := openStream(ctx, t, dial(t, addr), "/s/Meta", BidiStream)
+	cs := openStream(ctx, t, dial(t, addr), "/s/Meta", rpc.BidiStream)
 	var msg []byte
 	if err := cs.RecvMsg(&msg); err != io.EOF {
 		t.Fatalf("RecvMsg = %v, want io.EOF", err)

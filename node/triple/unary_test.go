@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 func callCtx5s(t *testing.T) context.Context {
@@ -48,9 +50,9 @@ func TestUnaryMetadata(t *testing.T) {
 	// write before the client's read (the server uses raw system calls):
 	// what the handler saw comes back through a channel.
 	calls := make(chan Call, 1)
-	h := router{"greet.Greeter/Meta": unaryFunc(func(ctx context.Context, c *Call, req []byte) ([]byte, Metadata, *Status) {
+	h := router{"greet.Greeter/Meta": unaryFunc(func(ctx context.Context, c *Call, req []byte) ([]byte, rpc.Metadata, *Status) {
 		calls <- *c
-		return nil, Metadata{{"x-answer", "42"}, {"x-raw-bin", "\x00\x01\xff"}, {"grpc-status", "13"}}, nil
+		return nil, rpc.Metadata{{Key: "x-answer", Value: "42"}, {Key: "x-raw-bin", Value: "\x00\x01\xff"}, {Key: "grpc-status", Value: "13"}}, nil
 	})}
 	_, addr := start(t, Config{}, h)
 	cc := dial(t, addr)
@@ -104,7 +106,7 @@ func TestUnaryStatus(t *testing.T) {
 		{Errorf(Unauthenticated, "who?"), codes.Unauthenticated, "who?"},
 	} {
 		t.Run(c.wantCode.String(), func(t *testing.T) {
-			h := router{"s/M": unaryFunc(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+			h := router{"s/M": unaryFunc(func(context.Context, *Call, []byte) ([]byte, rpc.Metadata, *Status) {
 				return []byte("ignored"), nil, c.st
 			})}
 			_, addr := start(t, Config{}, h)
@@ -128,7 +130,7 @@ func TestUnaryStatusDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := router{"s/M": unaryFunc(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/M": unaryFunc(func(context.Context, *Call, []byte) ([]byte, rpc.Metadata, *Status) {
 		return nil, nil, &Status{Code: NotFound, Message: "no such user", Details: details}
 	})}
 	_, addr := start(t, Config{}, h)
@@ -155,7 +157,7 @@ func TestUnaryUnknownMethod(t *testing.T) {
 // gets DeadlineExceeded and the handler's context ends with it.
 func TestUnaryDeadline(t *testing.T) {
 	ended := make(chan error, 1)
-	h := router{"s/Slow": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/Slow": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, rpc.Metadata, *Status) {
 		<-ctx.Done()
 		ended <- ctx.Err()
 		return nil, nil, Errorf(DeadlineExceeded, "%v", ctx.Err())
@@ -184,7 +186,7 @@ func TestUnaryDeadline(t *testing.T) {
 // A client that cancels a call ends the handler's context.
 func TestUnaryCancel(t *testing.T) {
 	started, ended := make(chan struct{}), make(chan error, 1)
-	h := router{"s/Wait": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/Wait": asyncUnary(func(ctx context.Context, _ *Call, _ []byte) ([]byte, rpc.Metadata, *Status) {
 		close(started)
 		<-ctx.Done()
 		ended <- ctx.Err()
@@ -219,7 +221,7 @@ func TestUnaryCancel(t *testing.T) {
 // limit).
 func TestUnaryLargeMessages(t *testing.T) {
 	const limit = 1 << 20
-	h := router{"s/Echo": unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/Echo": unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, rpc.Metadata, *Status) {
 		return append([]byte(nil), req...), nil, nil
 	})}
 	_, addr := start(t, Config{MaxMessage: limit}, h)
@@ -256,7 +258,7 @@ func TestUnaryLargeMessages(t *testing.T) {
 // the response to it is compressed (grpc-go inflates it again).
 func TestUnaryGzip(t *testing.T) {
 	reqs := make(chan []byte, 1)
-	h := router{"s/Echo": unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/Echo": unaryFunc(func(_ context.Context, _ *Call, req []byte) ([]byte, rpc.Metadata, *Status) {
 		reqs <- req
 		return append([]byte(nil), req...), nil, nil
 	})}
@@ -309,7 +311,7 @@ func TestUnaryConcurrent(t *testing.T) {
 // its connection for a few milliseconds only: the reading is handed to a
 // new goroutine and the other calls of the connection go on.
 func TestUnaryBlockingHandlerHandsOver(t *testing.T) {
-	h := router{"s/Echo": echo, "s/Sleep": unaryFunc(func(context.Context, *Call, []byte) ([]byte, Metadata, *Status) {
+	h := router{"s/Echo": echo, "s/Sleep": unaryFunc(func(context.Context, *Call, []byte) ([]byte, rpc.Metadata, *Status) {
 		time.Sleep(time.Second)
 		return []byte("slept"), nil, nil
 	})}

@@ -129,7 +129,7 @@ func protoPathCalls(b *testing.B) map[string]loadgen.CallFunc {
 	return map[string]loadgen.CallFunc{
 		"proto": func(ctx context.Context) (string, error) {
 			ch := make(chan error, 1)
-			greet.CallProto(ctx, greetCall, req, func(resp []byte, _ plugins.Metadata, st *plugins.Status) {
+			greet.CallProto(ctx, greetCall, req, func(resp []byte, _ rpc.Metadata, st *plugins.Status) {
 				switch {
 				case st != nil:
 					ch <- st

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
@@ -52,7 +53,7 @@ type ProtoService struct {
 // method's name as the service's descriptor spells it (Greet).
 type ProtoMethod struct {
 	name    string
-	kind    wire.Kind
+	kind    rpc.MethodKind
 	maker   string // the function that made it, for messages
 	in, out protoreflect.MessageDescriptor
 	err     error // what is wrong with the handler's types
@@ -73,7 +74,7 @@ func Unary[Req any, PReq interface {
 	*Resp
 	proto.Message
 }](name string, h func(ctx context.Context, req PReq) (PResp, error)) ProtoMethod {
-	m := newProtoMethod[PReq, PResp](name, wire.Unary, "sdk.Unary")
+	m := newProtoMethod[PReq, PResp](name, rpc.Unary, "sdk.Unary")
 	m.unary = func(ctx context.Context, b []byte) (proto.Message, error) {
 		req := PReq(new(Req))
 		if err := unmarshal(b, req); err != nil {
@@ -95,7 +96,7 @@ func unmarshal(b []byte, m proto.Message) error {
 
 // newProtoMethod is a ProtoMethod of kind with the message types of PReq
 // and PResp; its err says what is wrong with them.
-func newProtoMethod[PReq, PResp proto.Message](name string, kind wire.Kind, maker string) ProtoMethod {
+func newProtoMethod[PReq, PResp proto.Message](name string, kind rpc.MethodKind, maker string) ProtoMethod {
 	m := ProtoMethod{name: name, kind: kind, maker: maker}
 	var err error
 	if m.in, err = descriptorOf[PReq](); err == nil {
@@ -211,13 +212,15 @@ func checkProtoMethod(sd protoreflect.ServiceDescriptor, m ProtoMethod) (protore
 		return nil, errors.New("a ProtoMethod made without sdk.Unary, ServerStream, ClientStream or BidiStream")
 	}
 	md := sd.Methods().ByName(protoreflect.Name(m.name))
-	switch {
-	case md == nil:
+	if md == nil {
 		return nil, fmt.Errorf("%s(%q): %s has no such method; its methods are %s", m.maker, m.name, sd.FullName(), methodNames(sd))
+	}
+	kind := rpc.MethodKindOf(md.IsStreamingClient(), md.IsStreamingServer())
+	switch {
 	case m.err != nil:
 		return nil, fmt.Errorf("%s(%q): %v", m.maker, m.name, m.err)
-	case wire.KindOf(md) != m.kind:
-		return nil, fmt.Errorf("%s(%q): %s is %v: serve it with sdk.%s", m.maker, m.name, m.name, wire.KindOf(md), makers[wire.KindOf(md)])
+	case kind != m.kind:
+		return nil, fmt.Errorf("%s(%q): %s is %v: serve it with sdk.%s", m.maker, m.name, m.name, kind, makers[kind])
 	case m.in.FullName() != md.Input().FullName():
 		return nil, fmt.Errorf("%s(%q): the handler takes %s, the method %s", m.maker, m.name, m.in.FullName(), md.Input().FullName())
 	case m.out.FullName() != md.Output().FullName():
@@ -227,7 +230,7 @@ func checkProtoMethod(sd protoreflect.ServiceDescriptor, m ProtoMethod) (protore
 }
 
 // makers are the functions that make a ProtoMethod of each kind.
-var makers = [...]string{wire.Unary: "Unary", wire.ServerStream: "ServerStream", wire.ClientStream: "ClientStream", wire.BidiStream: "BidiStream"}
+var makers = [...]string{rpc.Unary: "Unary", rpc.ServerStream: "ServerStream", rpc.ClientStream: "ClientStream", rpc.BidiStream: "BidiStream"}
 
 func methodNames(sd protoreflect.ServiceDescriptor) string {
 	ms := sd.Methods()

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -73,7 +74,7 @@ func protoServer(t *testing.T, svc ...Servable) *server {
 }
 
 // callUnary makes a unary call as the link does: PrepareProto, then Run.
-func callUnary(ctx context.Context, s *server, ref wire.MethodRef, md wire.Metadata, req proto.Message) (*greetpb.GreetResponse, wire.Metadata, *wire.Status) {
+func callUnary(ctx context.Context, s *server, ref wire.MethodRef, md rpc.Metadata, req proto.Message) (*greetpb.GreetResponse, rpc.Metadata, *wire.Status) {
 	b, err := wire.AppendProtoCall(nil, ref, md)
 	if err != nil {
 		panic(err)
@@ -106,16 +107,16 @@ func TestProtoUnary(t *testing.T) {
 	details, _ := proto.Marshal(withDetails.Proto())
 	tests := []struct {
 		name     string
-		md       wire.Metadata
+		md       rpc.Metadata
 		timeout  time.Duration
 		greeting string
-		trailer  wire.Metadata
+		trailer  rpc.Metadata
 		st       *wire.Status
 	}{
 		{name: "world", greeting: "Hello, world"},
-		{name: "metadata", md: wire.Metadata{{Key: "x-user", Value: "ann"}, {Key: "x-other", Value: "1"}, {Key: "x-user", Value: "bob"}}, greeting: "ann,bob"},
-		{name: "trailer", greeting: "with trailer", trailer: wire.Metadata{{Key: "x-took", Value: "1ms"}}},
-		{name: "not found", trailer: wire.Metadata{{Key: "x-why", Value: "gone"}}, st: &wire.Status{Code: codes.NotFound, Message: "no such user"}},
+		{name: "metadata", md: rpc.Metadata{{Key: "x-user", Value: "ann"}, {Key: "x-other", Value: "1"}, {Key: "x-user", Value: "bob"}}, greeting: "ann,bob"},
+		{name: "trailer", greeting: "with trailer", trailer: rpc.Metadata{{Key: "x-took", Value: "1ms"}}},
+		{name: "not found", trailer: rpc.Metadata{{Key: "x-why", Value: "gone"}}, st: &wire.Status{Code: codes.NotFound, Message: "no such user"}},
 		{name: "details", st: &wire.Status{Code: codes.InvalidArgument, Message: "bad name", Details: details}},
 		{name: "wrapped", st: &wire.Status{Code: codes.PermissionDenied, Message: "while greeting\nrpc error: code = PermissionDenied desc = not you"}},
 		{name: "plain", st: &wire.Status{Code: codes.Unknown, Message: "plain error"}},
@@ -179,7 +180,7 @@ func TestProtoServiceChecks(t *testing.T) {
 		{"unknown method", []Servable{ProtoService{Service: greetDesc, Methods: []ProtoMethod{Unary("greet", greetTo)}}},
 			`sdk.Unary("greet"): greet.GreetService has no such method; its methods are Greet, GreetServerStream`},
 		{"wrong kind", []Servable{ProtoService{Service: greetDesc, Methods: []ProtoMethod{Unary("GreetStream", greetTo)}}},
-			`sdk.Unary("GreetStream"): GreetStream is bidi_stream: serve it with sdk.BidiStream`},
+			`sdk.Unary("GreetStream"): GreetStream is bidi-streaming: serve it with sdk.BidiStream`},
 		{"wrong request", []Servable{ProtoService{Service: greetDesc, Methods: []ProtoMethod{Unary("Greet",
 			func(context.Context, *greetpb.GreetStreamRequest) (*greetpb.GreetResponse, error) { return nil, nil })}}},
 			`sdk.Unary("Greet"): the handler takes greet.GreetStreamRequest, the method greet.GreetRequest`},
@@ -208,13 +209,19 @@ func TestProtoServiceChecks(t *testing.T) {
 
 // The description a plugin of Dubbo and protobuf services sends is what
 // the node accepts: the protobuf service with its files and methods, the
-// Dubbo one first.
+// Dubbo one first, each method's kind by the name the node reads.
 func TestProtoDescribe(t *testing.T) {
-	s := protoServer(t, ProtoService{Service: greetDesc, Version: "1.0.0", Methods: []ProtoMethod{Unary("Greet", greet)}},
-		Service{Interface: "a.S", Handler: serverGreeter{}})
+	greetSvc := streamService(streamHandlers{})
+	greetSvc.Version = "1.0.0"
+	s := protoServer(t, greetSvc, Service{Interface: "a.S", Handler: serverGreeter{}})
 	b, err := s.Describe(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, kind := range []string{`"kind":"server-streaming"`, `"kind":"client-streaming"`, `"kind":"bidi-streaming"`} {
+		if !strings.Contains(string(b.Value), kind) {
+			t.Errorf("the description has no %s: %s", kind, b.Value)
+		}
 	}
 	d, err := wire.ParseDescription(b.Value)
 	if err != nil {
@@ -224,8 +231,13 @@ func TestProtoDescribe(t *testing.T) {
 		t.Fatalf("services %+v", d.Services)
 	}
 	g := d.Services[1]
-	want := wire.Method{Name: "Greet", Kind: wire.Unary, Input: "greet.GreetRequest", Output: "greet.GreetResponse"}
-	if g.Version != "1.0.0" || len(g.Methods) != 1 || !reflect.DeepEqual(g.Methods[0], want) {
+	want := []wire.Method{
+		{Name: "Greet", Kind: rpc.Unary, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetServerStream", Kind: rpc.ServerStream, Input: "greet.GreetStreamRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetClientStream", Kind: rpc.ClientStream, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetStream", Kind: rpc.BidiStream, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+	}
+	if g.Version != "1.0.0" || !reflect.DeepEqual(g.Methods, want) {
 		t.Errorf("greet.GreetService described as %+v", g)
 	}
 	if _, sd, err := g.ResolveProto(); err != nil || sd.Methods().Len() != 4 {

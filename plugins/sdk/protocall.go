@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -64,14 +65,14 @@ func SetTrailer(ctx context.Context, md metadata.MD) {
 }
 
 // toWire is md as the link carries it.
-func toWire(md metadata.MD) wire.Metadata {
+func toWire(md metadata.MD) rpc.Metadata {
 	if len(md) == 0 {
 		return nil
 	}
-	out := make(wire.Metadata, 0, len(md))
+	out := make(rpc.Metadata, 0, len(md))
 	for k, vs := range md {
 		for _, v := range vs {
-			out = append(out, wire.Field{Key: k, Value: v})
+			out = append(out, rpc.MetadataField{Key: k, Value: v})
 		}
 	}
 	return out

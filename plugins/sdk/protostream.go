@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -57,7 +58,7 @@ func ServerStream[Req any, PReq interface {
 	*Resp
 	proto.Message
 }](name string, h func(req PReq, out Sender[PResp]) error) ProtoMethod {
-	m := newProtoMethod[PReq, PResp](name, wire.ServerStream, "sdk.ServerStream")
+	m := newProtoMethod[PReq, PResp](name, rpc.ServerStream, "sdk.ServerStream")
 	m.stream = func(s *serverStream) error {
 		t := typedStream[Req, PReq, PResp]{s}
 		req, err := t.Recv()
@@ -82,7 +83,7 @@ func ClientStream[Req any, PReq interface {
 	*Resp
 	proto.Message
 }](name string, h func(in Receiver[PReq]) (PResp, error)) ProtoMethod {
-	m := newProtoMethod[PReq, PResp](name, wire.ClientStream, "sdk.ClientStream")
+	m := newProtoMethod[PReq, PResp](name, rpc.ClientStream, "sdk.ClientStream")
 	m.stream = func(s *serverStream) error {
 		t := typedStream[Req, PReq, PResp]{s}
 		resp, err := h(t)
@@ -104,7 +105,7 @@ func BidiStream[Req any, PReq interface {
 	*Resp
 	proto.Message
 }](name string, h func(s Stream[PReq, PResp]) error) ProtoMethod {
-	m := newProtoMethod[PReq, PResp](name, wire.BidiStream, "sdk.BidiStream")
+	m := newProtoMethod[PReq, PResp](name, rpc.BidiStream, "sdk.BidiStream")
 	m.stream = func(s *serverStream) error { return h(typedStream[Req, PReq, PResp]{s}) }
 	return m
 }
@@ -219,7 +220,7 @@ func (m *protoMethod) callStream(s *serverStream) (err error) {
 }
 
 // ServeStream serves a stream the node opened (wire.StreamServer).
-func (s *server) ServeStream(ctx context.Context, head []byte, ws *wire.Stream) (*wire.Status, wire.Metadata) {
+func (s *server) ServeStream(ctx context.Context, head []byte, ws *wire.Stream) (*wire.Status, rpc.Metadata) {
 	ref, md, _, err := wire.ParseProtoCall(head)
 	if err != nil {
 		return &wire.Status{Code: codes.Internal, Message: err.Error()}, nil

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -126,15 +127,15 @@ func servedLink(t *testing.T, svc ...Servable) *wire.Link {
 
 // streamOutcome is all a stream gave its opener.
 type streamOutcome struct {
-	header    wire.Metadata
+	header    rpc.Metadata
 	greetings []string
 	st        *wire.Status
-	trailer   wire.Metadata
+	trailer   rpc.Metadata
 }
 
 // runStream opens a stream to method, sends reqs, half-closes and reads
 // everything to the end.
-func runStream(ctx context.Context, t *testing.T, l *wire.Link, method string, md wire.Metadata, reqs ...proto.Message) streamOutcome {
+func runStream(ctx context.Context, t *testing.T, l *wire.Link, method string, md rpc.Metadata, reqs ...proto.Message) streamOutcome {
 	t.Helper()
 	head, err := wire.AppendProtoCall(nil, streamRefs[method], md)
 	if err != nil {
@@ -193,7 +194,7 @@ func TestProtoStreams(t *testing.T) {
 	tests := []struct {
 		name   string
 		method string
-		md     wire.Metadata
+		md     rpc.Metadata
 		reqs   []proto.Message
 		want   streamOutcome
 	}{
@@ -202,8 +203,8 @@ func TestProtoStreams(t *testing.T) {
 		{"no responses", "GreetServerStream", nil, []proto.Message{sreq("ann", 0)}, streamOutcome{}},
 		{"no request", "GreetServerStream", nil, nil,
 			streamOutcome{st: &wire.Status{Code: codes.Internal, Message: "the call ended before its request"}}},
-		{"header and trailer", "GreetServerStream", wire.Metadata{{Key: "x-user", Value: "bob"}}, []proto.Message{sreq("header", 1)},
-			streamOutcome{header: wire.Metadata{{Key: "x-user", Value: "bob"}}, greetings: []string{"Hello, header #1"}, trailer: wire.Metadata{{Key: "x-sent", Value: "1"}}}},
+		{"header and trailer", "GreetServerStream", rpc.Metadata{{Key: "x-user", Value: "bob"}}, []proto.Message{sreq("header", 1)},
+			streamOutcome{header: rpc.Metadata{{Key: "x-user", Value: "bob"}}, greetings: []string{"Hello, header #1"}, trailer: rpc.Metadata{{Key: "x-sent", Value: "1"}}}},
 		{"status after a message", "GreetServerStream", nil, []proto.Message{sreq("fail", 5)},
 			streamOutcome{greetings: []string{"Hello, fail #1"}, st: &wire.Status{Code: codes.Aborted, Message: "stopped after one"}}},
 		{"panic", "GreetServerStream", nil, []proto.Message{sreq("panic", 5)},

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/dubbo-lab/dubbo/node/provider/settings"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 )
 
@@ -52,61 +53,9 @@ type Method struct {
 	ReturnType string   `json:"returnType,omitempty"`
 	// Kind, Input and Output are a protobuf method's: which sides stream,
 	// and the full names of its request and response messages.
-	Kind   Kind   `json:"kind,omitempty"`
-	Input  string `json:"input,omitempty"`
-	Output string `json:"output,omitempty"`
-}
-
-// Kind is a method's shape: which of its sides send a stream of messages.
-// Dubbo methods are Unary.
-type Kind uint8
-
-const (
-	Unary        Kind = iota // one request, one response
-	ServerStream             // one request, any number of responses
-	ClientStream             // any number of requests, one response
-	BidiStream               // any number each way
-)
-
-var kindNames = [...]string{Unary: "unary", ServerStream: "server_stream", ClientStream: "client_stream", BidiStream: "bidi_stream"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", k)
-}
-
-// MarshalText writes the kind's name.
-func (k Kind) MarshalText() ([]byte, error) {
-	if int(k) >= len(kindNames) {
-		return nil, fmt.Errorf("no method kind %d", k)
-	}
-	return []byte(kindNames[k]), nil
-}
-
-// UnmarshalText reads a kind's name.
-func (k *Kind) UnmarshalText(b []byte) error {
-	for i, n := range kindNames {
-		if string(b) == n {
-			*k = Kind(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("%q is not a method kind (unary, server_stream, client_stream, bidi_stream)", b)
-}
-
-// KindOf is the kind of a protobuf method.
-func KindOf(m protoreflect.MethodDescriptor) Kind {
-	switch {
-	case m.IsStreamingClient() && m.IsStreamingServer():
-		return BidiStream
-	case m.IsStreamingClient():
-		return ClientStream
-	case m.IsStreamingServer():
-		return ServerStream
-	}
-	return Unary
+	Kind   rpc.MethodKind `json:"kind,omitempty"`
+	Input  string         `json:"input,omitempty"`
+	Output string         `json:"output,omitempty"`
 }
 
 // ProtoFiles is the serialized FileDescriptorSet of file and of every file
@@ -224,13 +173,15 @@ func (s *Service) validateProto() error {
 	names := make(map[string]bool, len(s.Methods))
 	for _, m := range s.Methods {
 		md := sd.Methods().ByName(protoreflect.Name(m.Name))
-		switch {
-		case md == nil:
+		if md == nil {
 			return fmt.Errorf("method %q is not in its descriptor", m.Name)
+		}
+		kind := rpc.MethodKindOf(md.IsStreamingClient(), md.IsStreamingServer())
+		switch {
 		case names[m.Name]:
 			return fmt.Errorf("method %s is described twice", m.Name)
-		case m.Kind != KindOf(md):
-			return fmt.Errorf("method %s is %v in its descriptor, described as %v", m.Name, KindOf(md), m.Kind)
+		case m.Kind != kind:
+			return fmt.Errorf("method %s is %v in its descriptor, described as %v", m.Name, kind, m.Kind)
 		case m.Input != string(md.Input().FullName()) || m.Output != string(md.Output().FullName()):
 			return fmt.Errorf("method %s takes %s and returns %s in its descriptor, described as %s and %s",
 				m.Name, md.Input().FullName(), md.Output().FullName(), m.Input, m.Output)

@@ -12,6 +12,7 @@ import (
 	_ "google.golang.org/protobuf/types/known/apipb" // api.proto, which imports two files of its own
 
 	"github.com/dubbo-lab/dubbo/examples/greet/greetpb"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 func TestParseDescription(t *testing.T) {
@@ -93,10 +94,10 @@ func greetFiles(t testing.TB) []byte {
 // greetService is greet.GreetService as the SDK describes it.
 func greetService(t testing.TB) Service {
 	return Service{Interface: "greet.GreetService", Proto: &ProtoService{Files: greetFiles(t)}, Methods: []Method{
-		{Name: "Greet", Kind: Unary, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
-		{Name: "GreetServerStream", Kind: ServerStream, Input: "greet.GreetStreamRequest", Output: "greet.GreetResponse"},
-		{Name: "GreetClientStream", Kind: ClientStream, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
-		{Name: "GreetStream", Kind: BidiStream, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+		{Name: "Greet", Kind: rpc.Unary, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetServerStream", Kind: rpc.ServerStream, Input: "greet.GreetStreamRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetClientStream", Kind: rpc.ClientStream, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
+		{Name: "GreetStream", Kind: rpc.BidiStream, Input: "greet.GreetRequest", Output: "greet.GreetResponse"},
 	}}
 }
 
@@ -133,7 +134,7 @@ func TestParseProtoDescription(t *testing.T) {
 		{"a message", func(s *Service, _ *Description) { s.Interface = "greet.GreetRequest" }, "is not a service"},
 		{"unknown method", func(s *Service, _ *Description) { s.Methods[0].Name = "Gret" }, `method "Gret" is not in its descriptor`},
 		{"method twice", func(s *Service, _ *Description) { s.Methods[1] = s.Methods[0] }, "described twice"},
-		{"wrong kind", func(s *Service, _ *Description) { s.Methods[1].Kind = Unary }, "is server_stream in its descriptor, described as unary"},
+		{"wrong kind", func(s *Service, _ *Description) { s.Methods[1].Kind = rpc.Unary }, "is server-streaming in its descriptor, described as unary"},
 		{"wrong input", func(s *Service, _ *Description) { s.Methods[0].Input = "greet.GreetStreamRequest" }, "takes greet.GreetRequest"},
 		{"wrong output", func(s *Service, _ *Description) { s.Methods[0].Output = "greet.GreetRequest" }, "returns greet.GreetResponse"},
 		{"bad settings", func(s *Service, _ *Description) { s.Params = map[string]string{"weight": "-1"} }, "parameter weight"},
@@ -159,21 +160,34 @@ func TestParseProtoDescription(t *testing.T) {
 	}
 }
 
-// A method's kind travels by name; a name that is not one is refused.
+// A method's kind travels by the name gRPC's documentation gives it (the
+// sdk writes it, the node reads it: wire protocol 7); a name that is not
+// one is refused.
 func TestKindJSON(t *testing.T) {
-	for k := Unary; k <= BidiStream; k++ {
-		b, err := json.Marshal(Method{Name: "M", Kind: k})
-		if err != nil {
-			t.Fatal(err)
+	tests := []struct {
+		kind rpc.MethodKind
+		json string
+	}{
+		{rpc.Unary, `{"name":"M"}`},
+		{rpc.ServerStream, `{"name":"M","kind":"server-streaming"}`},
+		{rpc.ClientStream, `{"name":"M","kind":"client-streaming"}`},
+		{rpc.BidiStream, `{"name":"M","kind":"bidi-streaming"}`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(Method{Name: "M", Kind: tt.kind})
+		if err != nil || string(b) != tt.json {
+			t.Errorf("%v: written as %s, %v; want %s", tt.kind, b, err, tt.json)
 		}
 		var m Method
-		if err := json.Unmarshal(b, &m); err != nil || m.Kind != k {
-			t.Errorf("%v: %s read back as %v, %v", k, b, m.Kind, err)
+		if err := json.Unmarshal([]byte(tt.json), &m); err != nil || m.Kind != tt.kind {
+			t.Errorf("%s read back as %v, %v", tt.json, m.Kind, err)
 		}
 	}
 	var m Method
-	if err := json.Unmarshal([]byte(`{"name":"M","kind":"sideways"}`), &m); err == nil || !strings.Contains(err.Error(), "not a method kind") {
-		t.Errorf("kind sideways: err = %v", err)
+	for _, bad := range []string{`{"name":"M","kind":"sideways"}`, `{"name":"M","kind":"server_stream"}`} {
+		if err := json.Unmarshal([]byte(bad), &m); err == nil || !strings.Contains(err.Error(), "not a method kind") {
+			t.Errorf("%s: err = %v", bad, err)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dubbo-lab/dubbo/internal/callctx"
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // conns returns the two ends of a link's pipes.
@@ -313,7 +314,7 @@ func (fuzzServer) PrepareProto(call []byte) (Runner, bool) {
 	return protoEcho{inline: true}.PrepareProto(call)
 }
 
-func (fuzzServer) ServeStream(ctx context.Context, head []byte, s *Stream) (*Status, Metadata) {
+func (fuzzServer) ServeStream(ctx context.Context, head []byte, s *Stream) (*Status, rpc.Metadata) {
 	return echoStream(ctx, head, s)
 }
 
@@ -544,6 +545,6 @@ func TestLinkRetire(t *testing.T) {
 // echoStream.
 type slowAndStreams struct{ invokerFunc }
 
-func (slowAndStreams) ServeStream(ctx context.Context, head []byte, s *Stream) (*Status, Metadata) {
+func (slowAndStreams) ServeStream(ctx context.Context, head []byte, s *Stream) (*Status, rpc.Metadata) {
 	return echoStream(ctx, head, s)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // Protobuf calls carry their messages as the bytes the caller sent: the
@@ -23,26 +25,9 @@ import (
 //	otherwise:        message (uvarint length, bytes), details (the rest:
 //	                  a serialized google.rpc.Status, or nothing)
 //
-// A metadata block is a uvarint count, then for each entry its key and
-// its value, each a uvarint length and the bytes.
-
-// Metadata is gRPC's custom metadata: keys in the order they came (a key
-// may repeat), lower-case; keys ending in "-bin" carry binary values, as
-// they are (not base64).
-type Metadata []Field
-
-// Field is one metadata entry.
-type Field struct{ Key, Value string }
-
-// Get returns the first value of key, or "".
-func (md Metadata) Get(key string) string {
-	for _, f := range md {
-		if f.Key == key {
-			return f.Value
-		}
-	}
-	return ""
-}
+// A metadata block (an rpc.Metadata; -bin values go as they are, not
+// base64) is a uvarint count, then for each entry its key and its value,
+// each a uvarint length and the bytes.
 
 // Status is the outcome of a protobuf call that failed: a gRPC code, a
 // message for people, and optionally details, a serialized
@@ -76,7 +61,7 @@ var ErrMetadata = fmt.Errorf("metadata larger than %d bytes or %d entries", maxM
 
 // AppendMetadata appends md as a block with its length before it; no
 // metadata is an empty block.
-func AppendMetadata(b []byte, md Metadata) ([]byte, error) {
+func AppendMetadata(b []byte, md rpc.Metadata) ([]byte, error) {
 	if len(md) == 0 {
 		return append(b, 0), nil
 	}
@@ -101,7 +86,7 @@ func AppendMetadata(b []byte, md Metadata) ([]byte, error) {
 
 // ParseMetadata decodes a block AppendMetadata wrote (without its length
 // before it); an empty block is nil.
-func ParseMetadata(b []byte) (Metadata, error) {
+func ParseMetadata(b []byte) (rpc.Metadata, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
@@ -109,7 +94,7 @@ func ParseMetadata(b []byte) (Metadata, error) {
 	if !ok || n > maxMetadataEntries || n > uint64(len(b)) {
 		return nil, fmt.Errorf("%w: bad metadata count", ErrCorrupt)
 	}
-	md := make(Metadata, n)
+	md := make(rpc.Metadata, n)
 	for i := range md {
 		var k, v string
 		if k, pos, ok = bytesAt(b, pos); !ok {
@@ -118,7 +103,7 @@ func ParseMetadata(b []byte) (Metadata, error) {
 		if v, pos, ok = bytesAt(b, pos); !ok {
 			return nil, fmt.Errorf("%w: bad metadata value", ErrCorrupt)
 		}
-		md[i] = Field{k, v}
+		md[i] = rpc.MetadataField{Key: k, Value: v}
 	}
 	if pos != len(b) {
 		return nil, fmt.Errorf("%w: %d bytes after the metadata", ErrCorrupt, len(b)-pos)
@@ -131,7 +116,7 @@ func ParseMetadata(b []byte) (Metadata, error) {
 
 // AppendProtoCall appends the head of a unary protobuf call, which the
 // request message follows.
-func AppendProtoCall(b []byte, ref MethodRef, md Metadata) ([]byte, error) {
+func AppendProtoCall(b []byte, ref MethodRef, md rpc.Metadata) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(ref.Service))
 	b = binary.AppendUvarint(b, uint64(ref.Method))
 	return AppendMetadata(b, md)
@@ -152,13 +137,13 @@ func ParseProtoCall(b []byte) (ref MethodRef, md, req []byte, err error) {
 
 // AppendProtoOK appends the head of a successful reply, which the
 // response message follows.
-func AppendProtoOK(b []byte, trailer Metadata) ([]byte, error) {
+func AppendProtoOK(b []byte, trailer rpc.Metadata) ([]byte, error) {
 	return AppendMetadata(append(b, byte(codes.OK)), trailer)
 }
 
 // AppendProtoError appends a failed reply with status st (its code is not
 // OK). Metadata past the bounds is left out rather than failing the reply.
-func AppendProtoError(b []byte, st *Status, trailer Metadata) []byte {
+func AppendProtoError(b []byte, st *Status, trailer rpc.Metadata) []byte {
 	code := st.Code
 	if code == codes.OK || code > maxCode {
 		code = codes.Unknown
@@ -177,7 +162,7 @@ func appendStatusRest(b []byte, st *Status) []byte {
 
 // ParseProtoReply splits a unary protobuf reply: the response message and
 // trailer of a call that succeeded (st nil), or its status and trailer.
-func ParseProtoReply(b []byte) (resp []byte, trailer Metadata, st *Status, err error) {
+func ParseProtoReply(b []byte) (resp []byte, trailer rpc.Metadata, st *Status, err error) {
 	code, pos, ok := uvarintAt(b, 0)
 	if !ok || code > uint64(maxCode) {
 		return nil, nil, nil, fmt.Errorf("%w: bad status code", ErrCorrupt)

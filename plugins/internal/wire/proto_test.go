@@ -9,17 +9,19 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 func TestProtoCallRoundTrip(t *testing.T) {
 	tests := []struct {
 		ref MethodRef
-		md  Metadata
+		md  rpc.Metadata
 		req []byte
 	}{
 		{MethodRef{0, 0}, nil, nil},
-		{MethodRef{3, 1}, Metadata{{"tri-service-version", "1.0.0"}, {"x-id", "7"}, {"x-id", "8"}}, []byte("\x0a\x05world")},
-		{MethodRef{1 << 20, 300}, Metadata{{"trace-bin", "\x00\xff\x01"}, {"", ""}}, bytes.Repeat([]byte{0xff}, 1000)},
+		{MethodRef{3, 1}, rpc.Metadata{{Key: "tri-service-version", Value: "1.0.0"}, {Key: "x-id", Value: "7"}, {Key: "x-id", Value: "8"}}, []byte("\x0a\x05world")},
+		{MethodRef{1 << 20, 300}, rpc.Metadata{{Key: "trace-bin", Value: "\x00\xff\x01"}, {Key: "", Value: ""}}, bytes.Repeat([]byte{0xff}, 1000)},
 	}
 	for _, tt := range tests {
 		head, err := AppendProtoCall([]byte("prefix"), tt.ref, tt.md)
@@ -38,8 +40,8 @@ func TestProtoCallRoundTrip(t *testing.T) {
 }
 
 func TestProtoReplyRoundTrip(t *testing.T) {
-	trailer := Metadata{{"x-took", "3ms"}, {"x-bin", "\x00"}}
-	for _, tr := range []Metadata{nil, trailer} {
+	trailer := rpc.Metadata{{Key: "x-took", Value: "3ms"}, {Key: "x-bin", Value: "\x00"}}
+	for _, tr := range []rpc.Metadata{nil, trailer} {
 		head, err := AppendProtoOK(nil, tr)
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +70,7 @@ func TestProtoReplyRoundTrip(t *testing.T) {
 		}
 	}
 	// Trailer past the bounds is left out; the status still goes.
-	huge := Metadata{{"big", strings.Repeat("x", maxMetadataBytes)}}
+	huge := rpc.Metadata{{Key: "big", Value: strings.Repeat("x", maxMetadataBytes)}}
 	_, md, st, err := ParseProtoReply(AppendProtoError(nil, &Status{Code: codes.Aborted, Message: "m"}, huge))
 	if err != nil || md != nil || st.Code != codes.Aborted {
 		t.Errorf("huge trailer: %q %+v, %v", md, st, err)
@@ -76,9 +78,9 @@ func TestProtoReplyRoundTrip(t *testing.T) {
 }
 
 func TestMetadataBounds(t *testing.T) {
-	many := make(Metadata, maxMetadataEntries+1)
-	big := Metadata{{"k", strings.Repeat("v", maxMetadataBytes)}}
-	for _, md := range []Metadata{many, big} {
+	many := make(rpc.Metadata, maxMetadataEntries+1)
+	big := rpc.Metadata{{Key: "k", Value: strings.Repeat("v", maxMetadataBytes)}}
+	for _, md := range []rpc.Metadata{many, big} {
 		if _, err := AppendMetadata(nil, md); !errors.Is(err, ErrMetadata) {
 			t.Errorf("%d entries, %d bytes: %v, want ErrMetadata", len(md), len(md[0].Value), err)
 		}
@@ -89,7 +91,7 @@ func TestMetadataBounds(t *testing.T) {
 }
 
 func TestProtoCorrupt(t *testing.T) {
-	ok, _ := AppendProtoOK(nil, Metadata{{"k", "v"}})
+	ok, _ := AppendProtoOK(nil, rpc.Metadata{{Key: "k", Value: "v"}})
 	for _, b := range [][]byte{
 		nil,
 		{0xff},                            // no code
@@ -130,14 +132,14 @@ func (e protoEcho) PrepareProto(call []byte) (Runner, bool) {
 		if string(req) == "fail" {
 			return AppendProtoError(nil, &Status{Code: codes.FailedPrecondition, Message: "asked to"}, md)
 		}
-		md = append(md, Field{"ref", string(rune('0'+ref.Service)) + "/" + string(rune('0'+ref.Method))})
+		md = append(md, rpc.MetadataField{Key: "ref", Value: string(rune('0'+ref.Service)) + "/" + string(rune('0'+ref.Method))})
 		b, _ := AppendProtoOK(nil, md)
 		return append(b, req...)
 	}), e.inline
 }
 
 // callProto makes one unary protobuf call on l and waits for its reply.
-func callProto(ctx context.Context, l *Link, ref MethodRef, md Metadata, req []byte) (resp []byte, trailer Metadata, st *Status, err error) {
+func callProto(ctx context.Context, l *Link, ref MethodRef, md rpc.Metadata, req []byte) (resp []byte, trailer rpc.Metadata, st *Status, err error) {
 	head, err := AppendProtoCall(nil, ref, md)
 	if err != nil {
 		return nil, nil, nil, err
@@ -161,9 +163,9 @@ func callProto(ctx context.Context, l *Link, ref MethodRef, md Metadata, req []b
 func TestLinkProtoCall(t *testing.T) {
 	for _, inline := range []bool{false, true} {
 		a, _ := pair(t, nil, protoEcho{inline})
-		md := Metadata{{"x-user", "ann"}}
+		md := rpc.Metadata{{Key: "x-user", Value: "ann"}}
 		resp, trailer, st, err := callProto(context.Background(), a, MethodRef{2, 3}, md, []byte("req"))
-		want := Metadata{{"x-user", "ann"}, {"ref", "2/3"}}
+		want := rpc.Metadata{{Key: "x-user", Value: "ann"}, {Key: "ref", Value: "2/3"}}
 		if err != nil || st != nil || string(resp) != "req" || !reflect.DeepEqual(trailer, want) {
 			t.Errorf("inline=%v: %q %q %v, %v", inline, resp, trailer, st, err)
 		}
@@ -203,7 +205,7 @@ func (p protoInvokerFunc) PrepareProto(call []byte) (Runner, bool) { return p.Pr
 // either is refused with ErrCorrupt or parses into a method, metadata and
 // request that encode back to a call that parses the same.
 func FuzzParseProtoCall(f *testing.F) {
-	head, _ := AppendProtoCall(nil, MethodRef{2, 1}, Metadata{{"tri-service-version", "1.0.0"}, {"x-bin", "\x00\xff"}})
+	head, _ := AppendProtoCall(nil, MethodRef{2, 1}, rpc.Metadata{{Key: "tri-service-version", Value: "1.0.0"}, {Key: "x-bin", Value: "\x00\xff"}})
 	f.Add(append(head, "\x0a\x05world"...))
 	f.Add([]byte{0, 0, 0})
 	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x08, 0, 0})
@@ -239,9 +241,9 @@ func FuzzParseProtoCall(f *testing.F) {
 // with a code the node can pass on, and a trailer, which encode back to a
 // reply that parses the same.
 func FuzzParseProtoReply(f *testing.F) {
-	ok, _ := AppendProtoOK(nil, Metadata{{"x-took", "1ms"}})
+	ok, _ := AppendProtoOK(nil, rpc.Metadata{{Key: "x-took", Value: "1ms"}})
 	f.Add(append(ok, "\x0a\x0cHello, world"...))
-	f.Add(AppendProtoError(nil, &Status{Code: codes.NotFound, Message: "no such user", Details: []byte("\x08\x05")}, Metadata{{"x-why", "gone"}}))
+	f.Add(AppendProtoError(nil, &Status{Code: codes.NotFound, Message: "no such user", Details: []byte("\x08\x05")}, rpc.Metadata{{Key: "x-why", Value: "gone"}}))
 	f.Add([]byte{0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		resp, trailer, st, err := ParseProtoReply(b)

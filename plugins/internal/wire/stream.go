@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/dubbo-lab/dubbo/internal/fastpath"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // Protobuf streams travel on the link in frames of their own, each tagged
@@ -64,7 +65,7 @@ type StreamServer interface {
 	// stream's head (AppendProtoCall's); it returns the stream's end: st
 	// nil for OK, and the trailer. ctx ends when the opener cancels, the
 	// deadline passes, the link ends, or ServeStream returned.
-	ServeStream(ctx context.Context, head []byte, s *Stream) (st *Status, trailer Metadata)
+	ServeStream(ctx context.Context, head []byte, s *Stream) (st *Status, trailer rpc.Metadata)
 }
 
 // A Stream is one protobuf stream on a link, on either side: the opener
@@ -89,11 +90,11 @@ type Stream struct {
 	err       error       // the stream failed: canceled, timed out, link down
 
 	// The opener's view of the server's side.
-	header    Metadata
+	header    rpc.Metadata
 	gotHeader bool
 	ended     bool
 	st        *Status
-	trailer   Metadata
+	trailer   rpc.Metadata
 
 	readable chan struct{} // something for Recv or Header
 	writable chan struct{} // credit for Send, or the end
@@ -319,7 +320,7 @@ func (s *Stream) CloseSend() error {
 
 // Header waits for the server's response header: it returns when the
 // header, a first message or the end arrived (opener).
-func (s *Stream) Header() (Metadata, error) {
+func (s *Stream) Header() (rpc.Metadata, error) {
 	for {
 		s.mu.Lock()
 		switch {
@@ -342,14 +343,14 @@ func (s *Stream) Header() (Metadata, error) {
 
 // End is how the server ended the stream, once Recv returned io.EOF
 // (opener): st nil for OK, and the trailer.
-func (s *Stream) End() (st *Status, trailer Metadata) {
+func (s *Stream) End() (st *Status, trailer rpc.Metadata) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.st, s.trailer
 }
 
 // SendHeader sends the response header (server), before any message.
-func (s *Stream) SendHeader(md Metadata) error {
+func (s *Stream) SendHeader(md rpc.Metadata) error {
 	b, err := AppendMetadata(nil, md)
 	if err != nil {
 		return err
@@ -498,7 +499,7 @@ func (l *Link) openServed(id uint64, rest []byte) error {
 	l.cmu.Unlock()
 	go func() {
 		var st *Status
-		var trailer Metadata
+		var trailer rpc.Metadata
 		if srv, ok := l.inv.(StreamServer); ok {
 			st, trailer = srv.ServeStream(ctx, head, s)
 		} else {

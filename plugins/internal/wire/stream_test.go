@@ -12,22 +12,24 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
 )
 
 // streamFunc serves every stream with f; unary protobuf calls it refuses.
-type streamFunc func(ctx context.Context, head []byte, s *Stream) (*Status, Metadata)
+type streamFunc func(ctx context.Context, head []byte, s *Stream) (*Status, rpc.Metadata)
 
 func (streamFunc) Prepare([]byte) (Runner, bool)      { return refusal(nil), true }
 func (streamFunc) PrepareProto([]byte) (Runner, bool) { return refusal(nil), true }
 
-func (f streamFunc) ServeStream(ctx context.Context, head []byte, s *Stream) (*Status, Metadata) {
+func (f streamFunc) ServeStream(ctx context.Context, head []byte, s *Stream) (*Status, rpc.Metadata) {
 	return f(ctx, head, s)
 }
 
 // echoStream sends its metadata back as the header, answers each message
 // with "re:" and it, and ends, once the opener half-closed, with the
 // status the metadata asks for and a trailer counting the messages.
-func echoStream(_ context.Context, head []byte, s *Stream) (*Status, Metadata) {
+func echoStream(_ context.Context, head []byte, s *Stream) (*Status, rpc.Metadata) {
 	_, rawMD, _, err := ParseProtoCall(head)
 	if err != nil {
 		return &Status{Code: codes.Internal, Message: err.Error()}, nil
@@ -50,7 +52,7 @@ func echoStream(_ context.Context, head []byte, s *Stream) (*Status, Metadata) {
 			return &Status{Code: codes.Internal, Message: err.Error()}, nil
 		}
 	}
-	trailer := Metadata{{"count", fmt.Sprint(n)}}
+	trailer := rpc.Metadata{{Key: "count", Value: fmt.Sprint(n)}}
 	if code := md.Get("end-with"); code != "" {
 		return &Status{Code: codes.FailedPrecondition, Message: code}, trailer
 	}
@@ -58,7 +60,7 @@ func echoStream(_ context.Context, head []byte, s *Stream) (*Status, Metadata) {
 }
 
 // openStream opens a stream on l with md.
-func openStream(t *testing.T, ctx context.Context, l *Link, md Metadata) *Stream {
+func openStream(t *testing.T, ctx context.Context, l *Link, md rpc.Metadata) *Stream {
 	t.Helper()
 	head, err := AppendProtoCall(nil, MethodRef{1, 2}, md)
 	if err != nil {
@@ -78,9 +80,9 @@ func TestStreamLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, end := range []string{"", "failed on purpose"} {
-		md := Metadata{{"x-user", "ann"}}
+		md := rpc.Metadata{{Key: "x-user", Value: "ann"}}
 		if end != "" {
-			md = append(md, Field{"end-with", end})
+			md = append(md, rpc.MetadataField{Key: "end-with", Value: end})
 		}
 		s := openStream(t, ctx, a, md)
 		if h, err := s.Header(); err != nil || !reflect.DeepEqual(h, md) {
@@ -133,7 +135,7 @@ func TestStreamUnimplemented(t *testing.T) {
 func TestStreamCancel(t *testing.T) {
 	served := make(chan error, 1)
 	deadline := make(chan time.Duration, 1)
-	a, _ := pair(t, nil, streamFunc(func(ctx context.Context, _ []byte, s *Stream) (*Status, Metadata) {
+	a, _ := pair(t, nil, streamFunc(func(ctx context.Context, _ []byte, s *Stream) (*Status, rpc.Metadata) {
 		dl, _ := ctx.Deadline()
 		deadline <- time.Until(dl)
 		_, err := s.Recv() // nothing comes
@@ -168,7 +170,7 @@ func TestStreamCancel(t *testing.T) {
 func TestStreamCredit(t *testing.T) {
 	release := make(chan struct{})
 	var took atomic.Int64
-	a, _ := pair(t, nil, streamFunc(func(ctx context.Context, _ []byte, s *Stream) (*Status, Metadata) {
+	a, _ := pair(t, nil, streamFunc(func(ctx context.Context, _ []byte, s *Stream) (*Status, rpc.Metadata) {
 		<-release
 		for {
 			msg, err := s.Recv()
@@ -221,7 +223,7 @@ func TestStreamOverrun(t *testing.T) {
 	ca, cb := conns(t)
 	defer cb.Close()
 	l := NewLink(ca)
-	l.Start(streamFunc(func(ctx context.Context, _ []byte, s *Stream) (*Status, Metadata) {
+	l.Start(streamFunc(func(ctx context.Context, _ []byte, s *Stream) (*Status, rpc.Metadata) {
 		<-ctx.Done()
 		return nil, nil
 	}))
@@ -252,7 +254,7 @@ func binary4(n uint32) []byte { return []byte{byte(n >> 24), byte(n >> 16), byte
 func TestStreamLinkDown(t *testing.T) {
 	served := make(chan error, 1)
 	started := make(chan struct{})
-	a, b := pair(t, nil, streamFunc(func(ctx context.Context, _ []byte, s *Stream) (*Status, Metadata) {
+	a, b := pair(t, nil, streamFunc(func(ctx context.Context, _ []byte, s *Stream) (*Status, rpc.Metadata) {
 		close(started)
 		_, err := s.Recv()
 		served <- err

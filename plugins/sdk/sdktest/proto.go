@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/plugins/internal/wire"
 )
 
@@ -28,7 +29,7 @@ func (h *Handler) CallProto(ctx context.Context, method string, req, resp proto.
 	if err != nil {
 		return nil, err
 	}
-	if m.Kind != wire.Unary {
+	if m.Kind != rpc.Unary {
 		return nil, status.Errorf(codes.Internal, "%s is a %v method: open a stream (OpenStream) to call it", method, m.Kind)
 	}
 	head, err := wire.AppendProtoCall(nil, ref, outgoing(ctx))
@@ -80,7 +81,7 @@ func (h *Handler) OpenStream(ctx context.Context, method string) (*Stream, error
 	if err != nil {
 		return nil, err
 	}
-	if m.Kind == wire.Unary {
+	if m.Kind == rpc.Unary {
 		return nil, status.Errorf(codes.Internal, "%s is a unary method: call it with CallProto", method)
 	}
 	head, err := wire.AppendProtoCall(nil, ref, outgoing(ctx))
@@ -173,18 +174,18 @@ func (h *Handler) protoMethod(method string) (wire.MethodRef, wire.Method, error
 }
 
 // outgoing is ctx's outgoing metadata as the link carries it.
-func outgoing(ctx context.Context) wire.Metadata {
+func outgoing(ctx context.Context) rpc.Metadata {
 	md, _ := metadata.FromOutgoingContext(ctx)
-	var out wire.Metadata
+	var out rpc.Metadata
 	for k, vs := range md {
 		for _, v := range vs {
-			out = append(out, wire.Field{Key: k, Value: v})
+			out = append(out, rpc.MetadataField{Key: k, Value: v})
 		}
 	}
 	return out
 }
 
-func fromWire(md wire.Metadata) metadata.MD {
+func fromWire(md rpc.Metadata) metadata.MD {
 	if len(md) == 0 {
 		return nil
 	}
