@@ -186,8 +186,21 @@ func (m *protoMethod) unary(ctx context.Context, c *triple.Call, req []byte, jso
 			resp, st = m.toJSON(resp)
 		}
 		count.endCount(tripleOutcome(st), len(resp)+5)
-		reply(resp, trailer, st)
+		reply(resp, trailer, forClient(c, st))
 	})
+}
+
+// forClient is st as the client of c expects a business exception:
+// dubbo-go's Triple client gets dubbo-go's BizError for a handler's error
+// (status Unknown), as dubbo-go's own servers answer it, so that its
+// failover does not retry the call; every other client gets st.
+func forClient(c *triple.Call, st *triple.Status) *triple.Status {
+	if st == nil || st.Code != triple.Unknown || !triple.DubboGoClient(c.Header) {
+		return st
+	}
+	biz := *st
+	biz.Code = triple.BizError
+	return &biz
 }
 
 // toJSON is a response message in protobuf JSON.

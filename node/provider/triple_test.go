@@ -124,9 +124,9 @@ func tripleClient(t testing.TB, addr string) *client.Client {
 }
 
 // grpcConn is a plain grpc-go client connection to addr.
-func grpcConn(t testing.TB, addr string) *grpc.ClientConn {
+func grpcConn(t testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
-	cc, err := grpc.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.Dial(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

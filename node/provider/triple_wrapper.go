@@ -29,11 +29,11 @@ import (
 //
 //   - content-type application/grpc+hessian2 (dubbo-go v3.3.0's non-IDL
 //     client, and ours): status Unknown with the exception's message, and
-//     Java's tri-exception-code in the trailer. dubbo-go's own servers send
-//     its status 17 instead, which gRPC clients cannot map; so dubbo-go's
-//     consumer reports the message but, as for any other error, fails
-//     over to another provider, where its own servers' 17 would not. Ours
-//     reads tri-exception-code and does not.
+//     Java's tri-exception-code in the trailer; ours reads
+//     tri-exception-code and does not fail over. dubbo-go's client
+//     (its User-Agent) gets dubbo-go's status 17 instead, as its own
+//     servers send it: its failover retries any other status, and 17
+//     is not a gRPC code, so no other client gets it (forClient).
 //   - application/grpc+proto (Java's documented form): what Java 3.2 and
 //     later answer, status OK with tri-exception-code in the response
 //     header and the serialized exception in the wrapper, whose type is its
@@ -103,7 +103,7 @@ type wrapped struct {
 
 // Unary implements triple.UnaryMethod.
 func (m *wrapperMethod) Unary(ctx context.Context, c *triple.Call, req []byte, reply func([]byte, rpc.Metadata, *triple.Status)) {
-	m.call(ctx, c, req, false, func(w wrapped) { reply(w.body, w.trailer, w.st) })
+	m.call(ctx, c, req, false, func(w wrapped) { reply(w.body, w.trailer, forClient(c, w.st)) })
 }
 
 // Serve implements triple.StreamMethod: one request, one answer.

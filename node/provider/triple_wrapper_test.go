@@ -79,6 +79,15 @@ func TestTripleWrapperMode(t *testing.T) {
 	if status.Code(err) != codes.Unknown || status.Convert(err).Message() != "boom" || strings.Join(trailer.Get("tri-exception-code"), "") != "3" {
 		t.Errorf("fail(boom) to grpc-go: %v, trailer %v", err, trailer)
 	}
+
+	// dubbo-go's client (its User-Agent) gets dubbo-go's business error,
+	// 17, which its failover does not retry.
+	dg := grpcConn(t, p.Addr(), grpc.WithUserAgent("grpc-go-triple/3.3.0 (go1.26)"))
+	err = dg.Invoke(ctx, "/org.example.Greeter/fail", wrapArgs(t, wrapper.Hessian2, "boom"), new([]byte),
+		grpc.ForceCodec(rawCodec{"hessian2"}))
+	if status.Code(err) != codes.Code(17) || status.Convert(err).Message() != "boom" {
+		t.Errorf("fail(boom) to dubbo-go's client: %v, want code 17 and boom", err)
+	}
 }
 
 // wrapArgs is a TripleRequestWrapper of string arguments.

@@ -1,11 +1,30 @@
 package triple
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/dubbo-lab/dubbo/node/rpc"
+)
 
 // Code is a gRPC status code, 0 (OK) to 16 (Unauthenticated). The server
-// never sends a code outside that range: a handler's unknown code goes out
-// as Unknown.
+// never sends a code outside that range but BizError: a handler's unknown
+// code goes out as Unknown.
 type Code uint32
+
+// BizError is dubbo-go's CodeBizError, a business exception: dubbo-go's
+// failover does not retry a call that ended with it, as Java's does not
+// retry a business exception. It is not a gRPC code (gRPC clients read it
+// as an unknown one), so a handler answers it only to a dubbo-go client
+// (DubboGoClient) and Unknown to the others; over HTTP/1.1 it is Unknown.
+const BizError Code = 17
+
+// DubboGoClient says whether a call's custom metadata is that of
+// dubbo-go's Triple client, whose User-Agent is
+// "grpc-go-triple/<version> (<go version>)".
+func DubboGoClient(md rpc.Metadata) bool {
+	return strings.HasPrefix(md.Get("user-agent"), "grpc-go-triple/")
+}
 
 // gRPC's status codes (grpc/grpc doc/statuscodes.md).
 const (
@@ -64,9 +83,17 @@ func (c Code) String() string {
 	return "code_" + strconv.FormatUint(uint64(c), 10)
 }
 
-// valid is the code as it may go on the wire: codes outside 0..16 become
-// Unknown.
+// valid is the code as it may go in grpc-status: codes outside 0..16
+// become Unknown, but BizError.
 func (c Code) valid() Code {
+	if int(c) < len(codeInfo) || c == BizError {
+		return c
+	}
+	return Unknown
+}
+
+// http1 is the code as a unary HTTP/1.1 call answers it: within 0..16.
+func (c Code) http1() Code {
 	if int(c) < len(codeInfo) {
 		return c
 	}
@@ -74,4 +101,4 @@ func (c Code) valid() Code {
 }
 
 // httpStatus is the HTTP status of a unary HTTP/1.1 call that ended with c.
-func (c Code) httpStatus() int { return codeInfo[c.valid()].http }
+func (c Code) httpStatus() int { return codeInfo[c.http1()].http }

@@ -237,7 +237,7 @@ func (h *http1Handler) invoke(parent context.Context, call *Call, m UnaryMethod,
 // writeHTTP1Error answers with st as Triple's unary protocol does, with
 // the HTTP status mapped from its code unless httpStatus is set.
 func writeHTTP1Error(w http.ResponseWriter, st *Status, httpStatus int) {
-	code := st.Code.valid()
+	code := st.Code.http1()
 	status := code.httpStatus()
 	if httpStatus != 0 {
 		status = httpStatus

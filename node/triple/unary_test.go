@@ -92,7 +92,8 @@ func TestUnaryMetadata(t *testing.T) {
 
 // A handler's status reaches the client: code and message, the message
 // percent-encoded on the wire and decoded by grpc-go; codes outside 0..16
-// go out as Unknown.
+// go out as Unknown, but dubbo-go's BizError (17), which a handler answers
+// dubbo-go's client only.
 func TestUnaryStatus(t *testing.T) {
 	for _, c := range []struct {
 		st       *Status
@@ -104,6 +105,7 @@ func TestUnaryStatus(t *testing.T) {
 		{Errorf(Internal, ""), codes.Internal, ""},
 		{&Status{Code: 99, Message: "odd"}, codes.Unknown, "odd"},
 		{Errorf(Unauthenticated, "who?"), codes.Unauthenticated, "who?"},
+		{Errorf(BizError, "boom"), codes.Code(17), "boom"},
 	} {
 		t.Run(c.wantCode.String(), func(t *testing.T) {
 			h := router{"s/M": unaryFunc(func(context.Context, *Call, []byte) ([]byte, rpc.Metadata, *Status) {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/dubbo-lab/dubbo/internal/testkit/providertest"
 	"github.com/dubbo-lab/dubbo/node/provider"
 	"github.com/dubbo-lab/dubbo/node/registry/metadata"
+	"github.com/dubbo-lab/dubbo/node/rpc"
 	"github.com/dubbo-lab/dubbo/node/url"
 	"github.com/dubbo-lab/dubbo/plugins"
 )
@@ -40,7 +42,7 @@ func TestTripleTreeLikeDubboGo(t *testing.T) {
 	withRegistries(t, func(t *testing.T, zkAddr string) {
 		registry := "zookeeper://" + zkAddr
 		dg := dubbogo.StartProvider(t, dubbogo.ProviderOptions{Registry: registry, Protocol: "tri", RegisterMode: dubbogo.RegisterAll})
-		ours := startInProcessTriple(t, provider.Config{Application: "ours", Registry: registry})
+		ours := startInProcessTriple(t, provider.Config{Application: "ours", Registry: registry}, nil)
 		conn := zkConnect(t, zkAddr)
 
 		for _, svc := range []string{greetService, greeterIface} {
@@ -95,7 +97,7 @@ func TestTripleTreeLikeDubboGo(t *testing.T) {
 // startInProcessTriple starts node/provider serving tri only on a free
 // loopback port, registering at both levels, with the example plugin
 // greet and the in-process Greeter.
-func startInProcessTriple(t testing.TB, cfg provider.Config) *provider.Provider {
+func startInProcessTriple(t testing.TB, cfg provider.Config, onCall func(*rpc.Invocation)) *provider.Provider {
 	t.Helper()
 	_, _, greet := buildOurs(t) // before the clock starts: the first build takes minutes
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -122,7 +124,7 @@ func startInProcessTriple(t testing.TB, cfg provider.Config) *provider.Provider 
 			t.Fatal(err)
 		}
 	}
-	if err := p.Export(ctx, providertest.Greeter(nil)); err != nil {
+	if err := p.Export(ctx, providertest.Greeter(onCall)); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -160,11 +162,17 @@ func metaJSON(in *metadata.Instance) string {
 // interface level and at application level (where it asks our
 // MetadataService over tri, in wrapper mode), and by url: the four methods
 // of greet.GreetService, and org.example.Greeter's five in wrapper mode,
-// fail's exception reaching it with its message (not retried when told
-// not to retry: it reads the status as a failure, see triple_wrapper.go).
+// fail's exception reaching it with its message, called once: with
+// dubbo-go's default retries (2), it reads our answer as dubbo-go's
+// business error and does not fail over (see triple_wrapper.go).
 func TestDubboGoTripleConsumerCallsOurProvider(t *testing.T) {
 	dubbogo.Build(t)
-	noRetries := 0
+	var fails atomic.Int64
+	countFails := func(inv *rpc.Invocation) {
+		if inv.Method == "fail" {
+			fails.Add(1)
+		}
+	}
 	check := func(t *testing.T, results []dubbogo.CallResult, err error, want int) {
 		t.Helper()
 		if err != nil {
@@ -181,11 +189,15 @@ func TestDubboGoTripleConsumerCallsOurProvider(t *testing.T) {
 		}
 	}
 	calls := func(t *testing.T, opts dubbogo.ConsumerOptions) {
-		opts.Protocol, opts.Retries = "tri", &noRetries
+		opts.Protocol = "tri"
+		before := fails.Load()
 		results, err := dubbogo.RunConsumer(t, opts)
 		check(t, results, err, 5)
 		if r := results[3]; r.Method != "fail" || !strings.Contains(r.Error, "boom") {
 			t.Errorf("fail(boom): %q, want the exception's message", r.Error)
+		}
+		if n := fails.Load() - before; n != 1 {
+			t.Errorf("fail(boom) reached the provider %d times, want once: a business exception is not retried", n)
 		}
 		opts.Service = greetService
 		results, err = dubbogo.RunConsumer(t, opts)
@@ -193,14 +205,14 @@ func TestDubboGoTripleConsumerCallsOurProvider(t *testing.T) {
 	}
 	withRegistries(t, func(t *testing.T, zkAddr string) {
 		registry := "zookeeper://" + zkAddr
-		startInProcessTriple(t, provider.Config{Application: "ours", Registry: registry})
+		startInProcessTriple(t, provider.Config{Application: "ours", Registry: registry}, countFails)
 		t.Run("interface", func(t *testing.T) { calls(t, dubbogo.ConsumerOptions{Registry: registry}) })
 		t.Run("application", func(t *testing.T) {
 			calls(t, dubbogo.ConsumerOptions{Registry: registry, RegisterMode: dubbogo.RegisterInstance})
 		})
 	})
 	t.Run("direct", func(t *testing.T) {
-		p := startInProcessTriple(t, provider.Config{Application: "ours"})
+		p := startInProcessTriple(t, provider.Config{Application: "ours"}, countFails)
 		calls(t, dubbogo.ConsumerOptions{URL: "tri://" + p.Addr()})
 	})
 }
