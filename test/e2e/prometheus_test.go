@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/dubbo-lab/dubbo/internal/testkit/need"
 )
 
 // prometheusBin is Debian's Prometheus server (package prometheus).
@@ -29,10 +31,7 @@ type prometheus struct {
 func startPrometheus(t *testing.T, targets ...string) *prometheus {
 	t.Helper()
 	if _, err := os.Stat(prometheusBin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Prometheus not installed (%s missing): apt-get install prometheus", prometheusBin)
-		}
-		t.Skipf("Prometheus not installed (%s missing): apt-get install prometheus", prometheusBin)
+		need.Missing(t, "Prometheus not installed (%s missing): apt-get install prometheus", prometheusBin)
 	}
 	dir := t.TempDir()
 	var list string

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbo-lab/dubbo/internal/testkit/need"
 	"github.com/dubbo-lab/dubbo/internal/testkit/toolbuild"
 )
 
@@ -74,7 +75,7 @@ func Install(t testing.TB) *Client {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		toolbuild.Unavailable(t, "grpcjs: node not found in PATH: install Node.js (Debian: nodejs npm)")
+		need.Missing(t, "grpcjs: node not found in PATH: install Node.js (Debian: nodejs npm)")
 	}
 	sum := sha256.New()
 	sum.Write(packageJSON)

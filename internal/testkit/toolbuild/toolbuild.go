@@ -18,18 +18,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-)
 
-// Unavailable skips t because a tool it needs is missing, saying why and
-// how to get it; under CI=true it fails t instead.
-func Unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s", msg)
-	}
-	t.Skipf("%s (CI=true makes this a failure)", msg)
-}
+	"github.com/dubbo-lab/dubbo/internal/testkit/need"
+)
 
 // Dir returns the cached directory of name at key, calling build on a new
 // empty directory first when there is none. An error from build means the
@@ -56,7 +47,7 @@ func Dir(t testing.TB, name, key string, build func(dir string) error) string {
 	}
 	defer os.RemoveAll(tmp) // nothing left once renamed
 	if err := build(tmp); err != nil {
-		Unavailable(t, "%s %s: %v", name, key, err)
+		need.Missing(t, "%s %s: %v", name, key, err)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		// Another test binary got there first: use its copy.
