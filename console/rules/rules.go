@@ -224,6 +224,11 @@ func Normalize(kind, key string, doc []byte) ([]byte, error) {
 	if top == nil {
 		return nil, fmt.Errorf("%w: the document is not a YAML mapping", ErrInvalid)
 	}
+	if hasNullKey(top) {
+		// A rule's typed form cannot keep it: stored without it, the rule
+		// would read differently the next time (Normalize must be stable).
+		return nil, fmt.Errorf("%w: a mapping has an empty (null) key", ErrInvalid)
+	}
 	switch kind {
 	case KindCondition:
 		return normalizeCondition(key, doc, top)
@@ -351,6 +356,32 @@ func normalizeOverride(key string, doc []byte, top map[string]any) ([]byte, erro
 			Services: it.Services, Side: it.Side, Type: it.Type})
 	}
 	return marshal(r)
+}
+
+// hasNullKey says whether v, a decoded YAML value, holds a mapping with a
+// null key.
+func hasNullKey(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			if hasNullKey(e) {
+				return true
+			}
+		}
+	case map[any]any:
+		for k, e := range v {
+			if k == nil || hasNullKey(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if hasNullKey(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // adminOverride reports whether Admin 0.5's OverrideDTO holds the whole
