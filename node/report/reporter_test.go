@@ -115,6 +115,15 @@ type fixture struct {
 // calls tick, with fast retries.
 func start(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	f := build(t, cfg)
+	f.rep.Start()
+	return f
+}
+
+// build makes the reporter of start without starting it, so a test can
+// fill its queue before anything is sent.
+func build(t *testing.T, cfg Config) *fixture {
+	t.Helper()
 	f := &fixture{
 		rec:  stats.NewRecorder(stats.Config{Side: stats.Provider, Application: "demo", Host: "127.0.0.1", Port: 20880}),
 		mon:  newMonitor(),
@@ -130,7 +139,6 @@ func start(t *testing.T, cfg Config) *fixture {
 		t.Fatal(err)
 	}
 	f.rep = rep
-	rep.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -194,11 +202,14 @@ func TestReportsWaitForTheMonitorAndGoOutInOrder(t *testing.T) {
 // Past the bound the oldest reports go, counted, and it is logged once
 // until the monitor takes a report again.
 func TestFullQueueDropsTheOldest(t *testing.T) {
-	f := start(t, Config{Buffer: 2})
+	// Not sending while the queue fills: a send in flight when its report
+	// is dropped would still deliver it once the monitor is back.
+	f := build(t, Config{Buffer: 2})
 	f.mon.set(func(m *monitor) { m.down = true })
 	for i := 1; i <= 5; i++ {
 		f.interval(i, "sayHello", i)
 	}
+	f.rep.Start()
 	if q, d := f.rep.Queued(), f.rep.Dropped(); q != 2 || d != 3 {
 		t.Fatalf("queued %d dropped %d, want 2 and 3", q, d)
 	}
