@@ -22,6 +22,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbo-lab/dubbo/internal/testkit/apachezk"
+	"github.com/dubbo-lab/dubbo/internal/testkit/benchcalls"
 )
 
 // benchTick is the tickTime of benchmark servers (Apache's default).
@@ -35,9 +36,10 @@ func startBenchTargets(b *testing.B) []target {
 	b.Helper()
 	reg := newRegistryProcess(b, buildDubbo(b))
 	reg.start(b)
+	apache := apachezk.Start(b, apachezk.Options{TickTime: benchTick})
 	return []target{
-		{name: "apache", addr: apachezk.Start(b, apachezk.Options{TickTime: benchTick}).Addr()},
-		{name: "embedded", addr: reg.addr},
+		{name: "apache", addr: apache.Addr(), pid: apache.PID()},
+		{name: "embedded", addr: reg.addr, pid: reg.cmd.Process.Pid},
 	}
 }
 
@@ -61,6 +63,42 @@ func BenchmarkRegistry(b *testing.B) {
 					do := benchOp(b, op, base, conns)
 					b.ResetTimer()
 					runParallelClients(b, clients, do)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkRegistryJavaClient is BenchmarkRegistry driven by Apache's own
+// Java client, which Java Dubbo nodes use through Curator: a gain only our
+// Go client saw would be none for them. One JVM per case is kept across
+// the case's b.N rounds and warmed up first; ns/op is the client's own
+// measure, cpu_us the server process's CPU per operation.
+func BenchmarkRegistryJavaClient(b *testing.B) {
+	targets := startBenchTargets(b)
+	classes := apachezk.JavaClasses(b)
+	clients := map[string]*apachezk.JavaBench{}
+	for _, op := range []string{"get", "set", "create"} {
+		for _, n := range []int{1, 16} {
+			for i, tg := range targets {
+				name := fmt.Sprintf("%s/clients=%d/%s", op, n, tg.name)
+				b.Run(name, func(sb *testing.B) {
+					jb := clients[name]
+					if jb == nil { // kept for the next round: the parent ends it
+						jb = apachezk.StartJavaBench(b, classes, tg.addr, op, n, fmt.Sprintf("/java-%s-%d-%d", op, n, i))
+						if _, err := jb.Run(20000); err != nil { // JIT warm-up
+							sb.Fatal(err)
+						}
+						clients[name] = jb
+					}
+					sb.ResetTimer()
+					cpu := benchcalls.StartCPU(sb, tg.pid)
+					took, err := jb.Run(sb.N)
+					if err != nil {
+						sb.Fatal(err)
+					}
+					cpu.Report(sb, int64(sb.N))
+					sb.ReportMetric(float64(took.Nanoseconds())/float64(sb.N), "ns/op")
 				})
 			}
 		}

@@ -49,6 +49,7 @@ const failuresFile = "/tmp/conformance-failures.txt"
 type target struct {
 	name string // "apache" or "embedded"
 	addr string
+	pid  int // the server's process, where a benchmark measures its CPU
 }
 
 // conformanceCase is one behaviour, checked the same way on every target.

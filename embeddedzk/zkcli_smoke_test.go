@@ -80,3 +80,37 @@ func runZkCliSmoke(t *testing.T, tg target) {
 		}
 	}
 }
+
+// TestJavaClientBench checks the Java client that BenchmarkRegistryJavaClient
+// drives the server with: each operation, run through Apache's client
+// against the embedded server, leaves what it should (a create per
+// operation, a set per data version).
+func TestJavaClientBench(t *testing.T) {
+	classes := apachezk.JavaClasses(t)
+	tg := target{name: "embedded", addr: startEmbedded(t, confTick).String()}
+	addr, conn := tg.addr, connect(t, tg)
+	for _, op := range []string{"get", "set", "create"} {
+		base := "/java-" + op
+		jb := apachezk.StartJavaBench(t, classes, addr, op, 2, base)
+		if _, err := jb.Run(50); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		var sets int32
+		var creates int
+		for _, child := range []string{base + "/0", base + "/1"} {
+			kids, st, err := conn.Children(child)
+			if err != nil {
+				t.Fatalf("%s: %v", op, err)
+			}
+			if st.DataLength != 100 {
+				t.Errorf("%s: %s holds %d bytes, want 100", op, child, st.DataLength)
+			}
+			sets += st.Version
+			creates += len(kids)
+		}
+		want := map[string][2]int{"get": {0, 0}, "set": {50, 0}, "create": {0, 50}}[op]
+		if int(sets) != want[0] || creates != want[1] {
+			t.Errorf("%s: 50 operations left %d sets and %d creates, want %d and %d", op, sets, creates, want[0], want[1])
+		}
+	}
+}

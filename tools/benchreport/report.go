@@ -66,6 +66,8 @@ var headlines = []headline{
 	{"registry get, 16 clients: embedded vs Apache ZooKeeper", "BenchmarkRegistry/get/clients=16", "ns/op", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
 	{"registry set, 16 clients (fsync)", "BenchmarkRegistry/set/clients=16", "ns/op", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
 	{"registry create, 16 clients (fsync)", "BenchmarkRegistry/create/clients=16", "ns/op", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
+	{"registry set, 16 sessions of Apache's Java client (fsync)", "BenchmarkRegistryJavaClient/set/clients=16", "ns/op", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
+	{"registry get, 16 sessions of Apache's Java client: server CPU per op", "BenchmarkRegistryJavaClient/get/clients=16", "cpu_us", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
 	{"watch notification p99", "BenchmarkWatchLatency", "p99_us", benchout.Pair{Ours: "embedded", Theirs: "apache"}},
 }
 
@@ -169,6 +171,17 @@ var sections = []section{
 		Match: family("BenchmarkRegistry"),
 		Charts: []chartSpec{
 			{File: "registry-ops.svg", Title: "registry operations", Unit: "ns/op"},
+		},
+	},
+	{
+		Title: "Registry operations driven by Apache's Java client",
+		Intro: "`embeddedzk`: the same workload sent by Apache ZooKeeper's own Java client (the one Java Dubbo nodes use through Curator; " +
+			"`internal/testkit/apachezk/zkbench`), one session per thread, one JVM per case warmed up with 20,000 operations first. " +
+			"ns/op is the client's own measure; cpu_us is the server process's user + system time per operation, from /proc.",
+		Match: family("BenchmarkRegistryJavaClient"),
+		Charts: []chartSpec{
+			{File: "registry-java-ops.svg", Title: "registry operations, Java client", Unit: "ns/op"},
+			{File: "registry-java-cpu.svg", Title: "registry server CPU, Java client", Unit: "cpu_us"},
 		},
 	},
 	{
