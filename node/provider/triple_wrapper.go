@@ -71,7 +71,7 @@ func wrapperMethods(p *Provider, e *exporter, ep *endpoint) map[string]*wrapperM
 }
 
 // wrapperRoute picks the method a call names, in the form its client
-// reads.
+// reads: wrapper mode, or JSON over HTTP/1.1 (triple_json.go).
 func (e *exporter) wrapperRoute(c *triple.Call) (triple.Method, *triple.Status) {
 	m := e.wrapped[c.Method]
 	if m == nil {
@@ -85,9 +85,18 @@ func (e *exporter) wrapperRoute(c *triple.Call) (triple.Method, *triple.Status) 
 			return m, nil // unary only
 		}
 		return m.java, nil
+	case "json":
+		if c.HTTP1 && len(e.methods[c.Method]) > 0 {
+			return jsonMethod{m}, nil
+		}
+		if c.HTTP1 { // $echo, $invoke
+			return nil, triple.Errorf(triple.InvalidArgument, "%s: %s is not served as JSON over HTTP/1.1; its methods are: %v",
+				e.key, c.Method, e.methodNames())
+		}
 	}
 	return nil, triple.Errorf(triple.InvalidArgument, "%s is a Java-interface service: call it in Triple's wrapper mode "+
-		"(a TripleRequestWrapper of hessian2 arguments, as application/grpc+proto or application/grpc+hessian2), not as +%s", e.key, c.Codec)
+		"(a TripleRequestWrapper of hessian2 arguments, as application/grpc+proto or application/grpc+hessian2), "+
+		"or over HTTP/1.1 as POST /%s/<method> with application/json and a JSON array of the arguments; not as +%s", e.key, e.svc.Interface, c.Codec)
 }
 
 func (m *wrapperMethod) Kind() rpc.MethodKind { return rpc.Unary }
@@ -141,7 +150,7 @@ func (j *javaWrapper) Serve(ctx context.Context, c *triple.Call, s triple.Stream
 // answered; an in-process service's in the pool. done gets the answer
 // once, from any goroutine.
 func (m *wrapperMethod) call(ctx context.Context, c *triple.Call, req []byte, javaForm bool, done func(wrapped)) {
-	p, e := m.p, m.e
+	e := m.e
 	w, err := wrapper.ParseRequest(req)
 	if err == nil && !wrapper.IsHessian2(w.SerializeType) {
 		err = fmt.Errorf("serializeType %q: only hessian2 (Java's hessian4) is supported", w.SerializeType)
@@ -182,22 +191,31 @@ func (m *wrapperMethod) call(ctx context.Context, c *triple.Call, req []byte, ja
 		}
 		isGeneric = true
 	}
+	if st := m.run(ctx, c, resp, name, types, args, isGeneric, len(req)+5, finish); st != nil {
+		done(wrapped{st: st})
+	}
+}
+
+// run invokes the method with args as a dubbo call runs: a plugin's call
+// started here, holding a pool thread until it is answered; an in-process
+// service's in the pool. finish gets the response once, from any
+// goroutine, unless run returns the status that refused the call.
+func (m *wrapperMethod) run(ctx context.Context, c *triple.Call, resp *protocol.Response, name string, types []string, args []any,
+	isGeneric bool, size int, finish func(*protocol.Response)) *triple.Status {
+	p, e := m.p, m.e
 	at := arrival{ep: m.ep, peer: p.peers.ipOf(c.Peer)}
 	att := e.attachments(c)
-	size := len(req) + 5
 	if _, ok := e.svc.Invoker.(AsyncInvoker); ok {
 		if release, held := p.disp.Hold(); held {
 			fin := func(r *protocol.Response) { release(); finish(r) }
 			if r := p.invoke(ctx, resp, e, at, name, types, args, att, isGeneric, size, fin); r != nil {
 				fin(r) // answered without starting anything
 			}
-			return
+			return nil
 		}
 		// No thread free: the ordinary way, the pool's queue or a refusal.
 	}
-	if st := p.dispatch(func() { finish(p.invoke(ctx, resp, e, at, name, types, args, att, isGeneric, size, nil)) }); st != nil {
-		done(wrapped{st: st})
-	}
+	return p.dispatch(func() { finish(p.invoke(ctx, resp, e, at, name, types, args, att, isGeneric, size, nil)) })
 }
 
 // attachments are the call's metadata as a dubbo call's attachments: text

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -354,6 +356,44 @@ func TestTripleWrapperAttachments(t *testing.T) {
 	for k, want := range map[string]string{"trace-id": "abc", "interface": providertest.GreeterInterface, "version": providertest.GreeterVersion} {
 		if v, _ := got.Load(k); v != want {
 			t.Errorf("the service got attachment %s = %v, want %q", k, v, want)
+		}
+	}
+}
+
+// A Java-interface service over HTTP/1.1 with JSON, as Java Dubbo 3.3's
+// documentation calls one with curl: POST /<interface>/<method>/ and a JSON
+// array of the arguments (a method of one parameter takes it alone too);
+// the answer is the return value as JSON, a mistake 400 with the reason,
+// a business exception 500 with its message.
+func TestTripleWrapperHTTP1JSON(t *testing.T) {
+	p := startTriple(t, provider.Config{}, provider.Options{})
+	exportPlugin(t, p, startPlugin(t, "greeter"))
+	for _, tc := range []struct {
+		path, body string
+		status     int
+		want       string
+	}{
+		{"sayHello", `["world"]`, 200, `"Hello, world"`},
+		{"sayHello/", `["world"]`, 200, `"Hello, world"`}, // the documentation's form
+		{"sayHello", `"alone"`, 200, `"Hello, alone"`},
+		{"add", `[2, 3]`, 200, `5`},
+		{"echoMap", `[{"k": "v"}]`, 200, `{"k":"v"}`},
+		{"echoMap", `{"k": "v"}`, 200, `{"k":"v"}`},
+		{"add", `[1]`, 400, `takes (int, int), not 1 arguments`},
+		{"add", `["two", 3]`, 400, `"code":"invalid_argument"`},
+		{"sayHello", `["unclosed`, 400, `the body is not JSON`},
+		{"fail", `["boom"]`, 500, `"message":"boom"`},
+		{"nope", `[]`, 404, `cannot find method [nope]`},
+		{"$echo", `["ping"]`, 400, `$echo is not served as JSON over HTTP/1.1`},
+	} {
+		resp, err := http.Post("http://"+p.Addr()+"/org.example.Greeter/"+tc.path, "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.want) {
+			t.Errorf("POST %s %s: %d %s; want %d with %s", tc.path, tc.body, resp.StatusCode, body, tc.status, tc.want)
 		}
 	}
 }

@@ -89,7 +89,8 @@ func (h *http1Handler) call(r *http.Request, codec string) (call Call, gz bool, 
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		call.Peer = ap
 	}
-	path := r.URL.Path
+	// Java Dubbo's documentation calls /<service>/<method>/.
+	path := strings.TrimSuffix(r.URL.Path, "/")
 	if i := strings.LastIndexByte(path, '/'); len(path) > 0 && path[0] == '/' && i > 1 && i < len(path)-1 {
 		call.Service, call.Method = path[1:i], path[i+1:]
 	} else {

@@ -26,14 +26,15 @@ func greetJSON(addr, name string) (int, string, error) {
 // README says (`dubbo run --role=provider --set protocol.name=tri ...`),
 // with the protobuf example plugin: `dubbo call` by url prints the
 // greeting (a server stream one line per message), and a plain HTTP/1.1
-// POST of JSON answers 200 with it.
+// POST of JSON answers 200 with it, for the protobuf service and for the
+// Java-interface Greeter served beside it.
 func TestRunTripleProvider(t *testing.T) {
 	dir := t.TempDir()
 	p := freePorts(t, 1)
 	node := startNode(t, "dubbo run --role=provider", dir, "run", "--role=provider",
 		"--set", "registry.address=", "--set", "monitor.enabled=false", "--set", "qos.listen=",
 		"--set", "protocol.name=tri", "--set", "protocol.host=127.0.0.1", "--set", fmt.Sprintf("protocol.port=%d", p.tri),
-		"--set", fmt.Sprintf("provider.plugins=[%s]", binary("greet")))
+		"--set", fmt.Sprintf("provider.plugins=[%q, %q]", binary("greet"), binary("greeter")))
 	url := "tri://" + p.triAddr(0)
 	var r result
 	if _, ok := waitFor(20*time.Second, func() bool {
@@ -51,6 +52,18 @@ func TestRunTripleProvider(t *testing.T) {
 	}
 	if code, body, err := greetJSON(p.triAddr(0), "x"); err != nil || code != 200 || body != `{"greeting":"Hello, x"}` {
 		t.Errorf("POST /greet.GreetService/Greet: %d %s %v", code, body, err)
+	}
+	// The Java-interface Greeter too, as Java Dubbo 3.3's documentation
+	// calls one with curl: a JSON array of the arguments.
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Post("http://"+p.triAddr(0)+"/org.example.Greeter/sayHello/", "application/json", strings.NewReader(`["world"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != `"Hello, world"` {
+		t.Errorf("POST /org.example.Greeter/sayHello/ [\"world\"]: %d %s", resp.StatusCode, body)
 	}
 	if code := node.stop(t); code != 0 {
 		t.Errorf("dubbo run exited %d on SIGTERM", code)
