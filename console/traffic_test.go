@@ -10,8 +10,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/dubbo-lab/dubbo/console/catalog"
 	"github.com/dubbo-lab/dubbo/monitor/store"
 	"github.com/dubbo-lab/dubbo/node/stats/histogram"
+	dubbourl "github.com/dubbo-lab/dubbo/node/url"
 )
 
 // The traffic pages' tests store what nodes would have reported, at
@@ -82,9 +84,43 @@ func registered(t *testing.T, e *env, paths ...string) {
 			}
 		}
 	}
+	// Every node, not only a first change: the folders' events come
+	// first, and a loaded machine shows the gap.
 	waitFor(t, "the console's copy of the new nodes", func() bool {
-		return e.console.Catalog().Version() != before
+		if e.console.Catalog().Version() == before {
+			return false
+		}
+		for _, p := range paths {
+			if !inCatalog(t, e, p) {
+				return false
+			}
+		}
+		return true
 	})
+}
+
+// inCatalog says whether the console's copy of the registry has the
+// provider or consumer node at path (/dubbo/<interface>/<category>/<URL>);
+// of another node, that it cannot tell (true).
+func inCatalog(t *testing.T, e *env, path string) bool {
+	t.Helper()
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(parts) != 4 || parts[0] != "dubbo" || (parts[2] != "providers" && parts[2] != "consumers") {
+		return true
+	}
+	raw, err := url.QueryUnescape(parts[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := dubbourl.MustParse(raw)
+	d, ok := e.console.Catalog().Service(parts[1])
+	if !ok {
+		return false
+	}
+	if parts[2] == "providers" {
+		return slices.ContainsFunc(d.ProviderURLs(), func(p *dubbourl.URL) bool { return p.Address() == u.Address() })
+	}
+	return slices.ContainsFunc(d.Consumers, func(c catalog.Consumer) bool { return c.Address == u.Host() })
 }
 
 // providerNode is the path of a provider node of url u.
