@@ -186,6 +186,9 @@ func (h healthWatch) Serve(ctx context.Context, c *triple.Call, s triple.Stream)
 	last := healthpb.HealthCheckResponse_ServingStatus(-1)
 	for {
 		changes := h.p.health.changes()
+		// Read before the status: a shutdown between the two would end
+		// the call before its NOT_SERVING was sent.
+		down := h.p.isShutdown()
 		if st, _ := h.p.healthOf(in.Service); st != last {
 			b, err := marshal(c.Codec, &healthpb.HealthCheckResponse{Status: st})
 			if err != nil {
@@ -196,7 +199,7 @@ func (h healthWatch) Serve(ctx context.Context, c *triple.Call, s triple.Stream)
 			}
 			last = st
 		}
-		if h.p.isShutdown() {
+		if down {
 			// Told NOT_SERVING; the call ends so the drain need not wait.
 			return triple.Errorf(triple.Unavailable, "the provider is shutting down")
 		}
