@@ -558,3 +558,61 @@ func TestPoolHold(t *testing.T) {
 		release()
 	}
 }
+
+// Tasks handed to workers and held slots together never exceed Threads,
+// even when a Hold comes between a task's hand-off and its worker
+// starting it (it was counted only once running, so a pool of two could
+// run three at once). Pools without a queue: a queued task (eager, or
+// queues > 0) still takes its slot when a worker runs it, whatever the
+// holds.
+func TestPoolThreadsBoundTasksAndHolds(t *testing.T) {
+	for _, typ := range []string{PoolFixed, PoolCached, PoolLimited} {
+		t.Run(typ, func(t *testing.T) {
+			const threads = 2
+			p, err := NewPool(PoolConfig{Type: typ, Threads: threads})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			var mu sync.Mutex
+			inUse, most := 0, 0
+			enter := func() {
+				mu.Lock()
+				inUse++
+				most = max(most, inUse)
+				mu.Unlock()
+			}
+			leave := func() {
+				mu.Lock()
+				inUse--
+				mu.Unlock()
+			}
+			work := func() { enter(); runtime.Gosched(); leave() }
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() {
+					for i := range 2000 {
+						if (g+i)%2 == 0 {
+							_ = p.Submit(work)
+						} else if release, ok := p.Hold(); ok {
+							work()
+							release()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := p.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if most > threads {
+				t.Errorf("%d tasks and holds at once in a pool of %d threads", most, threads)
+			}
+			if st := p.Stats(); st.Active != 0 || st.Tasks != st.Completed {
+				t.Errorf("after the shutdown: %+v; want none active and every task completed", st)
+			}
+		})
+	}
+}

@@ -114,9 +114,12 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 // *RejectedError (errors.Is rpc.ErrPoolExhausted) when every worker is busy
 // and the queue, if any, is full. It never blocks.
 func (p *Pool) Submit(task func()) error {
-	// Tasks run by RunHere and held slots count against Threads too.
+	// A task for a worker takes its slot here, before the hand-off: counted
+	// only once the worker ran it, a Hold in between (tasks run by RunHere
+	// and held slots count against Threads too) could take one slot more
+	// than Threads. Queued tasks take theirs when a worker runs them.
 	max := int(p.max.Load())
-	room := p.active.Load() < int64(max)
+	room := p.reserve()
 	if room {
 		// Counted before the hand-off: the task may be done before Submit
 		// returns.
@@ -136,6 +139,9 @@ func (p *Pool) Submit(task func()) error {
 		p.spawn(task)
 		return nil
 	case p.queue != nil && p.enqueue(task):
+		if room {
+			p.active.Add(-1)
+		}
 		if p.workers == 0 { // every worker retired since the handoff failed
 			p.spawn(nil)
 		}
@@ -144,8 +150,24 @@ func (p *Pool) Submit(task func()) error {
 		p.spawn(task)
 		return nil
 	}
+	if room {
+		p.active.Add(-1)
+	}
 	p.rejected.Add(1)
 	return &RejectedError{Stats: p.statsLocked(), Name: p.name, Where: p.where, Shutdown: p.closed}
+}
+
+// reserve takes one of the Threads slots if one is free.
+func (p *Pool) reserve() bool {
+	for {
+		a := p.active.Load()
+		if a >= p.max.Load() {
+			return false
+		}
+		if p.active.CompareAndSwap(a, a+1) {
+			return true
+		}
+	}
 }
 
 // RunHere runs task on the calling goroutine, counted as one of the
@@ -170,14 +192,8 @@ func (p *Pool) RunHere(task func()) bool {
 // room and is open; release gives it back, once. Held slots count against
 // Threads like running tasks, so the pool bounds such work too.
 func (p *Pool) Hold() (release func(), ok bool) {
-	for {
-		a := p.active.Load()
-		if a >= p.max.Load() {
-			return nil, false
-		}
-		if p.active.CompareAndSwap(a, a+1) {
-			break
-		}
+	if !p.reserve() {
+		return nil, false
 	}
 	p.mu.Lock()
 	closed := p.closed
@@ -242,7 +258,8 @@ func (p *Pool) enqueue(task func()) bool {
 	}
 }
 
-// spawn starts a worker; p.mu is held.
+// spawn starts a worker, with the first task it runs, whose slot Submit
+// reserved, or none; p.mu is held.
 func (p *Pool) spawn(first func()) {
 	p.workers++
 	if p.workers > p.largest {
@@ -262,9 +279,10 @@ func (p *Pool) work(task func()) {
 		idle = time.NewTimer(p.alive)
 		defer idle.Stop()
 	}
+	reserved := task != nil // a task from Submit's hand-off has its slot
 	for {
 		if task != nil {
-			p.run(task)
+			p.run(task, reserved)
 			task = nil
 		}
 		if p.retireExcess() {
@@ -273,6 +291,7 @@ func (p *Pool) work(task func()) {
 		// Queued tasks waited longest; take them before parking.
 		select {
 		case task = <-p.queue:
+			reserved = false
 			continue
 		default:
 		}
@@ -283,7 +302,9 @@ func (p *Pool) work(task func()) {
 		}
 		select {
 		case task = <-p.handoff:
+			reserved = true
 		case task = <-p.queue:
+			reserved = false
 		case <-expired:
 			if p.retire() {
 				return
@@ -316,8 +337,11 @@ func (p *Pool) retireExcess() bool {
 	return true
 }
 
-func (p *Pool) run(task func()) {
-	p.active.Add(1)
+// run runs task on this worker; reserved says its slot is taken already.
+func (p *Pool) run(task func(), reserved bool) {
+	if !reserved {
+		p.active.Add(1)
+	}
 	defer func() {
 		p.active.Add(-1)
 		p.completed.Add(1)
@@ -330,7 +354,7 @@ func (p *Pool) drain() {
 	for {
 		select {
 		case task := <-p.queue:
-			p.run(task)
+			p.run(task, false)
 		default:
 			p.mu.Lock()
 			p.workers--
