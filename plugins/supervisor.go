@@ -258,13 +258,15 @@ func (s *Supervisor) serve(ctx context.Context, p *Plugin, changed <-chan struct
 func (s *Supervisor) swap(ctx context.Context, prev, next *Plugin, drains *sync.WaitGroup, log *slog.Logger) {
 	s.cur.Store(next)
 	prev.handOver(next) // the calls that loaded prev just before go to next too
-	if s.cfg.OnSwap != nil {
-		s.cfg.OnSwap(prev, next, next.Services())
-	}
+	// The state says so before OnSwap's work (re-exports) starts: next is
+	// taking the calls already.
 	s.setState(next, nil)
 	s.mu.Lock()
 	s.state.Swaps++
 	s.mu.Unlock()
+	if s.cfg.OnSwap != nil {
+		s.cfg.OnSwap(prev, next, next.Services())
+	}
 	log.Info("plugin swapped", "pid", next.Pid(), "old_pid", prev.Pid(), "services", len(next.Services()))
 	drains.Go(func() {
 		dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)

@@ -214,6 +214,11 @@ func ParseSample(u *url.URL) (Sample, error) {
 	if s.Interface == "" || s.Method == "" {
 		return Sample{}, fmt.Errorf("statistics url %s: no interface or method", u)
 	}
+	// Taken from the path, they may hold what a parameter cannot: the
+	// sample would not read back the same from its own URL.
+	if strings.ContainsAny(s.Interface+s.Method, "&=") {
+		return Sample{}, fmt.Errorf("statistics url %s: interface %q or method %q has a '&' or '='", u, s.Interface, s.Method)
+	}
 	for _, f := range s.numbers() {
 		n, err := count(u, f.key)
 		if err != nil {
