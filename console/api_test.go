@@ -43,13 +43,25 @@ func rulesAt(t *testing.T, e *env) *zookeeper.Registry {
 
 func getJSON(t *testing.T, e *env, path string, v any) {
 	t.Helper()
+	if !findJSON(t, e, path, v) {
+		t.Fatalf("GET %s: 404", path)
+	}
+}
+
+// findJSON is getJSON for what may not be there yet: false on a 404.
+func findJSON(t *testing.T, e *env, path string, v any) bool {
+	t.Helper()
 	st, body, _ := do(t, "GET", e.ConsoleURL+path, "", "")
+	if st == 404 {
+		return false
+	}
 	if st != 200 {
 		t.Fatalf("GET %s: %d %s", path, st, body)
 	}
 	if err := json.Unmarshal([]byte(body), v); err != nil {
 		t.Fatalf("GET %s: %v in %s", path, err, body)
 	}
+	return true
 }
 
 func TestAPIRegistryViews(t *testing.T) {
