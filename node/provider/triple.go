@@ -23,7 +23,8 @@ import (
 //     translated from and to protobuf JSON (application/grpc+json, and
 //     application/json over HTTP/1.1) with the service's descriptor;
 //   - a Java-interface service's method in Dubbo's wrapper mode
-//     (triple_wrapper.go), called as a dubbo call would be;
+//     (triple_wrapper.go), or with JSON over HTTP/1.1 as Java Dubbo 3.3
+//     serves it (triple_json.go), called as a dubbo call would be;
 //   - grpc.health.v1.Health and gRPC server reflection (triple_grpc.go).
 //
 // Every call is counted as a dubbo call is (node/stats), holds one of the
