@@ -257,8 +257,14 @@ func TestHandlerLoopGuide(t *testing.T) {
 			}
 		}
 	}
-	if out := up.stdout.String(); !strings.Contains(out, "swapped   hello (provider 1)") || strings.Contains(out, "down      hello") {
-		t.Errorf("dubbo up did not swap the new build in without a restart:\n%s", out)
+	// Each provider swaps on its own: the answer may have come from the
+	// first to have done it.
+	swapped := func() bool {
+		out := up.stdout.String()
+		return strings.Contains(out, "swapped   hello (provider 1)") && strings.Contains(out, "swapped   hello (provider 2)")
+	}
+	if _, ok := waitFor(10*time.Second, swapped); !ok || strings.Contains(up.stdout.String(), "down      hello") {
+		t.Errorf("dubbo up did not swap the new build in without a restart in both providers:\n%s", up.stdout.String())
 	}
 	if code := up.stop(t); code != 0 {
 		t.Errorf("%s exited %d after Ctrl-C", up.name, code)
