@@ -141,8 +141,9 @@ func (s *Server) isClosing() bool {
 // the 1st, 2nd, 4th, 8th... refusal: a flood is a few lines, with the
 // count).
 func (s *Server) refuse(nc net.Conn) {
+	n := s.refused.Add(1) // counted before the client can see the close
 	nc.Close()
-	if n := s.refused.Add(1); n&(n-1) == 0 { // 1, 2, 4, 8, ...
+	if n&(n-1) == 0 { // 1, 2, 4, 8, ...
 		s.log.Error("triple connection refused: the server has reached its accepts limit; raise it or add providers",
 			"remote", nc.RemoteAddr().String(), "accepts", s.cfg.Accepts, "refused_total", n)
 	}
