@@ -314,7 +314,11 @@ func TestSlowOnceThenFastGetsTrafficBack(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := a.calls.Load() - after; got < 50 {
+			// Back in the rotation: a provider only a little slower than
+			// the other still gets a call each time the window restarts
+			// (as in Java, estimates are average × (active + 1)), about 33
+			// in 10s; one left out would get none.
+			if got := a.calls.Load() - after; got < 20 {
 				t.Errorf("after its one slow answer, a got %d calls in 10s (b %d); want it back in the rotation", got, b.calls.Load())
 			}
 		})
